@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# xina top-level Makefile.  Everything is built under $(O) (default build/).
+#
+#   make            bpf/ and user/ (installs Debian build deps if missing)
+#   make demo       the main job: a verified 4-worker allreduce in a rack
+#   make check      all selftests: host (BPF map backend) and VM (xina.ko)
+#   make check-host / make check-vm   one half of it
+#   make bench      benchmarks against the peers (QUICK=1 for a short run)
+#   make module     xina.ko against Debian's 6.1 headers (with module BTF)
+#   make install    xinactl, libxina, the BPF objects; xina.ko via dkms
+#
+# The pieces add their rules from */build.mk.
+
+O ?= build
+export O
+ROOT := $(CURDIR)
+V ?= 0
+ifeq ($(V),0)
+Q := @
+else
+Q :=
+endif
+
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CFLAGS ?= -O2 -g
+XCFLAGS := -Wall -Wextra -Wno-unused-parameter -std=gnu11 -I$(ROOT)/include \
+	   -I$(ROOT)/include/uapi -I$(O) -I$(ROOT)/user -I$(ROOT)/bpf
+
+DEPS_STAMP := $(O)/.deps-build
+
+.PHONY: all deps clean demo check check-host check-vm bench module install
+
+all: bpf user
+
+$(DEPS_STAMP): scripts/deps.sh
+	$(Q)mkdir -p $(O)
+	$(Q)scripts/deps.sh build
+	$(Q)touch $@
+
+deps: $(DEPS_STAMP)
+
+-include bpf/build.mk
+-include user/build.mk
+-include selftests/build.mk
+-include kmod/build.mk
+-include scripts/build.mk
+
+demo: all
+	$(Q)scripts/demo.sh
+
+check: check-host check-vm
+
+clean:
+	rm -rf $(O)

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-3-Clause) */
+/*
+ * xina: in-network aggregation (allreduce) on a Linux box.
+ *
+ * This is the one header shared by the kernel module (kmod/), the XDP fast
+ * path (bpf/) and user space (user/).  It defines the wire format spoken
+ * between workers and the switch, and the generic netlink family "xina".
+ * Everything here is ABI: values are never renumbered, fields are only ever
+ * added in reserved space.
+ *
+ * Wire format
+ * ===========
+ *
+ * A xina packet is a UDP datagram (IPv4, no options) to the switch's
+ * xina port (XINA_UDP_PORT unless configured otherwise), carrying one
+ * struct xina_hdr followed by @count elements of type @dtype.  All fields
+ * and all elements are in network byte order.
+ *
+ *    0                   1                   2                   3
+ *    0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *   |    version    |     type      |     dtype     |      op       |  0
+ *   +---------------+---------------+---------------+---------------+
+ *   |     flags     |      exp      |             count             |  4
+ *   +---------------+---------------+-------------------------------+
+ *   |                              job                              |  8
+ *   +-------------------------------+-------------------------------+
+ *   |             rank              |            weight             | 12
+ *   +-------------------------------+-------------------------------+
+ *   |                             slot                              | 16
+ *   +---------------------------------------------------------------+
+ *   |                             round                             | 20
+ *   +---------------------------------------------------------------+
+ *   |                              key                              | 24
+ *   |                                                               |
+ *   +---------------------------------------------------------------+
+ *   |                            offset                             | 32
+ *   |                                                               |
+ *   +---------------------------------------------------------------+
+ *   |                 count elements of dtype ...                   | 40
+ *
+ * version: XINA_WIRE_VERSION.  Anything else is not a xina packet of this
+ *	    version and is dropped (counted as malformed).
+ * type:    enum xina_pkt_type.  Workers send XINA_T_CONTRIB; the switch
+ *	    answers with XINA_T_RESULT.
+ * dtype:   enum xina_dtype of the elements.
+ * op:      enum xina_op applied to the elements of one slot.  All
+ *	    contributions to one round of a slot must carry the same op.
+ * flags:   XINA_F_* bits.  Unknown bits make the packet malformed.
+ * exp:     informational block exponent: the power of two the worker used
+ *	    to quantise float data into this block (see Documentation/
+ *	    protocol.rst); the switch copies it into the result untouched
+ *	    from the contribution that completes the slot.
+ * count:   number of elements after the header, 1..job's elements per slot.
+ * job:     job id, as configured with "xinactl job add".
+ * rank:    the sender's rank in the job, 0..workers-1.  16 bits: jobs are
+ *	    not limited to 32 (or 64) workers.
+ * weight:  reserved for hierarchical aggregation (a contribution that stands
+ *	    for several workers, Rina-style); must be 0.
+ * slot:    index of the aggregation slot in the job's pool, 0..slots-1.
+ * round:   how many times the sender used this slot before, for this job.
+ *	    The slot keeps two versions (shadow copies); round & 1 selects
+ *	    the version.  Round r+2 may only start once round r completed;
+ *	    older rounds are stale and dropped.
+ * key:     the job's key.  A packet whose key does not match is dropped.
+ * offset:  element offset of this block in the sender's tensor.  The switch
+ *	    does not interpret it; it is echoed in results so that a worker
+ *	    can place a result without any other state.
+ *
+ * A XINA_T_RESULT has the same layout: rank is the rank of the worker that
+ * completed the slot (or of the worker being answered for a
+ * retransmission), count and offset are those of the contributions and
+ * the elements are the aggregate.
+ */
+#ifndef _UAPI_LINUX_XINA_H
+#define _UAPI_LINUX_XINA_H
+
+#include <linux/types.h>
+
+#define XINA_WIRE_VERSION	1
+#define XINA_UDP_PORT		9277	/* default switch port ("XA" on a phone pad) */
+
+#define XINA_MAX_WORKERS	256	/* members of one job (bitmap width) */
+#define XINA_MAX_ELEMS		1024	/* elements of one slot / one packet */
+#define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
+
+enum xina_pkt_type {
+	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
+	XINA_T_RESULT = 2,	/* switch -> worker: the aggregated block */
+};
+
+enum xina_dtype {
+	XINA_DTYPE_INT32 = 1,	/* two's complement, wrapping sum */
+	/* reserved: XINA_DTYPE_INT8, XINA_DTYPE_INT16, XINA_DTYPE_FP16, ... */
+};
+
+enum xina_op {
+	XINA_OP_SUM = 1,
+	XINA_OP_MAX = 2,	/* also used to agree on block exponents */
+	/* reserved: XINA_OP_MIN, XINA_OP_PROD, user-defined operators */
+};
+
+enum xina_flags {
+	XINA_F_RETRANS = 1 << 0,	/* sender already sent this block */
+	/* reserved: XINA_F_SPARSE (index/value pairs), XINA_F_HIER */
+};
+#define XINA_F_ALL	(XINA_F_RETRANS)
+
+struct xina_hdr {
+	__u8	version;
+	__u8	type;
+	__u8	dtype;
+	__u8	op;
+	__u8	flags;
+	__s8	exp;
+	__be16	count;
+	__be32	job;
+	__be16	rank;
+	__be16	weight;
+	__be32	slot;
+	__be32	round;
+	__be64	key;
+	__be64	offset;
+};
+
+/*
+ * Generic netlink family "xina" (module backend)
+ * ==============================================
+ *
+ * All commands need CAP_NET_ADMIN in the user namespace owning the
+ * caller's network namespace.  Jobs belong to a network namespace.
+ * See Documentation/netlink/specs/xina.yaml.
+ */
+#define XINA_GENL_NAME		"xina"
+#define XINA_GENL_VERSION	1
+
+enum xina_cmd {
+	XINA_CMD_UNSPEC,
+	XINA_CMD_JOB_NEW,	/* create a job: JOB_ID, WORKERS, SLOTS, ELEMS,
+				 * KEY, MEMBER (one per rank), optional FLAGS */
+	XINA_CMD_JOB_DEL,	/* delete a job: JOB_ID */
+	XINA_CMD_JOB_GET,	/* one job (JOB_ID) or, with NLM_F_DUMP, all */
+	XINA_CMD_JOB_SET,	/* change a job: JOB_ID, KEY and/or MEMBER */
+	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump) */
+
+	__XINA_CMD_MAX,
+};
+#define XINA_CMD_MAX (__XINA_CMD_MAX - 1)
+
+enum xina_attr {
+	XINA_A_UNSPEC,
+	XINA_A_JOB_ID,		/* u32, 1..2^32-1 */
+	XINA_A_JOB_WORKERS,	/* u16, 1..XINA_MAX_WORKERS */
+	XINA_A_JOB_SLOTS,	/* u32, slots in the job's pool */
+	XINA_A_JOB_ELEMS,	/* u16, elements per slot, 1..XINA_MAX_ELEMS */
+	XINA_A_JOB_KEY,		/* u64 */
+	XINA_A_JOB_FLAGS,	/* u32, XINA_JOB_F_* */
+	XINA_A_JOB_MEMBER,	/* nest, enum xina_member_attr; repeated */
+	XINA_A_JOB_MEM_BYTES,	/* u64, slot memory held by the job (get) */
+	XINA_A_JOB_STATS,	/* nest, enum xina_stat_attr (get/stats) */
+	XINA_A_PAD,
+
+	__XINA_A_MAX,
+};
+#define XINA_A_MAX (__XINA_A_MAX - 1)
+
+enum xina_job_flags {
+	XINA_JOB_F_NONE = 0,
+	/* reserved: XINA_JOB_F_FALLBACK (ATP-style best effort) */
+};
+#define XINA_JOB_F_ALL	0
+
+enum xina_member_attr {
+	XINA_MEMBER_A_UNSPEC,
+	XINA_MEMBER_A_RANK,	/* u16 */
+	XINA_MEMBER_A_ADDR,	/* IPv4 address, binary, network order (4) */
+	XINA_MEMBER_A_PORT,	/* u16, host order; UDP port of the worker */
+
+	__XINA_MEMBER_A_MAX,
+};
+#define XINA_MEMBER_A_MAX (__XINA_MEMBER_A_MAX - 1)
+
+/* Counters: the same set per job in the BPF maps, sysfs and netlink. */
+enum xina_stat {
+	XINA_STAT_RX,		/* xina packets seen for this job */
+	XINA_STAT_CONTRIB,	/* contributions added into a slot */
+	XINA_STAT_COMPLETE,	/* slot rounds completed (results multicast) */
+	XINA_STAT_RETRANS_ANSWERED,	/* retransmissions answered with the kept result */
+	XINA_STAT_DUP,		/* duplicates of a pending round, dropped */
+	XINA_STAT_STALE,	/* contributions to a finished older round */
+	XINA_STAT_DROP_KEY,	/* wrong key */
+	XINA_STAT_DROP_MEMBER,	/* rank out of range or source is not the member */
+	XINA_STAT_DROP_RANGE,	/* slot, count or round out of range */
+	XINA_STAT_DROP_OP,	/* op or dtype unsupported or mixed in one round */
+
+	__XINA_STAT_MAX,
+};
+#define XINA_STAT_MAX	__XINA_STAT_MAX
+
+/* Switch-wide counters for packets that name no job. */
+enum xina_gstat {
+	XINA_GSTAT_MALFORMED,	/* truncated, bad version/type/flags, ... */
+	XINA_GSTAT_NO_JOB,	/* well formed, but the job does not exist */
+	XINA_GSTAT_PASS,	/* not xina: passed to the stack */
+
+	__XINA_GSTAT_MAX,
+};
+#define XINA_GSTAT_MAX	__XINA_GSTAT_MAX
+
+enum xina_stat_attr {
+	XINA_STAT_A_UNSPEC,
+	/* one u64 attribute per enum xina_stat, numbered XINA_STAT_x + 1 */
+	__XINA_STAT_A_MAX = XINA_STAT_MAX + 1,
+};
+#define XINA_STAT_A_MAX (__XINA_STAT_A_MAX - 1)
+
+#endif /* _UAPI_LINUX_XINA_H */

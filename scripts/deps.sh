@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install what xina needs from Debian packages, and nothing when it is all
+# there already (so every make target may call it).
+#
+#   scripts/deps.sh [build] [vm] [bench]...
+#
+#   build  compile bpf/ and user/, run the host selftests (default)
+#   vm     build xina.ko against Debian's 6.1 kernel and boot it under qemu
+#   bench  the peers of "make bench": OpenMPI, Gloo (torch), gnuplot
+set -euo pipefail
+
+pkgs_build="make gcc libc6-dev clang llvm libbpf-dev bpftool libelf-dev
+	zlib1g-dev pkg-config iproute2 ethtool iputils-ping procps util-linux
+	psmisc"
+pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
+	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
+	gcc kmod"
+pkgs_bench="openmpi-bin libopenmpi-dev python3-torch gnuplot-nox"
+
+want=""
+[ $# -eq 0 ] && set -- build
+for group in "$@"; do
+	case "$group" in
+	build) want="$want $pkgs_build" ;;
+	vm) want="$want $pkgs_vm" ;;
+	bench) want="$want $pkgs_bench" ;;
+	*) echo "deps.sh: unknown group '$group' (build, vm, bench)" >&2; exit 2 ;;
+	esac
+done
+
+missing=""
+for p in $want; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: missing Debian packages:$missing (run as root to install)" >&2
+	exit 1
+fi
+echo "deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2
