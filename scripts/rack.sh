@@ -1,0 +1,230 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A rack of network namespaces: one switch namespace with a bridge and one
+# veth port per worker namespace.
+#
+#          $RACK-w0            $RACK-w1                 $RACK-wN-1
+#        eth0 10.77.0.1     eth0 10.77.0.2    ...     eth0 10.77.0.N
+#            |                  |                         |
+#   +--------p0-----------------p1----------- ... --------pN-1----+
+#   |  $RACK-sw   br0 10.77.0.254/24 (the switch; ports enslaved)  |
+#   +-------------------------------------------------------------+
+#
+# Non-xina traffic between workers crosses the bridge (that is what the
+# peers of the benchmarks use); xina traffic to 10.77.0.254:9277 is taken by
+# the XDP program on each port.  Nothing leaves these namespaces.
+#
+# Use as a command:
+#   scripts/rack.sh up RACK N [mtu M]      create (and tear down a stale one)
+#   scripts/rack.sh xdp RACK N [PINDIR]    attach xina: XDP on the ports,
+#                                          the pass program on worker eth0
+#   scripts/rack.sh impair RACK N PERMILLE add loss in both directions
+#   scripts/rack.sh down RACK              delete everything of RACK
+# or source it and call the rack_* functions.
+
+XINA_ROOT=${XINA_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+XINA_O=${O:-$XINA_ROOT/build}
+case "$XINA_O" in /*) ;; *) XINA_O=$XINA_ROOT/$XINA_O ;; esac
+XINACTL=${XINACTL:-$XINA_O/xinactl}
+XINA_PASS_OBJ=${XINA_PASS_OBJ:-$XINA_O/bpf/xina_pass.bpf.o}
+RACK_NET=${RACK_NET:-10.77.0}
+RACK_SWITCH_IP=$RACK_NET.254
+
+rack_worker_ip()
+{
+	echo "$RACK_NET.$(($1 + 1))"
+}
+
+rack_die()
+{
+	echo "rack: $*" >&2
+	return 1
+}
+
+# Every namespace whose name starts with "$1-".
+rack_namespaces()
+{
+	ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$1-(sw|w[0-9]+)\$"
+}
+
+rack_down()
+{
+	local rack=$1 ns
+
+	[ -n "$rack" ] || { rack_die "down: no rack name"; return 1; }
+	for ns in $(rack_namespaces "$rack"); do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	if [ -d "/run/xina-$rack" ]; then
+		umount "/run/xina-$rack" 2>/dev/null
+		rm -rf "/run/xina-$rack"
+	fi
+	return 0
+}
+
+rack_ns_setup()
+{
+	local ns=$1
+
+	ip netns add "$ns" || return 1
+	ip -n "$ns" link set lo up
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+}
+
+rack_up()
+{
+	local rack=$1 n=$2 mtu=${3:-1500} sw i w
+
+	[ -n "$rack" ] && [ -n "$n" ] || { rack_die "usage: up RACK N [MTU]"; return 1; }
+	[ "$n" -ge 1 ] && [ "$n" -le 200 ] 2>/dev/null ||
+		{ rack_die "workers '$n' out of range 1..200"; return 1; }
+	rack_down "$rack"
+	sw=$rack-sw
+	rack_ns_setup "$sw" || return 1
+	ip -n "$sw" link add br0 type bridge || return 1
+	ip -n "$sw" link set br0 mtu "$mtu" up
+	ip -n "$sw" addr add "$RACK_SWITCH_IP/24" dev br0
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		rack_ns_setup "$w" || return 1
+		ip link add "p$i" netns "$sw" mtu "$mtu" type veth \
+			peer name eth0 netns "$w" mtu "$mtu" || return 1
+		ip -n "$sw" link set "p$i" master br0 up
+		ip -n "$w" addr add "$(rack_worker_ip "$i")/24" dev eth0
+		ip -n "$w" link set eth0 up
+	done
+	# Wait until every port forwards (the bridge starts them in
+	# "forwarding" without STP, but the links come up asynchronously).
+	for ((i = 0; i < n; i++)); do
+		rack_wait 5 ip netns exec "$rack-w$i" \
+			ping -c1 -W1 -q "$RACK_SWITCH_IP" >/dev/null ||
+			{ rack_die "worker $i cannot reach the switch"; return 1; }
+	done
+}
+
+# rack_wait SECONDS CMD...: busy-wait until CMD succeeds.
+rack_wait()
+{
+	local deadline=$((SECONDS + $1))
+
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$deadline" ] && return 1
+		sleep 0.1
+	done
+}
+
+rack_pin_dir()
+{
+	echo "/run/xina-$1"
+}
+
+# Attach xina: the fast path on every switch port, the pass program on the
+# worker end of each veth (XDP_TX and redirected frames are only taken by a
+# veth whose peer runs an XDP program).
+rack_xdp()
+{
+	local rack=$1 n=$2 pin=${3:-$(rack_pin_dir "$1")} i
+
+	[ -x "$XINACTL" ] || { rack_die "no $XINACTL: run make"; return 1; }
+	[ -f "$XINA_PASS_OBJ" ] || { rack_die "no $XINA_PASS_OBJ: run make"; return 1; }
+	for ((i = 0; i < n; i++)); do
+		ip -n "$rack-w$i" link set dev eth0 xdp obj "$XINA_PASS_OBJ" \
+			sec xdp || return 1
+		ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach "p$i" ||
+			return 1
+	done
+}
+
+# rack_impair RACK N PERMILLE: drop PERMILLE/1000 of the xina packets in each
+# direction at every worker.  Uses netem (loss, duplication, reordering)
+# where the kernel has it, else nftables' random number generator (loss
+# only): the host kernel of the test machines is built without netem.
+rack_impair()
+{
+	local rack=$1 n=$2 pm=$3 i w pct
+
+	pct=$(awk -v p="$pm" 'BEGIN { printf "%.2f", p / 10 }')
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		if rack_have_netem "$w"; then
+			rack_netem "$w" "$pct" || return 1
+		else
+			rack_nft_loss "$w" "$pm" || return 1
+		fi
+	done
+}
+
+rack_have_netem()
+{
+	ip netns exec "$1" tc qdisc add dev lo root netem delay 0 2>/dev/null || return 1
+	ip netns exec "$1" tc qdisc del dev lo root 2>/dev/null
+	return 0
+}
+
+# netem on the worker's egress (contributions) and, through an ifb, on its
+# ingress (results): loss, duplication and reordering both ways.
+rack_netem()
+{
+	local w=$1 pct=$2
+
+	ip netns exec "$w" tc qdisc add dev eth0 root netem loss "$pct%" \
+		duplicate "$pct%" delay 200us reorder 90% || return 1
+	ip -n "$w" link add ifb0 type ifb || return 1
+	ip -n "$w" link set ifb0 up
+	ip netns exec "$w" tc qdisc add dev ifb0 root netem loss "$pct%" \
+		duplicate "$pct%" delay 200us reorder 90% || return 1
+	ip netns exec "$w" tc qdisc add dev eth0 handle ffff: ingress || return 1
+	ip netns exec "$w" tc filter add dev eth0 parent ffff: protocol ip \
+		u32 match u32 0 0 action mirred egress redirect dev ifb0
+}
+
+rack_nft_loss()
+{
+	local w=$1 pm=$2 port=${XINA_PORT:-9277}
+
+	ip netns exec "$w" nft -f - <<-EOF
+	table inet xina_impair {
+		chain out {
+			type filter hook output priority 0; policy accept;
+			udp dport $port numgen random mod 1000 < $pm counter drop
+		}
+		chain in {
+			type filter hook input priority 0; policy accept;
+			udp sport $port numgen random mod 1000 < $pm counter drop
+		}
+	}
+	EOF
+}
+
+# Packets the impairment dropped at worker $2 (nft path only).
+rack_impair_drops()
+{
+	ip netns exec "$1-w$2" nft -j list table inet xina_impair 2>/dev/null |
+		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add // 0'
+}
+
+rack_main()
+{
+	local cmd=$1
+
+	shift
+	case "$cmd" in
+	up) rack_up "$1" "$2" "${4:-${3:-1500}}" ;;
+	xdp) rack_xdp "$@" ;;
+	impair) rack_impair "$@" ;;
+	down) rack_down "$@" ;;
+	*)
+		echo "usage: rack.sh { up RACK N [ mtu M ] | xdp RACK N [ PINDIR ] |" \
+		     "impair RACK N PERMILLE | down RACK }" >&2
+		return 2
+		;;
+	esac
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	rack_main "$@"
+fi
