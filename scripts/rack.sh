@@ -207,6 +207,48 @@ rack_impair_drops()
 		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add // 0'
 }
 
+# rack_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the rack's
+# workers, rank i at 10.77.0.(i+1) port RACK_WORKER_PORT.
+RACK_WORKER_PORT=${RACK_WORKER_PORT:-7000}
+rack_job_add()
+{
+	local rack=$1 n=$2 job=$3 key=$4 slots=$5 elems=$6
+	local pin=${7:-$(rack_pin_dir "$1")} members="" i
+
+	for ((i = 0; i < n; i++)); do
+		members="$members member $i $(rack_worker_ip "$i"):$RACK_WORKER_PORT"
+	done
+	# shellcheck disable=SC2086
+	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" job add "$job" \
+		workers "$n" slots "$slots" elems "$elems" key "$key" $members
+}
+
+# rack_allreduce RACK N OUTDIR ARGS...: one xina-allreduce per worker, all
+# at once, each pinned to CPU (rank mod CPUs) so that contributions to one
+# slot reach the switch on different CPUs.  Worker i writes OUTDIR/wI.json
+# (its --json line) and OUTDIR/wI.err.  Returns how many workers failed.
+rack_allreduce()
+{
+	local rack=$1 n=$2 out=$3 cpus i pid fails=0
+	local -a pids
+
+	shift 3
+	cpus=$(nproc)
+	mkdir -p "$out"
+	for ((i = 0; i < n; i++)); do
+		ip netns exec "$rack-w$i" taskset -c $((i % cpus)) \
+			"$XINA_O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
+			--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
+			--rank "$i" --workers "$n" --json "$@" \
+			>"$out/w$i.json" 2>"$out/w$i.err" &
+		pids[i]=$!
+	done
+	for ((i = 0; i < n; i++)); do
+		wait "${pids[i]}" || fails=$((fails + 1))
+	done
+	return $fails
+}
+
 rack_main()
 {
 	local cmd=$1
