@@ -53,5 +53,9 @@ demo: all
 
 check: check-host check-vm
 
+# The host half: BPF map backend, on this kernel, in namespaces.
+check-host: all selftests
+	$(Q)selftests/run.sh
+
 clean:
 	rm -rf $(O)
