@@ -61,7 +61,9 @@ struct xina_member {
 	__be16	port;		/* UDP source port; 0: any */
 	__u8	mac[6];		/* learned from its packets; 0 until then */
 	__u32	ifindex;	/* learned: the switch port it is behind */
-	__u32	pad;
+	__be16	rport;		/* learned: UDP source port of its last
+				 * accepted packet; results go there */
+	__u16	pad;
 };
 
 struct xina_port_key {
@@ -84,7 +86,9 @@ struct xina_meta {
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
 	__s8	exp;		/* exp echoed in the result */
-	__u32	pad;
+	__u16	count;		/* elements of @round: all contributions
+				 * to one round carry the same count */
+	__u16	pad;
 	__u64	seen[XINA_MAX_WORKERS / 64];	/* contributor bitmap */
 };
 

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# bpf/: the XDP fast path and its libbpf skeleton.
+#
+#   $(O)/bpf/xina.bpf.o       xina_xdp, xina_egress (map backend)
+#   $(O)/bpf/xina.skel.h      bpftool gen skeleton of it
+#   $(O)/bpf/xina_pass.bpf.o  xina_pass, for the worker side of a veth
+#
+# -mcpu=v3: atomic fetch-add with a result (meta->done), supported since 5.1.
+
+BPF_OUT := $(O)/bpf
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
+	      -I/usr/include/x86_64-linux-gnu -I$(ROOT)/include/uapi \
+	      -I$(ROOT)/bpf
+BPF_OBJS := $(BPF_OUT)/xina.bpf.o $(BPF_OUT)/xina_pass.bpf.o
+
+.PHONY: bpf
+bpf: $(BPF_OBJS) $(BPF_OUT)/xina.skel.h
+
+$(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/xina_maps.h include/uapi/linux/xina.h \
+		    | $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  BPF     $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BPF_OUT)/xina.skel.h: $(BPF_OUT)/xina.bpf.o
+	@echo "  GENSKEL $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name xina > $@.tmp || \
+		{ rm -f $@.tmp; exit 1; }
+	$(Q)mv $@.tmp $@

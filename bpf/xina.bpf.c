@@ -1,0 +1,761 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause)
+/*
+ * xina XDP fast path: in-network aggregation on a switch port.
+ *
+ * xina_xdp runs on every switch port.  It parses eth -> IPv4 -> UDP to the
+ * xina port -> struct xina_hdr, checks the packet against its job and
+ * member, and adds the payload into the slot version named by (slot,
+ * round & 1).  The contribution that completes a round is turned into the
+ * result and broadcast through the devmap xina_tx; the per-port egress
+ * program xina_egress then addresses each copy to the member behind that
+ * port.  A retransmission to a completed version is answered with XDP_TX.
+ *
+ * Concurrency.  Contributions to one slot arrive on any CPU.  Each CPU adds
+ * into its own partial (xina_vals is per-CPU: plain adds, no atomics); the
+ * CPU whose contribution is the last one to be added folds the other CPUs'
+ * partials into its own and sends the result.  Shared per-version state
+ * (struct xina_meta) is changed under meta->lock, except meta->done, which
+ * counts contributions already added into a partial and is bumped with an
+ * atomic fetch-add after the add: the CPU that brings it to the number of
+ * workers knows that every partial of the round is final.
+ *
+ * Slot memory is reached only through xina_meta_of(), xina_part_mine()
+ * and xina_part_of(): the module backend (slot memory in xina.ko, reached
+ * through kfuncs) replaces these three and keeps the rest.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "xina_maps.h"
+
+#define IP_MF		0x2000	/* more fragments */
+#define IP_OFFSET	0x1fff	/* fragment offset, in 8-byte units */
+
+/* Payload offset: eth + IPv4 without options + UDP + struct xina_hdr. */
+#define XINA_PAYLOAD_OFF	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
+				 sizeof(struct udphdr) + sizeof(struct xina_hdr))
+/* Bound on a payload offset handed to the element loops. */
+#define XINA_MAX_OFF		256
+
+/* Load-time knobs, set through the skeleton before load. */
+const volatile __u16 xina_port = XINA_UDP_PORT;	/* host order */
+const volatile __u32 nr_cpus = XINA_MAX_CPUS;	/* possible CPUs */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_job);
+} xina_jobs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XINA_MAX_JOBS * XINA_MAX_WORKERS);
+	__type(key, struct xina_member_key);
+	__type(value, struct xina_member);
+} xina_members SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XINA_MAX_JOBS * XINA_MAX_WORKERS);
+	__type(key, struct xina_port_key);
+	__type(value, __u32);
+} xina_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_SLOT_VERSIONS);
+	__type(key, __u32);
+	__type(value, struct xina_meta);
+} xina_meta SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XINA_SLOT_VERSIONS);
+	__type(key, __u32);
+	__type(value, struct xina_part);
+} xina_vals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS + 1);
+	__type(key, __u32);
+	__type(value, struct xina_counters);
+} xina_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} xina_tx SEC(".maps");
+
+/* ---- parsing ------------------------------------------------------------ */
+
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+/* Returns the ethertype (network order), or -1 if truncated. */
+static __always_inline int parse_ethhdr(struct cursor *c, struct ethhdr **eth)
+{
+	struct ethhdr *h = c->pos;
+
+	if ((void *)(h + 1) > c->end)
+		return -1;
+	c->pos = h + 1;
+	*eth = h;
+	return h->h_proto;
+}
+
+/*
+ * Returns the IP protocol, or -1 for what the fast path leaves to the
+ * stack: truncated headers, options (the wire format has none), fragments.
+ */
+static __always_inline int parse_iphdr(struct cursor *c, struct iphdr **iph)
+{
+	struct iphdr *h = c->pos;
+
+	if ((void *)(h + 1) > c->end)
+		return -1;
+	if (h->version != 4 || h->ihl != 5)
+		return -1;
+	if (h->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+		return -1;
+	c->pos = h + 1;
+	*iph = h;
+	return h->protocol;
+}
+
+/* Returns the destination port (host order), or -1 if truncated. */
+static __always_inline int parse_udphdr(struct cursor *c, struct udphdr **udp)
+{
+	struct udphdr *h = c->pos;
+
+	if ((void *)(h + 1) > c->end)
+		return -1;
+	c->pos = h + 1;
+	*udp = h;
+	return bpf_ntohs(h->dest);
+}
+
+struct xina_pkt {
+	struct ethhdr *eth;
+	struct iphdr *iph;
+	struct udphdr *udp;
+	struct xina_hdr *xh;
+	__u32 count;		/* elements, host order */
+};
+
+enum xina_class {
+	XINA_NOT_OURS,		/* not xina: leave it to the stack */
+	XINA_MALFORMED,		/* to the xina port, but not a valid packet */
+	XINA_WELL_FORMED,
+};
+
+/*
+ * Everything the packet says about itself, before any job is looked up:
+ * headers complete, lengths consistent, fields this switch understands.
+ */
+static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
+					  __u8 type)
+{
+	struct xina_hdr *xh = pkt->xh;
+	__u32 ulen, count;
+
+	if ((void *)(xh + 1) > end)
+		return XINA_MALFORMED;
+	if (xh->version != XINA_WIRE_VERSION || xh->type != type ||
+	    (xh->flags & ~XINA_F_ALL) || xh->weight)
+		return XINA_MALFORMED;
+	count = bpf_ntohs(xh->count);
+	if (!count)
+		return XINA_MALFORMED;
+	/* Only 32-bit dtypes exist; the dtype itself is checked per job. */
+	ulen = bpf_ntohs(pkt->udp->len);
+	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
+		return XINA_MALFORMED;
+	if (ulen + sizeof(struct iphdr) > bpf_ntohs(pkt->iph->tot_len))
+		return XINA_MALFORMED;
+	if ((void *)pkt->udp + ulen > end)
+		return XINA_MALFORMED;
+	pkt->count = count;
+	return XINA_WELL_FORMED;
+}
+
+static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt,
+				      __u8 type)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct cursor c = { .pos = data, .end = data_end };
+
+	if (parse_ethhdr(&c, &pkt->eth) != bpf_htons(ETH_P_IP))
+		return XINA_NOT_OURS;
+	if (parse_iphdr(&c, &pkt->iph) != IPPROTO_UDP)
+		return XINA_NOT_OURS;
+	if (parse_udphdr(&c, &pkt->udp) != xina_port)
+		return XINA_NOT_OURS;
+	pkt->xh = c.pos;
+	return xina_check_hdr(pkt, data_end, type);
+}
+
+static __always_inline void ip_csum_set(struct iphdr *iph)
+{
+	__u16 *w = (__u16 *)iph;
+	__u32 sum = 0;
+	int i;
+
+	iph->check = 0;
+#pragma unroll
+	for (i = 0; i < (int)sizeof(*iph) / 2; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	iph->check = ~sum & 0xffff;
+}
+
+static __always_inline int mac_equal(const __u8 *a, const __u8 *b)
+{
+	return !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) |
+		 (a[3] ^ b[3]) | (a[4] ^ b[4]) | (a[5] ^ b[5]));
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+/* Per-CPU counters: plain increments. */
+static __always_inline void gstat_inc(__u32 stat)
+{
+	__u32 idx = XINA_MAX_JOBS;
+	struct xina_counters *c;
+
+	c = bpf_map_lookup_elem(&xina_stats, &idx);
+	if (c && stat < XINA_GSTAT_MAX)
+		c->c[stat]++;
+}
+
+static __always_inline void stat_inc(struct xina_counters *c, __u32 stat)
+{
+	if (stat < XINA_STAT_MAX)
+		c->c[stat]++;
+}
+
+/* ---- slot memory accessors (the part a second backend replaces) -------- */
+
+static __always_inline struct xina_meta *xina_meta_of(__u32 idx)
+{
+	return bpf_map_lookup_elem(&xina_meta, &idx);
+}
+
+static __always_inline struct xina_part *xina_part_mine(__u32 idx)
+{
+	return bpf_map_lookup_elem(&xina_vals, &idx);
+}
+
+static __always_inline struct xina_part *xina_part_of(__u32 idx, __u32 cpu)
+{
+	return bpf_map_lookup_percpu_elem(&xina_vals, &idx, cpu);
+}
+
+/* ---- element loops ------------------------------------------------------
+ *
+ * Global functions: the verifier checks each once, whatever the caller,
+ * instead of walking 1024 iterations at every call site.  Each element
+ * access is bounds checked against data_end; payload lengths were already
+ * validated, so the checks never fail on a packet that got this far.
+ */
+
+enum xina_add_mode {
+	XINA_ADD_COPY,		/* first contribution of the round on this CPU */
+	XINA_ADD_SUM,
+	XINA_ADD_MAX,
+};
+
+__noinline int xina_part_add(struct xdp_md *ctx, struct xina_part *part,
+			     __u32 off, __u32 count, __u32 mode)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	__be32 *src;
+	__u32 i;
+
+	if (!part || off > XINA_MAX_OFF)
+		return -1;
+	src = data + off;
+	if (mode == XINA_ADD_COPY) {
+		for (i = 0; i < XINA_MAX_ELEMS; i++) {
+			if (i >= count)
+				break;
+			if ((void *)(src + i + 1) > end)
+				return -1;
+			part->v[i] = bpf_ntohl(src[i]);
+		}
+	} else if (mode == XINA_ADD_SUM) {
+		for (i = 0; i < XINA_MAX_ELEMS; i++) {
+			if (i >= count)
+				break;
+			if ((void *)(src + i + 1) > end)
+				return -1;
+			/* wrapping two's complement add, done unsigned */
+			part->v[i] = (__u32)part->v[i] + bpf_ntohl(src[i]);
+		}
+	} else {
+		for (i = 0; i < XINA_MAX_ELEMS; i++) {
+			__s32 v;
+
+			if (i >= count)
+				break;
+			if ((void *)(src + i + 1) > end)
+				return -1;
+			v = bpf_ntohl(src[i]);
+			if (v > part->v[i])
+				part->v[i] = v;
+		}
+	}
+	return 0;
+}
+
+__noinline int xina_part_fold(struct xina_part *dst, struct xina_part *src,
+			      __u32 count, __u32 op)
+{
+	__u32 i;
+
+	if (!dst || !src)
+		return -1;
+	if (op == XINA_OP_SUM) {
+		for (i = 0; i < XINA_MAX_ELEMS; i++) {
+			if (i >= count)
+				break;
+			dst->v[i] = (__u32)dst->v[i] + (__u32)src->v[i];
+		}
+	} else {
+		for (i = 0; i < XINA_MAX_ELEMS; i++) {
+			if (i >= count)
+				break;
+			if (src->v[i] > dst->v[i])
+				dst->v[i] = src->v[i];
+		}
+	}
+	return 0;
+}
+
+__noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
+			     __u32 off, __u32 count)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	__be32 *dst;
+	__u32 i;
+
+	if (!part || off > XINA_MAX_OFF)
+		return -1;
+	dst = data + off;
+	for (i = 0; i < XINA_MAX_ELEMS; i++) {
+		if (i >= count)
+			break;
+		if ((void *)(dst + i + 1) > end)
+			return -1;
+		dst[i] = bpf_htonl(part->v[i]);
+	}
+	return 0;
+}
+
+/* ---- per-job checks ----------------------------------------------------- */
+
+/*
+ * Returns the enum xina_stat drop reason, or -1 if the packet may touch
+ * the job's slots.
+ */
+static __always_inline int xina_check_job(const struct xina_job *job,
+					  const struct xina_pkt *pkt,
+					  struct xina_member **memberp)
+{
+	const struct xina_hdr *xh = pkt->xh;
+	struct xina_member_key mkey;
+	struct xina_member *member;
+	__u32 rank;
+
+	if (bpf_be64_to_cpu(xh->key) != job->key)
+		return XINA_STAT_DROP_KEY;
+	rank = bpf_ntohs(xh->rank);
+	if (rank >= job->workers || rank >= XINA_MAX_WORKERS)
+		return XINA_STAT_DROP_MEMBER;
+	mkey.job = job->id;
+	mkey.rank = rank;
+	member = bpf_map_lookup_elem(&xina_members, &mkey);
+	if (!member || member->addr != pkt->iph->saddr ||
+	    (member->port && member->port != pkt->udp->source))
+		return XINA_STAT_DROP_MEMBER;
+	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
+		return XINA_STAT_DROP_RANGE;
+	if (xh->dtype != XINA_DTYPE_INT32 ||
+	    (xh->op != XINA_OP_SUM && xh->op != XINA_OP_MAX))
+		return XINA_STAT_DROP_OP;
+	*memberp = member;
+	return -1;
+}
+
+/*
+ * Remember where a member is, for the egress program.  The member entry is
+ * shared: all CPUs seeing packets of one member write the same values, and
+ * only when they changed, so the cache line stays clean in steady state.
+ */
+static __always_inline void xina_learn(struct xdp_md *ctx,
+				       const struct xina_job *job,
+				       struct xina_member *member,
+				       const struct xina_pkt *pkt)
+{
+	struct xina_port_key pkey = {
+		.ifindex = ctx->ingress_ifindex,
+		.job = job->id,
+	};
+	__u32 rank = bpf_ntohs(pkt->xh->rank);
+	__u32 *prank;
+
+	if (!mac_equal(member->mac, pkt->eth->h_source))
+		__builtin_memcpy(member->mac, pkt->eth->h_source, ETH_ALEN);
+	if (member->ifindex != pkey.ifindex)
+		member->ifindex = pkey.ifindex;
+	if (member->rport != pkt->udp->source)
+		member->rport = pkt->udp->source;
+
+	prank = bpf_map_lookup_elem(&xina_ports, &pkey);
+	if (!prank || *prank != rank)
+		bpf_map_update_elem(&xina_ports, &pkey, &rank, BPF_ANY);
+}
+
+/* ---- aggregation core --------------------------------------------------- */
+
+enum xina_claim {
+	XINA_CLAIM_ADD,		/* bit set: add the payload */
+	XINA_CLAIM_RETRANS,	/* round complete: answer from the result */
+	XINA_CLAIM_DUP,
+	XINA_CLAIM_STALE,
+	XINA_CLAIM_RANGE,	/* round not open yet, or count mismatch */
+	XINA_CLAIM_OP,		/* op differs from the round's */
+};
+
+struct xina_contrib {
+	__u32 round;
+	__u32 rank;
+	__u32 count;
+	__u8 op;
+	__s8 exp;
+};
+
+/* What a retransmission needs from meta, copied out under the lock. */
+struct xina_kept {
+	__u32 round;
+	__u32 result_cpu;
+	__s8 exp;
+};
+
+/*
+ * Decide what a contribution does to its slot version.  Runs under
+ * meta->lock, so: no helper or function calls in here.  The round numbers
+ * are compared with a signed difference so that they may wrap.
+ */
+static __always_inline int xina_claim(struct xina_meta *m,
+				      const struct xina_contrib *c,
+				      struct xina_kept *kept)
+{
+	__u64 bit = 1ULL << (c->rank & 63);
+	__u32 w = (c->rank >> 6) & (XINA_MAX_WORKERS / 64 - 1);
+	int ret = XINA_CLAIM_ADD;
+
+	bpf_spin_lock(&m->lock);
+	if (!m->used || (c->round == m->round + 2 && m->complete)) {
+		m->used = 1;
+		m->round = c->round;
+		m->claimed = 0;
+		m->done = 0;	/* no add of the old round is in flight */
+		m->complete = 0;
+		m->op = c->op;
+		m->count = c->count;
+		m->seen[0] = 0;
+		m->seen[1] = 0;
+		m->seen[2] = 0;
+		m->seen[3] = 0;
+	} else if ((__s32)(c->round - m->round) < 0) {
+		ret = XINA_CLAIM_STALE;
+		goto unlock;
+	} else if (c->round != m->round) {
+		ret = XINA_CLAIM_RANGE;
+		goto unlock;
+	}
+	if (c->op != m->op) {
+		ret = XINA_CLAIM_OP;
+		goto unlock;
+	}
+	if (c->count != m->count) {
+		ret = XINA_CLAIM_RANGE;
+		goto unlock;
+	}
+	if (m->seen[w] & bit) {
+		ret = m->complete ? XINA_CLAIM_RETRANS : XINA_CLAIM_DUP;
+		kept->round = m->round;
+		kept->result_cpu = m->result_cpu;
+		kept->exp = m->exp;
+		goto unlock;
+	}
+	m->seen[w] |= bit;
+	m->claimed++;
+unlock:
+	bpf_spin_unlock(&m->lock);
+	return ret;
+}
+
+/*
+ * The last contribution of the round: fold every other CPU's partial into
+ * this CPU's.  All of them are final: their owners bumped meta->done (a
+ * full barrier) after adding.  Partials of other rounds are skipped: they
+ * were never written in this round.
+ */
+static __always_inline void xina_fold(__u32 idx, __u32 me,
+				      struct xina_part *mine,
+				      const struct xina_contrib *c)
+{
+	struct xina_part *p;
+	__u32 cpu;
+
+	for (cpu = 0; cpu < XINA_MAX_CPUS; cpu++) {
+		if (cpu >= nr_cpus)
+			break;
+		if (cpu == me)
+			continue;
+		p = xina_part_of(idx, cpu);
+		if (!p || !p->valid || p->round != c->round)
+			continue;
+		xina_part_fold(mine, p, c->count, c->op);
+	}
+}
+
+/* The result goes to every member: broadcast to all ports in xina_tx. */
+static __always_inline int xina_send_result(struct xina_pkt *pkt)
+{
+	__be32 saddr = pkt->iph->saddr;
+
+	pkt->xh->type = XINA_T_RESULT;
+	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
+	pkt->iph->saddr = pkt->iph->daddr;
+	pkt->iph->daddr = saddr;	/* rewritten per port by xina_egress */
+	pkt->udp->source = bpf_htons(xina_port);
+	pkt->udp->check = 0;
+	return bpf_redirect_map(&xina_tx, 0, BPF_F_BROADCAST);
+}
+
+/* Answer a retransmission to a completed round: the kept result, to the
+ * sender alone. */
+static __always_inline int xina_answer(struct xdp_md *ctx,
+				       struct xina_pkt *pkt, __u32 idx,
+				       const struct xina_kept *kept,
+				       struct xina_counters *ctr)
+{
+	struct xina_hdr *xh = pkt->xh;
+	struct xina_part *res;
+	__u8 mac[ETH_ALEN];
+	__be32 addr;
+	__be16 port;
+
+	res = xina_part_of(idx, kept->result_cpu);
+	if (!res || !res->valid || res->round != kept->round)
+		goto stale;
+	if (xina_part_put(ctx, res, XINA_PAYLOAD_OFF, pkt->count))
+		goto stale;
+	/*
+	 * Round r + 2 may have begun on this version since the lock was
+	 * dropped, overwriting the result (its first add sets ->round before
+	 * the values).  Re-check: a torn copy is never sent.
+	 */
+	asm volatile("" ::: "memory");
+	if (res->round != kept->round)
+		goto stale;
+
+	xh->type = XINA_T_RESULT;
+	xh->exp = kept->exp;
+	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
+	addr = pkt->iph->saddr;
+	pkt->iph->saddr = pkt->iph->daddr;
+	pkt->iph->daddr = addr;
+	port = pkt->udp->source;
+	pkt->udp->source = pkt->udp->dest;
+	pkt->udp->dest = port;
+	pkt->udp->check = 0;
+	ip_csum_set(pkt->iph);
+	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
+	return XDP_TX;
+stale:
+	stat_inc(ctr, XINA_STAT_STALE);
+	return XDP_DROP;
+}
+
+static __always_inline int xina_complete(struct xdp_md *ctx,
+					 struct xina_pkt *pkt,
+					 struct xina_meta *m, __u32 idx,
+					 __u32 me, struct xina_part *mine,
+					 const struct xina_contrib *c,
+					 struct xina_counters *ctr)
+{
+	xina_fold(idx, me, mine, c);
+	if (xina_part_put(ctx, mine, XINA_PAYLOAD_OFF, c->count))
+		return XDP_DROP;	/* cannot happen: length was checked */
+
+	bpf_spin_lock(&m->lock);
+	m->complete = 1;
+	m->result_cpu = me;
+	m->exp = c->exp;
+	bpf_spin_unlock(&m->lock);
+
+	stat_inc(ctr, XINA_STAT_COMPLETE);
+	return xina_send_result(pkt);
+}
+
+static __always_inline int xina_aggregate(struct xdp_md *ctx,
+					  const struct xina_job *job,
+					  struct xina_pkt *pkt,
+					  struct xina_counters *ctr)
+{
+	struct xina_hdr *xh = pkt->xh;
+	struct xina_contrib c = {
+		.round = bpf_ntohl(xh->round),
+		.rank = bpf_ntohs(xh->rank),
+		.count = pkt->count,
+		.op = xh->op,
+		.exp = xh->exp,
+	};
+	__u32 me = bpf_get_smp_processor_id();
+	struct xina_kept kept = {};
+	struct xina_part *mine;
+	struct xina_meta *m;
+	__u32 idx, mode;
+
+	idx = job->slot_base + 2 * bpf_ntohl(xh->slot) + (c.round & 1);
+	m = xina_meta_of(idx);
+	mine = xina_part_mine(idx);
+	/* A CPU the fold loop would not visit must not hold a partial. */
+	if (!m || !mine || me >= nr_cpus || me >= XINA_MAX_CPUS) {
+		stat_inc(ctr, XINA_STAT_DROP_RANGE);
+		return XDP_DROP;
+	}
+
+	switch (xina_claim(m, &c, &kept)) {
+	case XINA_CLAIM_ADD:
+		break;
+	case XINA_CLAIM_RETRANS:
+		return xina_answer(ctx, pkt, idx, &kept, ctr);
+	case XINA_CLAIM_DUP:
+		stat_inc(ctr, XINA_STAT_DUP);
+		return XDP_DROP;
+	case XINA_CLAIM_STALE:
+		stat_inc(ctr, XINA_STAT_STALE);
+		return XDP_DROP;
+	case XINA_CLAIM_OP:
+		stat_inc(ctr, XINA_STAT_DROP_OP);
+		return XDP_DROP;
+	default:
+		stat_inc(ctr, XINA_STAT_DROP_RANGE);
+		return XDP_DROP;
+	}
+
+	/* This CPU's partial: nobody else writes it, no atomics needed. */
+	if (!mine->valid || mine->round != c.round) {
+		mine->round = c.round;	/* before the values: see xina_answer */
+		mine->valid = 1;
+		asm volatile("" ::: "memory");
+		mode = XINA_ADD_COPY;
+	} else {
+		mode = c.op == XINA_OP_SUM ? XINA_ADD_SUM : XINA_ADD_MAX;
+	}
+	/*
+	 * Cannot fail (the payload length was checked); and the claim is
+	 * made, so done must be bumped in any case or the round would hang.
+	 */
+	xina_part_add(ctx, mine, XINA_PAYLOAD_OFF, c.count, mode);
+	stat_inc(ctr, XINA_STAT_CONTRIB);
+
+	if (__sync_fetch_and_add(&m->done, 1) + 1 != job->workers)
+		return XDP_DROP;	/* consumed */
+	return xina_complete(ctx, pkt, m, idx, me, mine, &c, ctr);
+}
+
+SEC("xdp")
+int xina_xdp(struct xdp_md *ctx)
+{
+	struct xina_member *member = NULL;
+	struct xina_counters *ctr;
+	struct xina_pkt pkt = {};
+	struct xina_job *job;
+	__u32 id;
+	int err;
+
+	switch (xina_parse(ctx, &pkt, XINA_T_CONTRIB)) {
+	case XINA_NOT_OURS:
+		gstat_inc(XINA_GSTAT_PASS);
+		return XDP_PASS;
+	case XINA_MALFORMED:
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
+
+	id = bpf_ntohl(pkt.xh->job);
+	job = bpf_map_lookup_elem(&xina_jobs, &id);
+	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
+	if (!job || !ctr || job->idx >= XINA_MAX_JOBS) {
+		gstat_inc(XINA_GSTAT_NO_JOB);
+		return XDP_DROP;
+	}
+	stat_inc(ctr, XINA_STAT_RX);
+
+	err = xina_check_job(job, &pkt, &member);
+	if (err >= 0) {
+		stat_inc(ctr, err);
+		return XDP_DROP;
+	}
+	xina_learn(ctx, job, member, &pkt);
+	return xina_aggregate(ctx, job, &pkt, ctr);
+}
+
+/*
+ * Egress program of every xina_tx entry: address one copy of a result to
+ * the member of its job behind this port.  The result leaves from the
+ * xina port to the port the member last sent from (member->rport), which
+ * is member->port whenever that is configured.
+ */
+SEC("xdp/devmap")
+int xina_egress(struct xdp_md *ctx)
+{
+	struct xina_port_key pkey = { .ifindex = ctx->egress_ifindex };
+	struct xina_member_key mkey;
+	struct xina_member *member;
+	struct xina_pkt pkt = {};
+	__u32 *rank;
+
+	if (xina_parse(ctx, &pkt, XINA_T_RESULT) != XINA_WELL_FORMED)
+		return XDP_DROP;
+	pkey.job = bpf_ntohl(pkt.xh->job);
+	rank = bpf_map_lookup_elem(&xina_ports, &pkey);
+	if (!rank)
+		return XDP_DROP;
+	mkey.job = pkey.job;
+	mkey.rank = *rank;
+	member = bpf_map_lookup_elem(&xina_members, &mkey);
+	if (!member || !member->rport)
+		return XDP_DROP;
+
+	__builtin_memcpy(pkt.eth->h_dest, member->mac, ETH_ALEN);
+	pkt.iph->daddr = member->addr;
+	pkt.udp->dest = member->rport;
+	pkt.udp->check = 0;
+	ip_csum_set(pkt.iph);
+	return XDP_PASS;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
