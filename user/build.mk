@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# user/: rules of the user-space pieces, included by the top-level Makefile.
+
+.PHONY: user
+
+# ---- libxina, xina-allreduce, xina-swagg -----------------------------------
+LIBXINA_SRCS := user/libxina.c user/libxina_io.c user/libxina_f32.c
+LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
+LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
+LIBXINA_HDRS := user/libxina.h user/libxina_int.h include/uapi/linux/xina.h
+
+$(O)/user/%.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -c -o $@ $<
+
+$(O)/user/%.pic.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fPIC -fvisibility=hidden \
+		-DLIBXINA_SHARED -c -o $@ $<
+
+$(O)/libxina.a: $(LIBXINA_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(O)/libxina.so: $(LIBXINA_PIC)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libxina.so.0 -o $@ $^ -lm
+
+$(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
+
+$(O)/xina-swagg: $(O)/user/xina_swagg.o
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
+user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg
+# ---- end of libxina, xina-allreduce, xina-swagg -----------------------------

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+/*
+ * libxina: handle, options, and the windowed int32 allreduce engine.
+ *
+ * The tensor is cut into blocks of `elems` elements; block b always uses
+ * slot b % slots, so each slot carries blocks s, s + slots, s + 2 slots...
+ * one at a time.  A slot's round counter lives in the handle and grows on
+ * every use, across calls, exactly like the switch's view of the slot: the
+ * switch keeps two versions per slot (round & 1), and a worker only starts
+ * round r + 1 of a slot after it has the result of round r.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libxina_int.h"
+
+#ifndef offsetofend
+#define offsetofend(T, m) (offsetof(T, m) + sizeof(((T *)0)->m))
+#endif
+
+uint64_t xina_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int xina_fail(struct xina *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+void xina_log(struct xina *x, enum xina_log_level lvl, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!x->o.log || lvl > x->o.log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	x->o.log(x->o.log_ctx, lvl, msg);
+}
+
+const char *xina_last_error(const struct xina *x)
+{
+	return x && x->err[0] ? x->err : "no error";
+}
+
+int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
+{
+	if (!x || !st)
+		return -EINVAL;
+	*st = x->st;
+	return 0;
+}
+
+unsigned int xina_headroom_bits(unsigned int workers)
+{
+	unsigned int l = 0;
+
+	while (l < 31 && (1u << l) < workers)
+		l++;
+	return l;
+}
+
+/*
+ * Copy the caller's options, whatever size its build of struct xina_opts
+ * has: a shorter struct leaves our newer fields at zero (= default), a
+ * longer one must not set anything we do not know about.
+ */
+static int xina_opts_copy(struct xina_opts *dst, const struct xina_opts *src)
+{
+	const uint8_t *tail;
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	if (!src || src->sz < offsetofend(struct xina_opts, sz))
+		return -EINVAL;
+	if (src->sz > sizeof(*dst)) {
+		tail = (const uint8_t *)src + sizeof(*dst);
+		for (i = 0; i < src->sz - sizeof(*dst); i++)
+			if (tail[i])
+				return -EOPNOTSUPP;
+	}
+	memcpy(dst, src, src->sz < sizeof(*dst) ? src->sz : sizeof(*dst));
+	dst->sz = sizeof(*dst);
+	return 0;
+}
+
+static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
+{
+	if (!o->switch_addr) {
+		snprintf(err, len, "no switch address given");
+		return -EINVAL;
+	}
+	if (!o->job) {
+		snprintf(err, len, "job id 0 is invalid (1..4294967295)");
+		return -EINVAL;
+	}
+	if (!o->workers || o->workers > XINA_MAX_WORKERS) {
+		snprintf(err, len, "workers %u out of range 1..%u",
+			 o->workers, XINA_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (o->rank >= o->workers) {
+		snprintf(err, len, "rank %u out of range 0..%u",
+			 o->rank, o->workers - 1);
+		return -EINVAL;
+	}
+	if (!o->slots || o->slots > (1u << 20)) {
+		snprintf(err, len, "slots %u out of range 1..%u",
+			 o->slots, 1u << 20);
+		return -EINVAL;
+	}
+	if (!o->elems || o->elems > XINA_MAX_ELEMS) {
+		snprintf(err, len, "elems %u out of range 1..%u",
+			 o->elems, XINA_MAX_ELEMS);
+		return -EINVAL;
+	}
+	if (o->flags & ~XINA_OPT_F_ALL) {
+		snprintf(err, len, "unknown option flags 0x%x",
+			 o->flags & ~XINA_OPT_F_ALL);
+		return -EINVAL;
+	}
+	if (!o->switch_port)
+		o->switch_port = XINA_UDP_PORT;
+	if (!o->timeout_ms)
+		o->timeout_ms = XINA_DEF_TIMEOUT_MS;
+	if (!o->rto_us)
+		o->rto_us = XINA_DEF_RTO_US;
+	if (!o->rto_max_us)
+		o->rto_max_us = XINA_DEF_RTO_MAX_US;
+	if (o->rto_max_us < o->rto_us)
+		o->rto_max_us = o->rto_us;
+	return 0;
+}
+
+static int xina_alloc(struct xina *x)
+{
+	uint32_t slots = x->o.slots;
+
+	x->slot = calloc(slots, sizeof(*x->slot));
+	x->next_round = calloc(slots, sizeof(*x->next_round));
+	x->tx = calloc(slots, x->pkt_sz);
+	x->txq = calloc(slots, sizeof(*x->txq));
+	if (!x->slot || !x->next_round || !x->tx || !x->txq)
+		return -ENOMEM;
+	return 0;
+}
+
+void xina_close(struct xina *x)
+{
+	if (!x)
+		return;
+	if (x->fd >= 0)
+		close(x->fd);
+	free(x->slot);
+	free(x->next_round);
+	free(x->tx);
+	free(x->txq);
+	free(x->rx);
+	free(x->qbuf);
+	free(x->exps);
+	free(x);
+}
+
+int xina_open(const struct xina_opts *opts, struct xina **out)
+{
+	struct xina *x;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->fd = -1;
+	err = xina_opts_copy(&x->o, opts);
+	if (err) {
+		xina_fail(x, err == -EOPNOTSUPP ?
+			  "options struct carries fields this libxina does not know" :
+			  "options struct missing or too short (sz)");
+		goto err_out;
+	}
+	err = xina_opts_check(&x->o, x->err, sizeof(x->err));
+	if (err)
+		goto err_out;
+	x->pkt_sz = sizeof(struct xina_hdr) + (size_t)x->o.elems * 4;
+	x->headroom = xina_headroom_bits(x->o.workers);
+	err = xina_alloc(x);
+	if (err) {
+		xina_fail(x, "out of memory for %u slots", x->o.slots);
+		goto err_out;
+	}
+	err = xina_sock_open(x);
+	if (err)
+		goto err_out;
+	*out = x;
+	return 0;
+
+err_out:
+	/*
+	 * The caller gets no handle to ask xina_last_error() with: pass the
+	 * reason to its log callback, the only channel left.
+	 */
+	if (x->o.log)
+		x->o.log(x->o.log_ctx, XINA_LOG_WARN, x->err);
+	xina_close(x);
+	return err;
+}
+
+/* State of one call of the engine. */
+struct xina_call {
+	int32_t		*buf;
+	size_t		n;
+	uint64_t	nblocks;
+	uint64_t	done;
+	uint64_t	progress_ns;	/* last time a result was accepted */
+	const int32_t	*exps;		/* per block, or NULL */
+	enum xina_op	op;
+};
+
+static void xina_txq_push(struct xina *x, uint32_t s)
+{
+	if (x->slot[s].queued)
+		return;
+	x->slot[s].queued = true;
+	x->txq[x->txq_len++] = s;
+}
+
+/* Build the packet of @block in slot @s's transmit buffer and queue it. */
+static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
+		      uint64_t block)
+{
+	struct xina_hdr *h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+	uint64_t off = block * x->o.elems;
+	uint32_t *v = (uint32_t *)(h + 1);
+	size_t i, cnt;
+	int e;
+
+	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
+	memset(h, 0, sizeof(*h));
+	h->version = XINA_WIRE_VERSION;
+	h->type = XINA_T_CONTRIB;
+	h->dtype = XINA_DTYPE_INT32;
+	h->op = c->op;
+	if (c->exps) {
+		e = c->exps[block];
+		h->exp = e < -128 ? -128 : e > 127 ? 127 : e;
+	}
+	h->count = htons(cnt);
+	h->job = htonl(x->o.job);
+	h->rank = htons(x->o.rank);
+	h->slot = htonl(s);
+	h->round = htonl(x->next_round[s]);
+	h->key = htobe64(x->o.key);
+	h->offset = htobe64(off);
+	for (i = 0; i < cnt; i++)
+		v[i] = htonl((uint32_t)c->buf[off + i]);
+
+	x->slot[s].busy = true;
+	x->slot[s].block = block;
+	x->slot[s].round = x->next_round[s]++;
+	x->slot[s].rto_us = x->o.rto_us;
+	x->st.sent++;
+	xina_txq_push(x, s);
+}
+
+/* Is @p the result our slot waits for?  Place it and refill the slot. */
+static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
+			   void *ctx)
+{
+	const struct xina_hdr *h = (const struct xina_hdr *)p;
+	const uint32_t *v = (const uint32_t *)(h + 1);
+	struct xina_call *c = ctx;
+	uint64_t off, block;
+	struct xina_slot *sl;
+	size_t i, cnt;
+	uint32_t s;
+
+	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
+	    h->type != XINA_T_RESULT || h->dtype != XINA_DTYPE_INT32 ||
+	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
+		x->st.malformed++;
+		return;
+	}
+	s = ntohl(h->slot);
+	if (ntohl(h->job) != x->o.job || s >= x->o.slots) {
+		x->st.ignored++;
+		return;
+	}
+	sl = &x->slot[s];
+	/* A late duplicate of a result we already placed, or a stray. */
+	if (!sl->busy || ntohl(h->round) != sl->round) {
+		x->st.ignored++;
+		return;
+	}
+	block = sl->block;
+	off = block * x->o.elems;
+	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
+	if (be64toh(h->offset) != off || ntohs(h->count) != cnt ||
+	    h->op != c->op) {
+		x->st.malformed++;
+		return;
+	}
+	for (i = 0; i < cnt; i++)
+		c->buf[off + i] = (int32_t)ntohl(v[i]);
+	sl->busy = false;
+	x->st.results++;
+	c->done++;
+	c->progress_ns = xina_now_ns();
+	if (block + x->o.slots < c->nblocks)
+		xina_fill(x, c, s, block + x->o.slots);
+}
+
+/* Queue a resend for every slot whose timer expired; back off. */
+static void xina_timers(struct xina *x, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	struct xina_hdr *h;
+	struct xina_slot *sl;
+	uint32_t s;
+
+	for (s = 0; s < x->o.slots; s++) {
+		sl = &x->slot[s];
+		if (!sl->busy || sl->queued)
+			continue;
+		if (sl->deadline_ns > now) {
+			if (sl->deadline_ns < next)
+				next = sl->deadline_ns;
+			continue;
+		}
+		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h->flags |= XINA_F_RETRANS;
+		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
+			     x->o.rto_max_us : sl->rto_us * 2;
+		x->st.timeouts++;
+		x->st.retrans++;
+		xina_txq_push(x, s);
+	}
+	x->next_timer_ns = next;
+}
+
+static int xina_timeout_error(struct xina *x, struct xina_call *c)
+{
+	char list[256] = "";
+	size_t len = 0;
+	unsigned int k = 0;
+	uint32_t s;
+
+	for (s = 0; s < x->o.slots && len < sizeof(list) - 48; s++) {
+		if (!x->slot[s].busy)
+			continue;
+		if (k++ < 8)
+			len += snprintf(list + len, sizeof(list) - len,
+					"%sslot %u round %u", k > 1 ? ", " : "",
+					s, x->slot[s].round);
+	}
+	xina_fail(x,
+		  "job %u rank %u: no result from switch %s:%u for %u ms; "
+		  "%llu of %llu blocks done, %u outstanding (%s%s); %s",
+		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
+		  x->o.timeout_ms, (unsigned long long)c->done,
+		  (unsigned long long)c->nblocks, k, list, k > 8 ? ", ..." : "",
+		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
+		  "a peer stopped contributing, the switch is gone, or the job is not configured for this rank");
+	return -ETIMEDOUT;
+}
+
+static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
+{
+	uint64_t until = c->progress_ns + (uint64_t)x->o.timeout_ms * 1000000;
+
+	if (x->next_timer_ns < until)
+		until = x->next_timer_ns;
+	if (until <= now)
+		return 0;
+	/* Round up: waking before the deadline just loops once more. */
+	return (until - now + 999999) / 1000000;
+}
+
+int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
+		       enum xina_op op, const int32_t *exps)
+{
+	struct xina_call c = {
+		.buf = buf, .n = n, .op = op, .exps = exps,
+		.nblocks = (n + x->o.elems - 1) / x->o.elems,
+	};
+	uint64_t now, b;
+	int err;
+
+	c.progress_ns = xina_now_ns();
+	x->next_timer_ns = UINT64_MAX;
+	for (b = 0; b < c.nblocks && b < x->o.slots; b++)
+		xina_fill(x, &c, b, b);
+
+	while (c.done < c.nblocks) {
+		err = xina_tx_flush(x);
+		if (err)
+			return err;
+		now = xina_now_ns();
+		err = xina_rx_poll(x, xina_wait_ms(x, &c, now),
+				   xina_on_result, &c);
+		if (err < 0)
+			return err;
+		now = xina_now_ns();
+		if (c.done < c.nblocks &&
+		    now - c.progress_ns >= (uint64_t)x->o.timeout_ms * 1000000)
+			return xina_timeout_error(x, &c);
+		if (now >= x->next_timer_ns)
+			xina_timers(x, now);
+	}
+	return 0;
+}
+
+int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
+		       enum xina_op op)
+{
+	int err;
+
+	if (!x)
+		return -EINVAL;
+	if (x->broken) {
+		xina_fail(x, "handle unusable after an earlier failure; reopen it and restart the job");
+		return -ENOTRECOVERABLE;
+	}
+	if (op != XINA_OP_SUM && op != XINA_OP_MAX) {
+		xina_fail(x, "op %d is neither XINA_OP_SUM nor XINA_OP_MAX", op);
+		return -EINVAL;
+	}
+	if (n && !buf) {
+		xina_fail(x, "NULL buffer for %zu elements", n);
+		return -EINVAL;
+	}
+	err = xina_reduce_blocks(x, buf, n, op, NULL);
+	if (err) {
+		x->broken = true;
+		return err;
+	}
+	x->st.calls++;
+	return 0;
+}

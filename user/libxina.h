@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause) */
+/*
+ * libxina: the worker side of xina in-network allreduce.
+ *
+ * A worker opens one handle per job membership, then calls
+ * xina_allreduce_i32() or xina_allreduce_f32() as often as it likes; every
+ * call returns the element-wise aggregate of the same call on all the job's
+ * workers, computed by the switch (the XDP fast path or xina-swagg).
+ *
+ * Thread safety: none inside a handle.  A handle is used by one thread at a
+ * time; different handles share nothing (the library has no global state)
+ * and may be used concurrently from different threads.
+ *
+ * Errors are negative errno values; xina_last_error() gives the details of
+ * the last failure of a handle in words.  After a failure in the middle of
+ * an allreduce (-ETIMEDOUT, -ECONNREFUSED, -EIO) the switch may hold half a
+ * round of this worker: the handle refuses further allreduces with
+ * -ENOTRECOVERABLE and the job has to be restarted (all workers reopen,
+ * the job is re-created on the switch).  Argument errors (-EINVAL) are
+ * detected before anything is sent and leave the handle usable.
+ *
+ * Float32 (xina_allreduce_f32) uses SwitchML's block floating point so that
+ * the switch only ever adds integers:
+ *
+ *   1. For each block b of `elems` elements, every worker computes
+ *      e = frexpf exponent of the block's largest |x| (so |x| < 2^e), or
+ *      XINA_EXP_ZERO for a block of zeros, and the workers agree on
+ *      E_b = max over workers of e with an int32 MAX allreduce.
+ *   2. With L = ceil(log2(workers)) and s = 31 - L - E_b, every element is
+ *      quantised to q = rint(x * 2^s), clamped to +-(2^(31-L) - 1), so that
+ *      the int32 sum of all workers cannot overflow.  The int32 SUM is
+ *      dequantised with the same exact power of two: r = (float)Q * 2^-s.
+ *
+ * The result is a function of the integer sum only, so all workers get
+ * bitwise identical floats whatever the order in which contributions
+ * reached the switch.
+ *
+ * Error bound.  Let u = 2^-s = 2^(E_b - 31 + L) be the quantum of block b.
+ * A float with |x| < 2^E_b is M * 2^(E_b - 24) with an integer M < 2^24,
+ * so x * 2^s = M * 2^(7 - L) exactly: rint() errs by at most 1/2 and the
+ * clamp only ever moves a value that rint() pushed up to 2^(31-L), so it
+ * stays within 1/2 as well.  Each worker is off by at most u/2, and Q * u
+ * is off the exact sum by at most W * u / 2.  Converting the exact integer
+ * Q to float rounds to nearest (relative 2^-24) and scaling by 2^-s is
+ * exact unless the result is subnormal (absolute 2^-150).  So, per element,
+ *
+ *   |r - sum_w x_w| <= W * 2^(E_b - 32 + L) + 2^-24 * |Q * u| + 2^-150
+ *                  <= W * 2^(E_b - 32 + L) + 2^-23 * |r| + 2^-149
+ *
+ * (second line: |Q * u| <= |r| (1 + 2^-24)).  xina_f32_bound() evaluates
+ * it.  Compared with the block's largest magnitude 2^E_b the absolute error
+ * is about W * 2^(L - 32), i.e. 2^-29 relative for 8 workers: elements much
+ * smaller than the block's largest lose relative precision, as in SwitchML.
+ */
+#ifndef LIBXINA_H
+#define LIBXINA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/xina.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The shared library is built with hidden visibility: only this is API. */
+#define LIBXINA_API	__attribute__((visibility("default")))
+
+#define XINA_EXP_ZERO		(-128)	/* block exponent of an all-zero block */
+#define XINA_DEF_TIMEOUT_MS	3000
+#define XINA_DEF_RTO_US		2000
+#define XINA_DEF_RTO_MAX_US	200000
+
+enum xina_opt_flags {
+	XINA_OPT_F_NO_GSO = 1 << 0,	/* one datagram per packet on send */
+	XINA_OPT_F_NO_GRO = 1 << 1,	/* do not ask for UDP_GRO on receive */
+};
+#define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO)
+
+/* Verbosity levels passed to the log callback. */
+enum xina_log_level {
+	XINA_LOG_WARN,		/* retransmissions, transient socket errors */
+	XINA_LOG_DEBUG,		/* per-call summaries */
+};
+
+typedef void (*xina_log_fn)(void *ctx, enum xina_log_level level,
+			    const char *msg);
+
+/*
+ * Options of xina_open().  Extensible in the libbpf way: @sz is
+ * sizeof(struct xina_opts) of the caller's build; fields past @sz take
+ * their defaults, and bytes past the end this library knows about must be
+ * zero (a newer caller asking for a feature this library lacks fails with
+ * -EOPNOTSUPP instead of being silently ignored).  Use XINA_OPTS().
+ */
+struct xina_opts {
+	size_t		sz;
+	const char	*switch_addr;	/* IPv4 dotted quad; required */
+	uint16_t	switch_port;	/* 0: XINA_UDP_PORT */
+	uint16_t	bind_port;	/* local UDP port, 0: any */
+	const char	*bind_addr;	/* local IPv4 address, NULL: any */
+	uint32_t	job;		/* job id, 1..2^32-1 */
+	uint16_t	rank;		/* 0..workers-1 */
+	uint16_t	workers;	/* 1..XINA_MAX_WORKERS */
+	uint64_t	key;		/* the job's key */
+	uint32_t	slots;		/* the job's slot pool = the window */
+	uint16_t	elems;		/* elements per packet, 1..XINA_MAX_ELEMS */
+	uint16_t	flags;		/* enum xina_opt_flags */
+	uint32_t	timeout_ms;	/* give up without progress; 0: default */
+	uint32_t	rto_us;		/* first retransmission timeout; 0: default */
+	uint32_t	rto_max_us;	/* backoff cap; 0: default */
+	xina_log_fn	log;		/* optional */
+	void		*log_ctx;
+	enum xina_log_level log_level;	/* highest level passed to @log */
+	size_t		:0;
+};
+
+#define XINA_OPTS(name, ...)						\
+	struct xina_opts name = {					\
+		.sz = sizeof(struct xina_opts),				\
+		__VA_ARGS__						\
+	}
+
+struct xina_worker_stats {
+	uint64_t	calls;		/* allreduce calls completed */
+	uint64_t	sent;		/* contributions sent, first copies */
+	uint64_t	retrans;	/* contributions sent again */
+	uint64_t	results;	/* results accepted */
+	uint64_t	ignored;	/* results dropped: duplicate, stale, foreign */
+	uint64_t	malformed;	/* datagrams that are no valid result */
+	uint64_t	timeouts;	/* retransmission timer expiries */
+	uint64_t	tx_syscalls;	/* sendmmsg calls */
+	uint64_t	rx_syscalls;	/* recvmmsg calls that returned data */
+	uint64_t	gso_sends;	/* datagrams sent as part of a GSO batch */
+	uint64_t	gro_segs;	/* results that arrived coalesced by GRO */
+};
+
+struct xina;
+
+LIBXINA_API int xina_open(const struct xina_opts *opts, struct xina **out);
+LIBXINA_API void xina_close(struct xina *x);
+
+/* In place: @buf holds this worker's @n elements and receives the result. */
+LIBXINA_API int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
+		       enum xina_op op);
+LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);
+
+LIBXINA_API int xina_get_stats(const struct xina *x, struct xina_worker_stats *st);
+LIBXINA_API const char *xina_last_error(const struct xina *x);
+
+/*
+ * The documented per-element error bound of xina_allreduce_f32() for a
+ * result @r in a block with agreed exponent @block_exp among @workers.
+ */
+LIBXINA_API double xina_f32_bound(float r, int block_exp, unsigned int workers);
+
+/* ceil(log2(workers)): the headroom bits of the float quantisation. */
+LIBXINA_API unsigned int xina_headroom_bits(unsigned int workers);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBXINA_H */

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+/*
+ * libxina packet I/O: one connected, non-blocking UDP socket per handle.
+ *
+ * One datagram per syscall tops out around 250K packets/s on these
+ * machines, so both directions are batched: sendmmsg() where each message
+ * is a UDP GSO train of up to XINA_GSO_MAX equally sized contributions
+ * (one trip through the UDP/IP stack per train), and recvmmsg() with
+ * UDP_GRO so that results a GRO-capable device coalesced arrive as one
+ * buffer.  Both fall back to plain datagrams when the kernel or the
+ * device refuses.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libxina_int.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT	103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO		104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP		17
+#endif
+
+#define XINA_SOCKBUF	(8 << 20)
+
+static int xina_parse_addr(struct xina *x, const char *s, uint16_t port,
+			   struct sockaddr_in *sa, const char *what)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(port);
+	if (s && inet_pton(AF_INET, s, &sa->sin_addr) != 1) {
+		xina_fail(x, "%s address '%s' is not an IPv4 dotted quad", what, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Big buffers: a whole window of results may land at once. */
+static void xina_sockbufs(struct xina *x)
+{
+	int sz = XINA_SOCKBUF;
+	size_t want = (size_t)x->o.slots * x->pkt_sz * 4;
+
+	if (want > (size_t)sz)
+		sz = want > (256u << 20) ? (256 << 20) : (int)want;
+	/* FORCE needs CAP_NET_ADMIN; otherwise rmem_max caps the request. */
+	if (setsockopt(x->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(x->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(x->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(x->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
+static int xina_rx_alloc(struct xina *x)
+{
+	int one = 1;
+
+	x->gro = false;
+	if (!(x->o.flags & XINA_OPT_F_NO_GRO) &&
+	    !setsockopt(x->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)))
+		x->gro = true;
+	/* One spare byte to tell an oversized datagram from a full one. */
+	x->rx_buf_sz = x->gro ? XINA_GRO_BUF : x->pkt_sz + 1;
+	x->rx_batch = x->gro ? XINA_GRO_BATCH : XINA_BATCH;
+	x->rx = malloc(x->rx_buf_sz * x->rx_batch);
+	return x->rx ? 0 : -ENOMEM;
+}
+
+int xina_sock_open(struct xina *x)
+{
+	struct sockaddr_in local;
+	int err;
+
+	err = xina_parse_addr(x, x->o.switch_addr, x->o.switch_port, &x->sw,
+			      "switch");
+	if (err)
+		return err;
+	err = xina_parse_addr(x, x->o.bind_addr, x->o.bind_port, &local,
+			      "bind");
+	if (err)
+		return err;
+	x->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (x->fd < 0) {
+		err = -errno;
+		xina_fail(x, "socket: %s", strerror(errno));
+		return err;
+	}
+	xina_sockbufs(x);
+	if (bind(x->fd, (struct sockaddr *)&local, sizeof(local))) {
+		err = -errno;
+		xina_fail(x, "bind to %s:%u: %s",
+			  x->o.bind_addr ? x->o.bind_addr : "0.0.0.0",
+			  x->o.bind_port, strerror(errno));
+		return err;
+	}
+	/*
+	 * Connected: the kernel drops datagrams from anyone but the switch,
+	 * and an ICMP port unreachable surfaces as ECONNREFUSED.
+	 */
+	if (connect(x->fd, (struct sockaddr *)&x->sw, sizeof(x->sw))) {
+		err = -errno;
+		xina_fail(x, "connect to switch %s:%u: %s", x->o.switch_addr,
+			  x->o.switch_port, strerror(errno));
+		return err;
+	}
+	x->gso = !(x->o.flags & XINA_OPT_F_NO_GSO);
+	err = xina_rx_alloc(x);
+	if (err)
+		xina_fail(x, "out of memory for receive buffers");
+	return err;
+}
+
+/* Slots queued for transmission, grouped into GSO trains. */
+struct xina_txb {
+	struct mmsghdr	msg[XINA_BATCH];
+	struct iovec	iov[XINA_BATCH * XINA_GSO_MAX];
+	char		cbuf[XINA_BATCH][CMSG_SPACE(sizeof(uint16_t))];
+	uint32_t	nslots[XINA_BATCH];	/* slots in each message */
+};
+
+static size_t xina_pkt_len(struct xina *x, uint32_t s)
+{
+	const struct xina_hdr *h = (const struct xina_hdr *)(x->tx + s * x->pkt_sz);
+
+	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
+}
+
+/*
+ * Group txq[from..] into at most XINA_BATCH messages; every message is a
+ * train of equally sized datagrams (the kernel segments it at the size of
+ * the first).  Returns the number of slots covered.
+ */
+static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
+			      uint32_t from, unsigned int *nmsg)
+{
+	uint32_t q = from, max_seg;
+	unsigned int m = 0, k, iov = 0;
+	struct cmsghdr *cm;
+	size_t len;
+
+	max_seg = x->gso ? 65000 / x->pkt_sz : 1;
+	if (max_seg > XINA_GSO_MAX)
+		max_seg = XINA_GSO_MAX;
+	if (!max_seg)
+		max_seg = 1;
+	while (q < x->txq_len && m < XINA_BATCH) {
+		struct msghdr *mh = &b->msg[m].msg_hdr;
+
+		memset(mh, 0, sizeof(*mh));
+		mh->msg_iov = &b->iov[iov];
+		len = xina_pkt_len(x, x->txq[q]);
+		for (k = 0; k < max_seg && q < x->txq_len; k++, q++) {
+			if (xina_pkt_len(x, x->txq[q]) != len)
+				break;
+			b->iov[iov].iov_base = x->tx + x->txq[q] * x->pkt_sz;
+			b->iov[iov++].iov_len = len;
+		}
+		mh->msg_iovlen = k;
+		b->nslots[m] = k;
+		if (k > 1) {
+			mh->msg_control = b->cbuf[m];
+			mh->msg_controllen = sizeof(b->cbuf[m]);
+			cm = CMSG_FIRSTHDR(mh);
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			*(uint16_t *)CMSG_DATA(cm) = len;
+			x->st.gso_sends += k;
+		}
+		m++;
+	}
+	*nmsg = m;
+	return q - from;
+}
+
+/* Mark slots txq[from, from + cnt) sent and arm their timers. */
+static void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt)
+{
+	uint64_t now = xina_now_ns(), dl;
+	struct xina_slot *sl;
+	uint32_t i;
+
+	for (i = from; i < from + cnt; i++) {
+		sl = &x->slot[x->txq[i]];
+		sl->queued = false;
+		dl = now + (uint64_t)sl->rto_us * 1000;
+		sl->deadline_ns = dl;
+		if (dl < x->next_timer_ns)
+			x->next_timer_ns = dl;
+	}
+}
+
+/* Handle a sendmmsg error; 0 means "try again", <0 is fatal. */
+static int xina_tx_error(struct xina *x, int e)
+{
+	switch (e) {
+	case EAGAIN:
+	case ENOBUFS:
+		return 1;	/* leave the rest queued; poll for POLLOUT */
+	case ECONNREFUSED:
+		/* Pending ICMP error of an earlier datagram: noted, retried. */
+		x->refused = true;
+		return 0;
+	case EINVAL:
+	case EIO:
+	case EMSGSIZE:
+		if (x->gso) {
+			/* No GSO on this path (or gso_size > MTU). */
+			x->gso = false;
+			xina_log(x, XINA_LOG_WARN, "UDP GSO refused (%s); sending datagrams one by one",
+				 strerror(e));
+			return 0;
+		}
+		break;
+	}
+	xina_fail(x, "send to switch %s:%u: %s", x->o.switch_addr,
+		  x->o.switch_port, strerror(e));
+	return -e;
+}
+
+int xina_tx_flush(struct xina *x)
+{
+	struct xina_txb b;
+	uint32_t done = 0, i;
+	unsigned int nmsg;
+	int ret, sent;
+
+	while (done < x->txq_len) {
+		xina_tx_build(x, &b, done, &nmsg);
+		ret = sendmmsg(x->fd, b.msg, nmsg, MSG_DONTWAIT);
+		if (ret < 0) {
+			ret = xina_tx_error(x, errno);
+			if (ret < 0)
+				return ret;
+			if (ret > 0)
+				break;
+			continue;
+		}
+		x->st.tx_syscalls++;
+		for (sent = 0, i = 0; i < (unsigned int)ret; i++)
+			sent += b.nslots[i];
+		xina_tx_done(x, done, sent);
+		done += sent;
+		if ((unsigned int)ret < nmsg)
+			break;
+	}
+	/* Keep what the socket did not take, in order. */
+	memmove(x->txq, x->txq + done, (x->txq_len - done) * sizeof(*x->txq));
+	x->txq_len -= done;
+	return 0;
+}
+
+static unsigned int xina_gro_size(struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm))
+		if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO)
+			return *(int *)CMSG_DATA(cm);
+	return 0;
+}
+
+/* Hand every datagram of one receive to @fn, splitting GRO trains. */
+static void xina_rx_one(struct xina *x, struct mmsghdr *m, const uint8_t *p,
+			xina_rx_fn fn, void *ctx)
+{
+	size_t len = m->msg_len, seg;
+
+	if (m->msg_hdr.msg_flags & MSG_TRUNC || len >= x->rx_buf_sz) {
+		x->st.malformed++;
+		return;
+	}
+	seg = x->gro ? xina_gro_size(&m->msg_hdr) : 0;
+	if (!seg || seg >= len) {
+		fn(x, p, len, ctx);
+		return;
+	}
+	while (len) {
+		size_t l = len < seg ? len : seg;
+
+		x->st.gro_segs++;
+		fn(x, p, l, ctx);
+		p += l;
+		len -= l;
+	}
+}
+
+/*
+ * Wait up to @timeout_ms for results (or for room to send, when packets
+ * are still queued) and drain the socket in batches.
+ */
+int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx)
+{
+	struct mmsghdr msg[XINA_BATCH];
+	struct iovec iov[XINA_BATCH];
+	char cbuf[XINA_BATCH][CMSG_SPACE(sizeof(int))];
+	struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+	unsigned int i, rounds;
+	int ret;
+
+	if (x->txq_len)
+		pfd.events |= POLLOUT;
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (!(pfd.revents & (POLLIN | POLLERR)))
+		return 0;
+	/* Bounded, so that refills go out while results keep coming. */
+	for (rounds = 0; rounds < 4; rounds++) {
+		for (i = 0; i < x->rx_batch; i++) {
+			iov[i].iov_base = x->rx + i * x->rx_buf_sz;
+			iov[i].iov_len = x->rx_buf_sz;
+			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
+			msg[i].msg_hdr.msg_iov = &iov[i];
+			msg[i].msg_hdr.msg_iovlen = 1;
+			if (x->gro) {
+				msg[i].msg_hdr.msg_control = cbuf[i];
+				msg[i].msg_hdr.msg_controllen = sizeof(cbuf[i]);
+			}
+		}
+		ret = recvmmsg(x->fd, msg, x->rx_batch, MSG_DONTWAIT, NULL);
+		if (ret < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			if (errno == ECONNREFUSED) {
+				x->refused = true;
+				continue;
+			}
+			xina_fail(x, "receive from switch %s:%u: %s",
+				  x->o.switch_addr, x->o.switch_port,
+				  strerror(errno));
+			return -errno;
+		}
+		x->st.rx_syscalls++;
+		for (i = 0; i < (unsigned int)ret; i++)
+			xina_rx_one(x, &msg[i], x->rx + i * x->rx_buf_sz, fn, ctx);
+		if ((unsigned int)ret < x->rx_batch)
+			break;
+	}
+	return 0;
+}

@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xina-allreduce: one worker of a xina allreduce job, for the demo, the
+ * selftests and the benchmarks.
+ *
+ * The input of every worker is a deterministic function of (rank, element,
+ * iteration), so each worker recomputes all workers' inputs and checks
+ * its result on its own: int32 bit-exact (wrapping sum, or max), float32
+ * within the bound documented in libxina.h.  The FNV-1a checksum of the
+ * results lets the caller check that all workers got identical bits.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "libxina.h"
+
+struct ar_cfg {
+	char		sw_addr[INET_ADDRSTRLEN];
+	char		bind_addr[INET_ADDRSTRLEN];
+	struct xina_opts o;
+	bool		f32;
+	bool		json;
+	bool		verbose;
+	enum xina_op	op;
+	uint64_t	bytes;
+	uint32_t	iters;
+};
+
+struct ar_result {
+	double		max_abs_err;
+	double		bound_at_max;	/* bound of the element with max err */
+	double		worst_ratio;	/* max over elements of err / bound */
+	uint64_t	bad;		/* elements off expectation */
+	uint64_t	first_bad;
+	uint64_t	checksum;
+};
+
+static void ar_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xina-allreduce --switch IP[:PORT] --job ID --key K --rank R --workers N\n"
+		"                      --slots S --elems E [--dtype i32|f32] [--op sum|max]\n"
+		"                      [--bytes N] [--iters I] [--timeout-ms T] [--rto-us U]\n"
+		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n");
+}
+
+static int ar_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || !*s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "xina-allreduce: %s '%s' is not a number in %llu..%llu\n",
+			opt, s, (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "IP[:PORT]" into @ip (validated) and @port (left alone if absent). */
+static int ar_addr(const char *opt, const char *s, char *ip, uint16_t *port)
+{
+	const char *colon = strchr(s, ':');
+	size_t len = colon ? (size_t)(colon - s) : strlen(s);
+	struct in_addr a;
+	uint64_t p;
+
+	if (len >= INET_ADDRSTRLEN)
+		goto bad;
+	memcpy(ip, s, len);
+	ip[len] = '\0';
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		goto bad;
+	if (colon) {
+		if (ar_u64(opt, colon + 1, 0, 65535, &p))
+			return -EINVAL;
+		*port = p;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "xina-allreduce: %s '%s' is not IPv4[:PORT]\n", opt, s);
+	return -EINVAL;
+}
+
+enum {
+	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
+	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
+	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
+};
+
+static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
+{
+	struct xina_opts *o = &c->o;
+	uint64_t v;
+	int err = 0;
+
+	switch (opt) {
+	case OPT_SWITCH:
+		return ar_addr("--switch", arg, c->sw_addr, &o->switch_port);
+	case OPT_BIND:
+		o->bind_addr = c->bind_addr;
+		return ar_addr("--bind", arg, c->bind_addr, &o->bind_port);
+	case OPT_JOB:
+		err = ar_u64("--job", arg, 1, UINT32_MAX, &v);
+		o->job = v;
+		break;
+	case OPT_KEY:
+		err = ar_u64("--key", arg, 0, UINT64_MAX, &v);
+		o->key = v;
+		break;
+	case OPT_RANK:
+		err = ar_u64("--rank", arg, 0, XINA_MAX_WORKERS - 1, &v);
+		o->rank = v;
+		break;
+	case OPT_WORKERS:
+		err = ar_u64("--workers", arg, 1, XINA_MAX_WORKERS, &v);
+		o->workers = v;
+		break;
+	case OPT_SLOTS:
+		err = ar_u64("--slots", arg, 1, 1u << 20, &v);
+		o->slots = v;
+		break;
+	case OPT_ELEMS:
+		err = ar_u64("--elems", arg, 1, XINA_MAX_ELEMS, &v);
+		o->elems = v;
+		break;
+	case OPT_TIMEOUT:
+		err = ar_u64("--timeout-ms", arg, 1, UINT32_MAX, &v);
+		o->timeout_ms = v;
+		break;
+	case OPT_RTO:
+		err = ar_u64("--rto-us", arg, 1, UINT32_MAX, &v);
+		o->rto_us = v;
+		break;
+	case OPT_BYTES:
+		err = ar_u64("--bytes", arg, 0, 1ull << 40, &c->bytes);
+		if (!err && c->bytes % 4) {
+			fprintf(stderr, "xina-allreduce: --bytes %s is not a whole number of 4-byte elements\n",
+				arg);
+			err = -EINVAL;
+		}
+		break;
+	case OPT_ITERS:
+		err = ar_u64("--iters", arg, 1, 1u << 20, &v);
+		c->iters = v;
+		break;
+	case OPT_DTYPE:
+		if (!strcmp(arg, "i32") || !strcmp(arg, "f32")) {
+			c->f32 = arg[0] == 'f';
+			break;
+		}
+		fprintf(stderr, "xina-allreduce: --dtype '%s' is neither i32 nor f32\n", arg);
+		return -EINVAL;
+	case OPT_OP:
+		if (!strcmp(arg, "sum") || !strcmp(arg, "max")) {
+			c->op = arg[1] == 'u' ? XINA_OP_SUM : XINA_OP_MAX;
+			break;
+		}
+		fprintf(stderr, "xina-allreduce: --op '%s' is neither sum nor max\n", arg);
+		return -EINVAL;
+	case OPT_NO_GSO:
+		o->flags |= XINA_OPT_F_NO_GSO;
+		break;
+	case OPT_NO_GRO:
+		o->flags |= XINA_OPT_F_NO_GRO;
+		break;
+	case OPT_JSON:
+		c->json = true;
+		break;
+	case OPT_VERBOSE:
+		c->verbose = true;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return err;
+}
+
+static int ar_parse(struct ar_cfg *c, int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "switch", required_argument, NULL, OPT_SWITCH },
+		{ "job", required_argument, NULL, OPT_JOB },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "rank", required_argument, NULL, OPT_RANK },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "elems", required_argument, NULL, OPT_ELEMS },
+		{ "dtype", required_argument, NULL, OPT_DTYPE },
+		{ "op", required_argument, NULL, OPT_OP },
+		{ "bytes", required_argument, NULL, OPT_BYTES },
+		{ "iters", required_argument, NULL, OPT_ITERS },
+		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+		{ "rto-us", required_argument, NULL, OPT_RTO },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
+		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int opt;
+
+	c->o.sz = sizeof(c->o);
+	c->o.switch_addr = c->sw_addr;
+	c->op = XINA_OP_SUM;
+	c->bytes = 4 << 20;
+	c->iters = 5;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		if (opt == 'h') {
+			ar_usage(stdout);
+			exit(0);
+		}
+		if (opt == '?' || ar_opt(c, opt, optarg))
+			goto usage;
+	}
+	if (optind != argc) {
+		fprintf(stderr, "xina-allreduce: unexpected argument '%s'\n", argv[optind]);
+		goto usage;
+	}
+	if (!c->sw_addr[0] || !c->o.job || !c->o.workers || !c->o.slots ||
+	    !c->o.elems) {
+		fprintf(stderr, "xina-allreduce: --switch, --job, --workers, --slots and --elems are required\n");
+		goto usage;
+	}
+	if (c->o.rank >= c->o.workers) {
+		fprintf(stderr, "xina-allreduce: --rank %u is not below --workers %u\n",
+			c->o.rank, c->o.workers);
+		goto usage;
+	}
+	if (c->f32 && c->op != XINA_OP_SUM) {
+		fprintf(stderr, "xina-allreduce: --dtype f32 supports --op sum only\n");
+		goto usage;
+	}
+	return 0;
+usage:
+	ar_usage(stderr);
+	return -EINVAL;
+}
+
+static uint64_t ar_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t ar_hash(uint32_t rank, uint64_t idx, uint32_t iter, uint64_t salt)
+{
+	return ar_mix(ar_mix(((uint64_t)rank << 32 | iter) ^ salt) + idx);
+}
+
+static int32_t ar_i32(uint32_t rank, uint64_t i, uint32_t iter)
+{
+	return (int32_t)ar_hash(rank, i, iter, 1);
+}
+
+/*
+ * Float input: magnitudes from 2^-20 to 2^20 within a block, negative
+ * values, blocks that are all zero on one rank, and blocks that are zero
+ * on every rank.
+ */
+static float ar_f32(uint32_t rank, uint64_t i, uint32_t iter, uint32_t elems)
+{
+	uint64_t blk = i / elems, h;
+
+	if (ar_hash(0, blk, iter, 2) % 16 == 0 ||
+	    ar_hash(rank, blk, iter, 3) % 8 == 0)
+		return 0.0f;
+	h = ar_hash(rank, i, iter, 4);
+	return ldexpf((float)(int32_t)(h >> 32) / 2147483648.0f,
+		      (int)(h % 41) - 20);
+}
+
+static void ar_fill(const struct ar_cfg *c, void *buf, size_t n, uint32_t iter)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (c->f32)
+			((float *)buf)[i] = ar_f32(c->o.rank, i, iter, c->o.elems);
+		else
+			((int32_t *)buf)[i] = ar_i32(c->o.rank, i, iter);
+	}
+}
+
+static uint64_t ar_fnv(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void ar_check_i32(const struct ar_cfg *c, const int32_t *r, size_t n,
+			 uint32_t iter, struct ar_result *res)
+{
+	uint32_t w, acc, v;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		acc = (uint32_t)ar_i32(0, i, iter);
+		for (w = 1; w < c->o.workers; w++) {
+			v = (uint32_t)ar_i32(w, i, iter);
+			if (c->op == XINA_OP_SUM)
+				acc += v;
+			else if ((int32_t)v > (int32_t)acc)
+				acc = v;
+		}
+		if ((uint32_t)r[i] != acc && !res->bad++)
+			res->first_bad = i;
+	}
+}
+
+/*
+ * Against the exact sum: the double sum of W floats errs by at most
+ * W * 2^-53 * sum|x| <= W^2 * 2^(E-53), added to the documented bound so
+ * that the reference's own rounding cannot fail a correct result.
+ */
+static void ar_check_f32(const struct ar_cfg *c, const float *r, size_t n,
+			 uint32_t iter, struct ar_result *res)
+{
+	uint32_t w, W = c->o.workers, elems = c->o.elems;
+	double exact, err, bound;
+	size_t off, end, i;
+	int e, E;
+	float x, m;
+
+	for (off = 0; off < n; off += elems) {
+		end = n - off < elems ? n : off + elems;
+		E = XINA_EXP_ZERO;
+		for (w = 0; w < W; w++) {
+			for (m = 0, i = off; i < end; i++)
+				m = fmaxf(m, fabsf(ar_f32(w, i, iter, elems)));
+			if (m == 0)
+				continue;
+			frexpf(m, &e);
+			E = e > E ? e : E;
+		}
+		for (i = off; i < end; i++) {
+			for (exact = 0, w = 0; w < W; w++) {
+				x = ar_f32(w, i, iter, elems);
+				exact += x;
+			}
+			err = fabs((double)r[i] - exact);
+			bound = xina_f32_bound(r[i], E, W);
+			if (E != XINA_EXP_ZERO)
+				bound += ldexp((double)W * W, E - 53);
+			if (err > res->max_abs_err) {
+				res->max_abs_err = err;
+				res->bound_at_max = bound;
+			}
+			if (bound > 0 && err / bound > res->worst_ratio)
+				res->worst_ratio = err / bound;
+			if ((err > bound || (E == XINA_EXP_ZERO && r[i] != 0)) &&
+			    !res->bad++)
+				res->first_bad = i;
+		}
+	}
+}
+
+static double ar_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int ar_cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void ar_log(void *ctx, enum xina_log_level lvl, const char *msg)
+{
+	fprintf(stderr, "xina-allreduce: rank %u: %s\n", *(uint16_t *)ctx, msg);
+}
+
+static void ar_report(const struct ar_cfg *c, struct xina *x,
+		      const struct ar_result *res, double *secs,
+		      uint32_t done, const char *error)
+{
+	struct xina_worker_stats st = {};
+	double med = 0, best = 0;
+	bool ok = !error && !res->bad;
+
+	if (done) {
+		qsort(secs, done, sizeof(*secs), ar_cmp_dbl);
+		med = secs[done / 2];
+		best = secs[0];
+	}
+	if (x)
+		xina_get_stats(x, &st);
+	if (!c->json) {
+		printf("rank %u/%u %s %llu bytes x %u iters: %s; median %.6f s (%.1f MB/s), "
+		       "max_abs_err %g (bound %g), checksum %016llx, sent %llu retrans %llu ignored %llu\n",
+		       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
+		       (unsigned long long)c->bytes, done,
+		       ok ? "verified" : "NOT VERIFIED", med,
+		       med > 0 ? c->bytes / med / 1e6 : 0.0, res->max_abs_err,
+		       res->bound_at_max, (unsigned long long)res->checksum,
+		       (unsigned long long)st.sent, (unsigned long long)st.retrans,
+		       (unsigned long long)st.ignored);
+		return;
+	}
+	printf("{\"rank\":%u,\"workers\":%u,\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%llu,"
+	       "\"elems_per_pkt\":%u,\"slots\":%u,\"iters\":%u,\"verified\":%s,"
+	       "\"bad_elems\":%llu,\"max_abs_err\":%.17g,\"bound\":%.17g,"
+	       "\"worst_err_over_bound\":%.6g,\"checksum\":\"%016llx\","
+	       "\"seconds_median\":%.9f,\"seconds_min\":%.9f,\"goodput_Bps\":%.0f,"
+	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
+	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
+	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu",
+	       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
+	       c->op == XINA_OP_SUM ? "sum" : "max",
+	       (unsigned long long)c->bytes, c->o.elems, c->o.slots, done,
+	       ok ? "true" : "false", (unsigned long long)res->bad,
+	       res->max_abs_err, res->bound_at_max, res->worst_ratio,
+	       (unsigned long long)res->checksum, med, best,
+	       med > 0 ? c->bytes / med : 0.0,
+	       (unsigned long long)st.sent, (unsigned long long)st.retrans,
+	       (unsigned long long)st.results, (unsigned long long)st.ignored,
+	       (unsigned long long)st.malformed, (unsigned long long)st.timeouts,
+	       (unsigned long long)st.tx_syscalls,
+	       (unsigned long long)st.rx_syscalls,
+	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs);
+	if (error) {
+		printf(",\"error\":\"");
+		for (; *error; error++)
+			printf(*error == '"' || *error == '\\' ? "\\%c" : "%c", *error);
+		printf("\"");
+	}
+	printf("}\n");
+}
+
+static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
+		  double *secs, uint32_t *done, struct ar_result *res)
+{
+	double t0;
+	uint32_t it;
+	int err;
+
+	res->checksum = 0xcbf29ce484222325ull;
+	for (it = 0; it < c->iters; it++) {
+		ar_fill(c, buf, n, it);
+		t0 = ar_now();
+		err = c->f32 ? xina_allreduce_f32(x, buf, n) :
+		      xina_allreduce_i32(x, buf, n, c->op);
+		secs[it] = ar_now() - t0;
+		if (err)
+			return err;
+		*done = it + 1;
+		res->checksum = ar_fnv(res->checksum, buf, n * 4);
+		if (c->f32)
+			ar_check_f32(c, buf, n, it, res);
+		else
+			ar_check_i32(c, buf, n, it, res);
+		if (res->bad) {
+			fprintf(stderr, "xina-allreduce: rank %u: iteration %u: %llu elements wrong, first at index %llu\n",
+				c->o.rank, it, (unsigned long long)res->bad,
+				(unsigned long long)res->first_bad);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ar_result res = {};
+	struct ar_cfg c = {};
+	struct xina *x = NULL;
+	char error[600] = "";
+	uint32_t done = 0;
+	double *secs;
+	void *buf;
+	size_t n;
+	int err;
+
+	if (ar_parse(&c, argc, argv))
+		return 2;
+	n = c.bytes / 4;
+	c.o.log = ar_log;
+	c.o.log_ctx = &c.o.rank;
+	c.o.log_level = c.verbose ? XINA_LOG_DEBUG : XINA_LOG_WARN;
+	buf = malloc(n ? n * 4 : 4);
+	secs = calloc(c.iters, sizeof(*secs));
+	if (!buf || !secs) {
+		fprintf(stderr, "xina-allreduce: out of memory for %llu bytes\n",
+			(unsigned long long)c.bytes);
+		return 1;
+	}
+	err = xina_open(&c.o, &x);
+	if (err) {
+		snprintf(error, sizeof(error), "xina_open: %s", strerror(-err));
+		goto out;
+	}
+	err = ar_run(&c, x, buf, n, secs, &done, &res);
+	if (err && err != -EBADMSG)
+		snprintf(error, sizeof(error), "allreduce %u of %u: %s: %s",
+			 done + 1, c.iters, strerror(-err), xina_last_error(x));
+	else if (err)
+		snprintf(error, sizeof(error), "result mismatch in iteration %u",
+			 done - 1);
+out:
+	if (error[0])
+		fprintf(stderr, "xina-allreduce: rank %u: %s\n", c.o.rank, error);
+	ar_report(&c, x, &res, secs, done, error[0] ? error : NULL);
+	xina_close(x);
+	free(secs);
+	free(buf);
+	return err || res.bad ? 1 : 0;
+}

@@ -1,0 +1,809 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xina-swagg: the xina aggregation protocol in a user-space process.
+ *
+ * This is the "software switch" baseline: the same semantics as the XDP
+ * fast path (bpf/xina.bpf.c), run on one UDP socket.  Per slot it keeps
+ * two versions (round & 1) with a contributor bitmap; the first
+ * contribution to a round initialises the version, the others add, a
+ * contributor whose bit is set never adds twice, older rounds are stale,
+ * and a contribution to a completed round is answered with the kept result
+ * to that worker alone.  The last contribution sends the result to every
+ * member.
+ *
+ * I/O is batched: recvmmsg() with UDP_GRO (a worker's GSO train arrives
+ * as one buffer), and per member one UDP GSO train of all results that
+ * completed in a receive batch, all in one sendmmsg().
+ *
+ * Single-threaded by design: one process, one socket, no locks.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/xina.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT	103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO		104
+#endif
+
+#define SW_RX_BATCH	32
+#define SW_RX_BUF	65536
+#define SW_TX_BATCH	256
+#define SW_GSO_MAX	64
+#define SW_ANS_MAX	1024	/* queued retransmission answers */
+
+struct sw_ver {
+	uint64_t	seen[XINA_MAX_WORKERS / 64];
+	uint64_t	offset;
+	uint32_t	round;
+	uint16_t	ncontrib;
+	uint16_t	count;
+	uint8_t		op;
+	int8_t		exp;
+	bool		used;
+	bool		complete;
+};
+
+struct sw_member {
+	struct sockaddr_in	addr;	/* port 0 until learned, if not given */
+	bool			any_port;
+};
+
+struct swagg {
+	int			fd;
+	uint16_t		port;
+	uint32_t		job;
+	uint64_t		key;
+	uint16_t		workers;
+	uint32_t		slots;
+	uint16_t		elems;
+	bool			gso;
+	bool			gro;
+	bool			verbose;
+	size_t			pkt_sz;
+	struct sw_member	*member;
+	struct sw_ver		*ver;	/* slots * 2 */
+	int32_t			*vals;	/* slots * 2 * elems, host order */
+	uint8_t			*res;	/* slots * 2 * pkt_sz, the kept results */
+
+	uint32_t		*comp;	/* versions completed in this batch */
+	uint32_t		ncomp;
+	uint32_t		*ans_ver;	/* retransmissions to answer */
+	struct sockaddr_in	*ans_to;
+	uint32_t		nans;
+
+	uint64_t		stat[XINA_STAT_MAX];
+	uint64_t		gstat[XINA_GSTAT_MAX];
+	uint64_t		rx_dgrams, rx_calls, tx_dgrams, tx_calls, tx_err;
+};
+
+static volatile sig_atomic_t sw_stop;
+
+static const char *const sw_stat_name[XINA_STAT_MAX] = {
+	[XINA_STAT_RX] = "rx",
+	[XINA_STAT_CONTRIB] = "contrib",
+	[XINA_STAT_COMPLETE] = "complete",
+	[XINA_STAT_RETRANS_ANSWERED] = "retrans_answered",
+	[XINA_STAT_DUP] = "dup",
+	[XINA_STAT_STALE] = "stale",
+	[XINA_STAT_DROP_KEY] = "drop_key",
+	[XINA_STAT_DROP_MEMBER] = "drop_member",
+	[XINA_STAT_DROP_RANGE] = "drop_range",
+	[XINA_STAT_DROP_OP] = "drop_op",
+};
+
+static const char *const sw_gstat_name[XINA_GSTAT_MAX] = {
+	[XINA_GSTAT_MALFORMED] = "malformed",
+	[XINA_GSTAT_NO_JOB] = "no_job",
+	[XINA_GSTAT_PASS] = "pass",
+};
+
+static void sw_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xina-swagg [--port PORT] [--bind IP] --job ID --key K --workers N\n"
+		"                  --slots S --elems E --member RANK=IP[:PORT]... [--no-gso]\n"
+		"                  [--no-gro] [--json] [--verbose]\n"
+		"Aggregates xina contributions in user space; prints counters on SIGINT/SIGTERM.\n");
+}
+
+static int sw_parse_u64(const char *opt, const char *s, uint64_t max,
+			uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || !*s || *end || *s == '-' || v > max) {
+		fprintf(stderr, "xina-swagg: %s '%s' is not a number in 0..%llu\n",
+			opt, s, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "IP[:PORT]" */
+static int sw_parse_addr(const char *opt, const char *s, struct sockaddr_in *sa)
+{
+	char buf[64], *colon;
+	uint64_t port = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	colon = strchr(buf, ':');
+	if (colon) {
+		*colon = '\0';
+		if (sw_parse_u64(opt, colon + 1, 65535, &port))
+			return -EINVAL;
+	}
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(port);
+	if (inet_pton(AF_INET, buf, &sa->sin_addr) == 1)
+		return 0;
+bad:
+	fprintf(stderr, "xina-swagg: %s '%s' is not IPv4[:PORT]\n", opt, s);
+	return -EINVAL;
+}
+
+static int sw_parse_member(struct swagg *sw, const char *s, uint64_t *ranks)
+{
+	const char *eq = strchr(s, '=');
+	char rank_s[16];
+	uint64_t rank;
+
+	if (!eq || eq == s || (size_t)(eq - s) >= sizeof(rank_s)) {
+		fprintf(stderr, "xina-swagg: --member '%s' is not RANK=IP[:PORT]\n", s);
+		return -EINVAL;
+	}
+	memcpy(rank_s, s, eq - s);
+	rank_s[eq - s] = '\0';
+	if (sw_parse_u64("--member rank", rank_s, XINA_MAX_WORKERS - 1, &rank))
+		return -EINVAL;
+	if (ranks[rank / 64] & (1ull << (rank % 64))) {
+		fprintf(stderr, "xina-swagg: --member '%s': rank %llu given twice\n",
+			s, (unsigned long long)rank);
+		return -EINVAL;
+	}
+	ranks[rank / 64] |= 1ull << (rank % 64);
+	if (sw_parse_addr("--member", eq + 1, &sw->member[rank].addr))
+		return -EINVAL;
+	sw->member[rank].any_port = !sw->member[rank].addr.sin_port;
+	return 0;
+}
+
+enum { OPT_NO_GSO = 256, OPT_NO_GRO, OPT_BIND };
+
+static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
+		    struct sockaddr_in *bind_sa)
+{
+	static const struct option lopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "job", required_argument, NULL, 'j' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "slots", required_argument, NULL, 's' },
+		{ "elems", required_argument, NULL, 'e' },
+		{ "member", required_argument, NULL, 'm' },
+		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
+		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
+		{ "json", no_argument, NULL, 'J' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	uint64_t v, ranks[XINA_MAX_WORKERS / 64] = {};
+	char **members;
+	int c, nm = 0, i;
+
+	members = calloc(argc, sizeof(*members));
+	if (!members)
+		return -ENOMEM;
+	sw->port = XINA_UDP_PORT;
+	sw->gso = sw->gro = true;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (sw_parse_u64("--port", optarg, 65535, &v))
+				goto err;
+			sw->port = v;
+			break;
+		case OPT_BIND:
+			if (sw_parse_addr("--bind", optarg, bind_sa))
+				goto err;
+			break;
+		case 'j':
+			if (sw_parse_u64("--job", optarg, UINT32_MAX, &v) || !v)
+				goto err_range;
+			sw->job = v;
+			break;
+		case 'k':
+			if (sw_parse_u64("--key", optarg, UINT64_MAX, &v))
+				goto err;
+			sw->key = v;
+			break;
+		case 'w':
+			if (sw_parse_u64("--workers", optarg, XINA_MAX_WORKERS, &v) || !v)
+				goto err_range;
+			sw->workers = v;
+			break;
+		case 's':
+			if (sw_parse_u64("--slots", optarg, 1u << 20, &v) || !v)
+				goto err_range;
+			sw->slots = v;
+			break;
+		case 'e':
+			if (sw_parse_u64("--elems", optarg, XINA_MAX_ELEMS, &v) || !v)
+				goto err_range;
+			sw->elems = v;
+			break;
+		case 'm':
+			members[nm++] = optarg;
+			break;
+		case OPT_NO_GSO:
+			sw->gso = false;
+			break;
+		case OPT_NO_GRO:
+			sw->gro = false;
+			break;
+		case 'J':
+			*json = true;
+			break;
+		case 'v':
+			sw->verbose = true;
+			break;
+		case 'h':
+			sw_usage(stdout);
+			exit(0);
+		default:
+			goto err_usage;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "xina-swagg: unexpected argument '%s'\n", argv[optind]);
+		goto err_usage;
+	}
+	if (!sw->job || !sw->workers || !sw->slots || !sw->elems) {
+		fprintf(stderr, "xina-swagg: --job, --workers, --slots and --elems are required\n");
+		goto err_usage;
+	}
+	sw->member = calloc(sw->workers, sizeof(*sw->member));
+	if (!sw->member)
+		goto err;
+	for (i = 0; i < nm; i++) {
+		if (sw_parse_member(sw, members[i], ranks))
+			goto err;
+		if (strtoul(members[i], NULL, 10) >= sw->workers) {
+			fprintf(stderr, "xina-swagg: --member '%s': rank not below --workers %u\n",
+				members[i], sw->workers);
+			goto err;
+		}
+	}
+	if (nm != sw->workers) {
+		fprintf(stderr, "xina-swagg: %d --member given for %u workers\n",
+			nm, sw->workers);
+		goto err;
+	}
+	free(members);
+	return 0;
+
+err_range:
+	fprintf(stderr, "xina-swagg: 0 is not valid there (see --help)\n");
+	goto err;
+err_usage:
+	sw_usage(stderr);
+err:
+	free(members);
+	return -EINVAL;
+}
+
+static int sw_setup(struct swagg *sw, const struct sockaddr_in *bind_sa)
+{
+	size_t nver = (size_t)sw->slots * 2;
+	struct sockaddr_in sa = *bind_sa;
+	int one = 1, sz = 32 << 20;
+
+	sw->pkt_sz = sizeof(struct xina_hdr) + (size_t)sw->elems * 4;
+	sw->ver = calloc(nver, sizeof(*sw->ver));
+	sw->vals = calloc(nver * sw->elems, sizeof(*sw->vals));
+	sw->res = calloc(nver, sw->pkt_sz);
+	sw->comp = calloc(nver, sizeof(*sw->comp));
+	sw->ans_ver = calloc(SW_ANS_MAX, sizeof(*sw->ans_ver));
+	sw->ans_to = calloc(SW_ANS_MAX, sizeof(*sw->ans_to));
+	if (!sw->ver || !sw->vals || !sw->res || !sw->comp || !sw->ans_ver ||
+	    !sw->ans_to) {
+		fprintf(stderr, "xina-swagg: out of memory for %u slots of %u elements\n",
+			sw->slots, sw->elems);
+		return -ENOMEM;
+	}
+	sw->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sw->fd < 0) {
+		perror("xina-swagg: socket");
+		return -errno;
+	}
+	if (setsockopt(sw->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(sw->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(sw->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(sw->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	if (sw->gro && setsockopt(sw->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)))
+		sw->gro = false;
+	sa.sin_port = htons(sw->port);
+	if (bind(sw->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "xina-swagg: bind to %s:%u: %s\n",
+			inet_ntoa(sa.sin_addr), sw->port, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static struct xina_hdr *sw_res(struct swagg *sw, uint32_t vi)
+{
+	return (struct xina_hdr *)(sw->res + (size_t)vi * sw->pkt_sz);
+}
+
+static size_t sw_res_len(struct swagg *sw, uint32_t vi)
+{
+	return sizeof(struct xina_hdr) + (size_t)sw->ver[vi].count * 4;
+}
+
+/* A sendmmsg batch under construction. */
+struct sw_txb {
+	struct mmsghdr	msg[SW_TX_BATCH];
+	struct iovec	iov[SW_TX_BATCH * SW_GSO_MAX];
+	char		cbuf[SW_TX_BATCH][CMSG_SPACE(sizeof(uint16_t))];
+	unsigned int	nmsg, niov;
+};
+
+static void sw_tx_send(struct swagg *sw, struct sw_txb *t)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < t->nmsg; i += ret) {
+		ret = sendmmsg(sw->fd, t->msg + i, t->nmsg - i, 0);
+		if (ret <= 0) {
+			/* Lost results are recovered by the workers' timers. */
+			sw->tx_err++;
+			if (ret < 0 && errno == EINVAL && sw->gso) {
+				fprintf(stderr, "xina-swagg: UDP GSO refused; sending datagrams one by one\n");
+				sw->gso = false;
+			}
+			break;
+		}
+		sw->tx_calls++;
+	}
+	t->nmsg = t->niov = 0;
+}
+
+/* Open a message to @to with room for SW_GSO_MAX datagrams. */
+static struct msghdr *sw_tx_msg(struct swagg *sw, struct sw_txb *t,
+				struct sockaddr_in *to)
+{
+	struct msghdr *mh;
+
+	if (t->nmsg == SW_TX_BATCH)
+		sw_tx_send(sw, t);
+	mh = &t->msg[t->nmsg++].msg_hdr;
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_name = to;
+	mh->msg_namelen = sizeof(*to);
+	mh->msg_iov = &t->iov[t->niov];
+	return mh;
+}
+
+static void sw_tx_add(struct swagg *sw, struct sw_txb *t, struct msghdr *mh,
+		      uint32_t vi)
+{
+	t->iov[t->niov].iov_base = sw_res(sw, vi);
+	t->iov[t->niov++].iov_len = sw_res_len(sw, vi);
+	mh->msg_iovlen++;
+	sw->tx_dgrams++;
+}
+
+static void sw_tx_gso(struct sw_txb *t, struct msghdr *mh, size_t seg)
+{
+	struct cmsghdr *cm;
+
+	/* @mh is always the message opened last. */
+	mh->msg_control = t->cbuf[t->nmsg - 1];
+	mh->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+	cm = CMSG_FIRSTHDR(mh);
+	cm->cmsg_level = IPPROTO_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	*(uint16_t *)CMSG_DATA(cm) = seg;
+}
+
+/*
+ * Send what this receive batch produced: to every member one GSO train
+ * per run of equally sized completions, then the retransmission answers.
+ */
+static void sw_flush(struct swagg *sw)
+{
+	static struct sw_txb t;
+	uint32_t m, c, max_seg;
+	struct msghdr *mh;
+	size_t len;
+
+	max_seg = sw->gso ? 65000 / sw->pkt_sz : 1;
+	if (max_seg > SW_GSO_MAX)
+		max_seg = SW_GSO_MAX;
+	if (!max_seg)
+		max_seg = 1;
+	for (m = 0; m < sw->workers; m++) {
+		for (c = 0; c < sw->ncomp; ) {
+			mh = sw_tx_msg(sw, &t, &sw->member[m].addr);
+			len = sw_res_len(sw, sw->comp[c]);
+			while (mh->msg_iovlen < max_seg && c < sw->ncomp &&
+			       sw_res_len(sw, sw->comp[c]) == len)
+				sw_tx_add(sw, &t, mh, sw->comp[c++]);
+			if (mh->msg_iovlen > 1)
+				sw_tx_gso(&t, mh, len);
+		}
+	}
+	for (c = 0; c < sw->nans; c++) {
+		mh = sw_tx_msg(sw, &t, &sw->ans_to[c]);
+		sw_tx_add(sw, &t, mh, sw->ans_ver[c]);
+	}
+	if (t.nmsg)
+		sw_tx_send(sw, &t);
+	sw->ncomp = 0;
+	sw->nans = 0;
+}
+
+/* The last contribution arrived: build the kept result, queue it to all. */
+static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
+{
+	struct xina_hdr *r = sw_res(sw, vi);
+	struct sw_ver *v = &sw->ver[vi];
+	const int32_t *a = sw->vals + (size_t)vi * sw->elems;
+	uint32_t *out = (uint32_t *)(r + 1);
+	unsigned int i;
+
+	*r = *h;
+	r->type = XINA_T_RESULT;
+	r->flags = 0;
+	r->op = v->op;
+	r->exp = h->exp;
+	for (i = 0; i < v->count; i++)
+		out[i] = htonl((uint32_t)a[i]);
+	v->complete = true;
+	sw->stat[XINA_STAT_COMPLETE]++;
+	if (sw->ncomp == (uint32_t)sw->slots * 2)
+		sw_flush(sw);
+	sw->comp[sw->ncomp++] = vi;
+}
+
+static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
+		      const struct sockaddr_in *to)
+{
+	if (sw->nans == SW_ANS_MAX)
+		sw_flush(sw);
+	sw_res(sw, vi)->rank = htons(rank);
+	sw->ans_ver[sw->nans] = vi;
+	sw->ans_to[sw->nans++] = *to;
+	sw->stat[XINA_STAT_RETRANS_ANSWERED]++;
+}
+
+static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
+		   bool init)
+{
+	int32_t *a = sw->vals + (size_t)vi * sw->elems;
+	const uint32_t *in = (const uint32_t *)(h + 1);
+	struct sw_ver *v = &sw->ver[vi];
+	unsigned int i;
+	int32_t x;
+
+	if (init) {
+		for (i = 0; i < v->count; i++)
+			a[i] = (int32_t)ntohl(in[i]);
+		return;
+	}
+	if (v->op == XINA_OP_SUM) {
+		/* Unsigned: the wire promises a wrapping sum. */
+		for (i = 0; i < v->count; i++)
+			a[i] = (int32_t)((uint32_t)a[i] + ntohl(in[i]));
+		return;
+	}
+	for (i = 0; i < v->count; i++) {
+		x = (int32_t)ntohl(in[i]);
+		if (x > a[i])
+			a[i] = x;
+	}
+}
+
+/* Start round @round in version @vi with this first contribution. */
+static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
+		     uint32_t round, uint16_t rank)
+{
+	struct sw_ver *v = &sw->ver[vi];
+
+	/* The kept result may still be queued for sending. */
+	if (sw->ncomp || sw->nans)
+		sw_flush(sw);
+	memset(v->seen, 0, sizeof(v->seen));
+	v->round = round;
+	v->used = true;
+	v->complete = false;
+	v->op = h->op;
+	v->count = ntohs(h->count);
+	v->offset = be64toh(h->offset);
+	v->ncontrib = 0;
+	sw_add(sw, vi, h, true);
+}
+
+/* Which stat a contribution to version @v in @round falls under, if not new. */
+static int sw_classify(const struct sw_ver *v, uint32_t round, bool *start)
+{
+	int32_t d = (int32_t)(round - v->round);
+
+	*start = false;
+	if (!v->used) {
+		*start = true;
+		return -1;
+	}
+	if (d == 0)
+		return -1;
+	if (d < 0)
+		return XINA_STAT_STALE;
+	/*
+	 * Round r + 2 reuses the version of round r, which every worker
+	 * has seen completed before it sent round r + 1.  Anything else
+	 * skips rounds: a worker out of step with this switch.
+	 */
+	if (d != 2 || !v->complete)
+		return XINA_STAT_DROP_RANGE;
+	*start = true;
+	return -1;
+}
+
+static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
+		       const struct sockaddr_in *from)
+{
+	uint32_t slot = ntohl(h->slot), round = ntohl(h->round), vi;
+	uint16_t rank = ntohs(h->rank), count = ntohs(h->count);
+	struct sw_member *mb;
+	struct sw_ver *v;
+	bool start;
+	int st;
+
+	sw->stat[XINA_STAT_RX]++;
+	if (be64toh(h->key) != sw->key) {
+		sw->stat[XINA_STAT_DROP_KEY]++;
+		return;
+	}
+	mb = rank < sw->workers ? &sw->member[rank] : NULL;
+	if (!mb || mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
+	    (!mb->any_port && mb->addr.sin_port != from->sin_port)) {
+		sw->stat[XINA_STAT_DROP_MEMBER]++;
+		return;
+	}
+	if (slot >= sw->slots || count > sw->elems || h->weight) {
+		sw->stat[XINA_STAT_DROP_RANGE]++;
+		return;
+	}
+	if (h->dtype != XINA_DTYPE_INT32 ||
+	    (h->op != XINA_OP_SUM && h->op != XINA_OP_MAX)) {
+		sw->stat[XINA_STAT_DROP_OP]++;
+		return;
+	}
+	/* Results go back to where the member sends from. */
+	if (mb->any_port)
+		mb->addr.sin_port = from->sin_port;
+	vi = slot * 2 + (round & 1);
+	v = &sw->ver[vi];
+	st = sw_classify(v, round, &start);
+	if (st >= 0) {
+		sw->stat[st]++;
+		return;
+	}
+	if (start) {
+		sw_start(sw, vi, h, round, rank);
+	} else if (v->seen[rank / 64] & (1ull << (rank % 64))) {
+		if (v->complete)
+			sw_answer(sw, vi, rank, from);
+		else
+			sw->stat[XINA_STAT_DUP]++;
+		return;
+	} else if (h->op != v->op) {
+		sw->stat[XINA_STAT_DROP_OP]++;
+		return;
+	} else if (count != v->count || be64toh(h->offset) != v->offset) {
+		sw->stat[XINA_STAT_DROP_RANGE]++;
+		return;
+	} else {
+		sw_add(sw, vi, h, false);
+	}
+	v->seen[rank / 64] |= 1ull << (rank % 64);
+	sw->stat[XINA_STAT_CONTRIB]++;
+	if (++v->ncontrib == sw->workers)
+		sw_complete(sw, vi, h);
+}
+
+/* Well-formedness first: anything failing here names no job. */
+static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
+		      const struct sockaddr_in *from)
+{
+	const struct xina_hdr *h = (const struct xina_hdr *)p;
+
+	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
+	    h->type != XINA_T_CONTRIB || h->flags & ~XINA_F_ALL ||
+	    !h->count || len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
+		sw->gstat[XINA_GSTAT_MALFORMED]++;
+		return;
+	}
+	if (ntohl(h->job) != sw->job) {
+		sw->gstat[XINA_GSTAT_NO_JOB]++;
+		return;
+	}
+	sw_contrib(sw, h, from);
+}
+
+static size_t sw_gro_size(struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm))
+		if (cm->cmsg_level == IPPROTO_UDP && cm->cmsg_type == UDP_GRO)
+			return *(int *)CMSG_DATA(cm);
+	return 0;
+}
+
+static void sw_rx_one(struct swagg *sw, struct mmsghdr *m, const uint8_t *p)
+{
+	size_t len = m->msg_len, seg;
+
+	sw->rx_dgrams++;
+	if (m->msg_hdr.msg_flags & MSG_TRUNC) {
+		sw->gstat[XINA_GSTAT_MALFORMED]++;
+		return;
+	}
+	seg = sw->gro ? sw_gro_size(&m->msg_hdr) : 0;
+	if (!seg || seg >= len) {
+		sw_packet(sw, p, len, m->msg_hdr.msg_name);
+		return;
+	}
+	for (; len; p += seg, len -= len < seg ? len : seg)
+		sw_packet(sw, p, len < seg ? len : seg, m->msg_hdr.msg_name);
+}
+
+static void sw_on_signal(int sig)
+{
+	sw_stop = sig;
+}
+
+static int sw_loop(struct swagg *sw)
+{
+	static struct mmsghdr msg[SW_RX_BATCH];
+	static struct iovec iov[SW_RX_BATCH];
+	static struct sockaddr_in from[SW_RX_BATCH];
+	static char cbuf[SW_RX_BATCH][CMSG_SPACE(sizeof(int))];
+	struct pollfd pfd = { .fd = sw->fd, .events = POLLIN };
+	struct sigaction sa = { .sa_handler = sw_on_signal };
+	size_t bufsz = sw->gro ? SW_RX_BUF : sw->pkt_sz + 1;
+	sigset_t block, empty;
+	uint8_t *buf;
+	int i, ret;
+
+	buf = malloc(bufsz * SW_RX_BATCH);
+	if (!buf)
+		return -ENOMEM;
+	/* Signals only get through inside ppoll(): no lost wakeup. */
+	sigemptyset(&empty);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	while (!sw_stop) {
+		ret = ppoll(&pfd, 1, NULL, &empty);
+		if (ret < 0 && errno != EINTR) {
+			perror("xina-swagg: ppoll");
+			break;
+		}
+		if (ret <= 0)
+			continue;
+		for (i = 0; i < SW_RX_BATCH; i++) {
+			iov[i].iov_base = buf + i * bufsz;
+			iov[i].iov_len = bufsz;
+			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
+			msg[i].msg_hdr.msg_name = &from[i];
+			msg[i].msg_hdr.msg_namelen = sizeof(from[i]);
+			msg[i].msg_hdr.msg_iov = &iov[i];
+			msg[i].msg_hdr.msg_iovlen = 1;
+			msg[i].msg_hdr.msg_control = cbuf[i];
+			msg[i].msg_hdr.msg_controllen = sizeof(cbuf[i]);
+		}
+		ret = recvmmsg(sw->fd, msg, SW_RX_BATCH, MSG_DONTWAIT, NULL);
+		if (ret <= 0)
+			continue;
+		sw->rx_calls++;
+		for (i = 0; i < ret; i++)
+			sw_rx_one(sw, &msg[i], iov[i].iov_base);
+		sw_flush(sw);
+	}
+	free(buf);
+	return 0;
+}
+
+static void sw_print(const struct swagg *sw, bool json)
+{
+	int i;
+
+	if (json) {
+		printf("{\"job\":%u", sw->job);
+		for (i = 0; i < XINA_STAT_MAX; i++)
+			printf(",\"%s\":%llu", sw_stat_name[i],
+			       (unsigned long long)sw->stat[i]);
+		for (i = 0; i < XINA_GSTAT_MAX; i++)
+			printf(",\"%s\":%llu", sw_gstat_name[i],
+			       (unsigned long long)sw->gstat[i]);
+		printf(",\"rx_dgrams\":%llu,\"rx_calls\":%llu,\"tx_dgrams\":%llu,"
+		       "\"tx_calls\":%llu,\"tx_err\":%llu,\"gso\":%s,\"gro\":%s}\n",
+		       (unsigned long long)sw->rx_dgrams,
+		       (unsigned long long)sw->rx_calls,
+		       (unsigned long long)sw->tx_dgrams,
+		       (unsigned long long)sw->tx_calls,
+		       (unsigned long long)sw->tx_err,
+		       sw->gso ? "true" : "false", sw->gro ? "true" : "false");
+		return;
+	}
+	printf("job %u:", sw->job);
+	for (i = 0; i < XINA_STAT_MAX; i++)
+		printf(" %s %llu", sw_stat_name[i], (unsigned long long)sw->stat[i]);
+	printf("\nswitch:");
+	for (i = 0; i < XINA_GSTAT_MAX; i++)
+		printf(" %s %llu", sw_gstat_name[i], (unsigned long long)sw->gstat[i]);
+	printf("\nio: rx_dgrams %llu rx_calls %llu tx_dgrams %llu tx_calls %llu tx_err %llu gso %s gro %s\n",
+	       (unsigned long long)sw->rx_dgrams, (unsigned long long)sw->rx_calls,
+	       (unsigned long long)sw->tx_dgrams, (unsigned long long)sw->tx_calls,
+	       (unsigned long long)sw->tx_err, sw->gso ? "on" : "off",
+	       sw->gro ? "on" : "off");
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in bind_sa = { .sin_family = AF_INET };
+	struct swagg sw = { .fd = -1 };
+	bool json = false;
+	int err;
+
+	err = sw_parse(&sw, argc, argv, &json, &bind_sa);
+	if (err)
+		return 2;
+	err = sw_setup(&sw, &bind_sa);
+	if (err)
+		return 1;
+	if (sw.verbose)
+		fprintf(stderr, "xina-swagg: job %u, %u workers, %u slots of %u elements on port %u (gso %s, gro %s)\n",
+			sw.job, sw.workers, sw.slots, sw.elems, sw.port,
+			sw.gso ? "on" : "off", sw.gro ? "on" : "off");
+	err = sw_loop(&sw);
+	sw_print(&sw, json);
+	fflush(stdout);
+	close(sw.fd);
+	return err ? 1 : 0;
+}
