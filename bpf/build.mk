@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# bpf/: the XDP fast path and its libbpf skeleton.
+# bpf/: the XDP fast path and its libbpf skeletons.
 #
 #   $(O)/bpf/xina.bpf.o       xina_xdp, xina_egress (map backend)
-#   $(O)/bpf/xina.skel.h      bpftool gen skeleton of it
 #   $(O)/bpf/xina_pass.bpf.o  xina_pass, for the worker side of a veth
+#   $(O)/bpf/*.skel.h         their libbpf skeletons (bpftool gen skeleton)
 #
 # -mcpu=v3: atomic fetch-add with a result (meta->done), supported since 5.1.
 
@@ -15,7 +15,7 @@ BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 BPF_OBJS := $(BPF_OUT)/xina.bpf.o $(BPF_OUT)/xina_pass.bpf.o
 
 .PHONY: bpf
-bpf: $(BPF_OBJS) $(BPF_OUT)/xina.skel.h
+bpf: $(BPF_OBJS) $(BPF_OUT)/xina.skel.h $(BPF_OUT)/xina_pass.skel.h
 
 $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/xina_maps.h include/uapi/linux/xina.h \
 		    | $(DEPS_STAMP)
@@ -23,8 +23,8 @@ $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/xina_maps.h include/uapi/linux/xina.h \
 	@echo "  BPF     $@"
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BPF_OUT)/xina.skel.h: $(BPF_OUT)/xina.bpf.o
+$(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
 	@echo "  GENSKEL $@"
-	$(Q)$(BPFTOOL) gen skeleton $< name xina > $@.tmp || \
+	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@.tmp || \
 		{ rm -f $@.tmp; exit 1; }
 	$(Q)mv $@.tmp $@

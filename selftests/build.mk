@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# selftests/: C tests built to $(O)/selftests/, run by selftests/run.sh.
+#
+#   make selftests    build every C selftest
+#
+# Each test adds itself to SELFTESTS and gives its own rule below.
+
+ST_OUT := $(O)/selftests
+ST_LDLIBS := -lbpf -lelf -lz
+
+SELFTESTS :=
+
+.PHONY: selftests
+
+# xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
+SELFTESTS += $(ST_OUT)/xina_fastpath
+$(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
+			 bpf/xina_maps.h include/uapi/linux/xina.h \
+			 $(O)/bpf/xina.skel.h $(O)/bpf/xina_pass.skel.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
+
+# Rules of further tests go above this line.
+selftests: $(SELFTESTS)

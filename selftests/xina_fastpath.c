@@ -1,0 +1,1332 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Selftest of the XDP fast path (map backend) through BPF_PROG_TEST_RUN.
+ *
+ * Every test loads a fresh skeleton (maps not pinned, small), configures
+ * one job in the maps the way xinactl does, and feeds xina_xdp Ethernet
+ * frames built here.  The multicast of a result (devmap broadcast and the
+ * egress program) is run for real in a network namespace this test makes
+ * with unshare(): veth pairs, a live-frames test_run, packet sockets on
+ * the worker ends.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "xina_maps.h"
+#include "bpf/xina.skel.h"
+#include "bpf/xina_pass.skel.h"
+#include "xtest.h"
+
+#define JOB_ID		7
+#define JOB_IDX		3
+#define JOB_KEY		0x1122334455667788ULL
+#define SLOT_BASE	6	/* not 0: an indexing error shows */
+#define NR_VERSIONS	64	/* xina_meta / xina_vals entries */
+#define SW_IP		0x0a0700feU	/* 10.7.0.254 */
+#define WK_IP(r)	(0x0a070001U + (r))	/* 10.7.0.1 + rank */
+#define WK_PORT(r)	(40000 + (r))
+#define FRAME_MAX	(14 + 20 + 8 + 40 + 4 * XINA_MAX_ELEMS)
+#define HDRS_LEN	(14 + 20 + 8)
+#define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
+
+static const __u8 sw_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0xfe, 0x01 };
+
+struct fixture {
+	struct xina *skel;
+	int xdp, egress, pass_fd;
+	int jobs, members, ports, meta, vals, stats, tx;
+	struct xina_job job;
+	int ncpus;
+};
+
+static struct fixture F;
+static bool have_netns;
+
+static void wk_mac(__u8 *mac, unsigned int rank)
+{
+	const __u8 m[ETH_ALEN] = { 0x02, 0, 0, 0, 0x07, (__u8)rank };
+
+	memcpy(mac, m, ETH_ALEN);
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+static int fx_open(void)
+{
+	struct xina *s;
+	int err;
+
+	F.ncpus = libbpf_num_possible_cpus();
+	if (F.ncpus <= 0 || F.ncpus > XINA_MAX_CPUS) {
+		XT_LOG("possible CPUs: %d", F.ncpus);
+		return -1;
+	}
+	s = xina__open();
+	if (!s) {
+		XT_LOG("xina__open: %s", strerror(errno));
+		return -1;
+	}
+	s->rodata->nr_cpus = F.ncpus;
+	bpf_map__set_max_entries(s->maps.xina_meta, NR_VERSIONS);
+	bpf_map__set_max_entries(s->maps.xina_vals, NR_VERSIONS);
+	bpf_map__set_max_entries(s->maps.xina_members, 64);
+	bpf_map__set_max_entries(s->maps.xina_ports, 64);
+	bpf_map__set_max_entries(s->maps.xina_jobs, 8);
+	bpf_map__set_max_entries(s->maps.xina_tx, 8);
+	err = xina__load(s);
+	if (err) {
+		XT_LOG("xina__load: %s", strerror(-err));
+		xina__destroy(s);
+		return -1;
+	}
+	F.skel = s;
+	F.xdp = bpf_program__fd(s->progs.xina_xdp);
+	F.egress = bpf_program__fd(s->progs.xina_egress);
+	F.jobs = bpf_map__fd(s->maps.xina_jobs);
+	F.members = bpf_map__fd(s->maps.xina_members);
+	F.ports = bpf_map__fd(s->maps.xina_ports);
+	F.meta = bpf_map__fd(s->maps.xina_meta);
+	F.vals = bpf_map__fd(s->maps.xina_vals);
+	F.stats = bpf_map__fd(s->maps.xina_stats);
+	F.tx = bpf_map__fd(s->maps.xina_tx);
+	return 0;
+}
+
+static void fx_close(void)
+{
+	xina__destroy(F.skel);
+	memset(&F, 0, sizeof(F));
+}
+
+/* Configure the job as "xinactl job add" does.  port: members' UDP port
+ * (0: any). */
+static int job_add(unsigned int workers, unsigned int slots,
+		   unsigned int elems, bool port)
+{
+	struct xina_member m = {};
+	struct xina_member_key k;
+	__u32 id = JOB_ID;
+	unsigned int r;
+
+	if (fx_open())
+		return -1;
+	if (SLOT_BASE + 2 * slots > NR_VERSIONS)
+		return -1;
+	F.job = (struct xina_job){
+		.key = JOB_KEY, .id = JOB_ID, .idx = JOB_IDX,
+		.slot_base = SLOT_BASE, .slots = slots,
+		.workers = workers, .elems = elems,
+	};
+	if (bpf_map_update_elem(F.jobs, &id, &F.job, BPF_NOEXIST))
+		return -1;
+	for (r = 0; r < workers; r++) {
+		k = (struct xina_member_key){ .job = JOB_ID, .rank = r };
+		m.addr = htonl(WK_IP(r));
+		m.port = port ? htons(WK_PORT(r)) : 0;
+		if (bpf_map_update_elem(F.members, &k, &m, BPF_NOEXIST))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+/* Value of element i of rank r's contribution to (slot, round): mixed
+ * signs and magnitudes, so that sums wrap and max is not trivial. */
+static __s32 val(unsigned int r, __u32 slot, __u32 round, unsigned int i)
+{
+	__u32 x = (r + 1) * 2654435761U ^ slot * 40503U ^ round * 97U ^
+		  i * 2246822519U;
+
+	x ^= x >> 13;
+	x *= 3266489917U;
+	x ^= x >> 16;
+	return (__s32)x;
+}
+
+struct contrib {
+	__u8 version, type, dtype, op, flags;
+	__s8 exp;
+	__u16 count, weight, rank;
+	__u32 job, slot, round;
+	__u64 key, offset;
+	__u32 saddr, daddr;	/* host order */
+	__u16 sport, dport;
+	unsigned int nvals;	/* elements in the payload (default count) */
+};
+
+static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
+			      __u16 count, __u8 op)
+{
+	return (struct contrib){
+		.version = XINA_WIRE_VERSION, .type = XINA_T_CONTRIB,
+		.dtype = XINA_DTYPE_INT32, .op = op, .exp = -3,
+		.count = count, .rank = rank, .job = JOB_ID, .slot = slot,
+		.round = round, .key = JOB_KEY, .offset = 1000 + slot,
+		.saddr = WK_IP(rank), .daddr = SW_IP,
+		.sport = WK_PORT(rank), .dport = XINA_UDP_PORT,
+		.nvals = count,
+	};
+}
+
+static __u16 ip_csum(const void *p, int len)
+{
+	const __u16 *w = p;
+	__u32 sum = 0;
+
+	while (len > 1) {
+		sum += *w++;
+		len -= 2;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+static size_t build_frame(__u8 *buf, const struct contrib *c)
+{
+	struct ethhdr *eth = (void *)buf;
+	struct iphdr *iph = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(iph + 1);
+	struct xina_hdr *xh = (void *)(udp + 1);
+	__be32 *v = (void *)(xh + 1);
+	unsigned int i;
+	size_t len;
+
+	len = PAYLOAD_OFF + 4 * c->nvals;
+	memset(buf, 0, len);
+	memcpy(eth->h_dest, sw_mac, ETH_ALEN);
+	wk_mac(eth->h_source, c->rank);
+	eth->h_proto = htons(ETH_P_IP);
+	iph->version = 4;
+	iph->ihl = 5;
+	iph->ttl = 64;
+	iph->protocol = IPPROTO_UDP;
+	iph->tot_len = htons(len - sizeof(*eth));
+	iph->saddr = htonl(c->saddr);
+	iph->daddr = htonl(c->daddr);
+	iph->check = ip_csum(iph, sizeof(*iph));
+	udp->source = htons(c->sport);
+	udp->dest = htons(c->dport);
+	udp->len = htons(len - sizeof(*eth) - sizeof(*iph));
+	xh->version = c->version;
+	xh->type = c->type;
+	xh->dtype = c->dtype;
+	xh->op = c->op;
+	xh->flags = c->flags;
+	xh->exp = c->exp;
+	xh->count = htons(c->count);
+	xh->job = htonl(c->job);
+	xh->rank = htons(c->rank);
+	xh->weight = htons(c->weight);
+	xh->slot = htonl(c->slot);
+	xh->round = htonl(c->round);
+	xh->key = htobe64(c->key);
+	xh->offset = htobe64(c->offset);
+	for (i = 0; i < c->nvals; i++)
+		v[i] = htonl(val(c->rank, c->slot, c->round, i));
+	return len;
+}
+
+struct run {
+	int err;
+	__u32 retval;
+	__u32 len;
+	__u8 out[FRAME_MAX];
+};
+
+static int pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Run xina_xdp once on @in, as if received on ifindex (lo by default). */
+static void run_on(const void *in, __u32 len, struct run *r, int ifindex)
+{
+	struct xdp_md md = {
+		.data_end = len,
+		.ingress_ifindex = ifindex,
+	};
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = in,
+		.data_size_in = len,
+		.data_out = r->out,
+		.data_size_out = sizeof(r->out),
+		.ctx_in = &md,
+		.ctx_size_in = sizeof(md),
+		.repeat = 1,
+	);
+
+	r->err = bpf_prog_test_run_opts(F.xdp, &o) ? -errno : 0;
+	r->retval = o.retval;
+	r->len = o.data_size_out;
+}
+
+static void run(const void *in, __u32 len, struct run *r)
+{
+	run_on(in, len, r, 1);
+}
+
+static int send_c(const struct contrib *c, struct run *r)
+{
+	__u8 buf[FRAME_MAX];
+	size_t len = build_frame(buf, c);
+
+	run(buf, len, r);
+	return r->err ? r->err : (int)r->retval;
+}
+
+/* ---- state readers ------------------------------------------------------ */
+
+static __u64 stat_of(__u32 idx, unsigned int stat)
+{
+	struct xina_counters c[XINA_MAX_CPUS];
+	__u64 sum = 0;
+	int i;
+
+	if (bpf_map_lookup_elem(F.stats, &idx, c))
+		return ~0ULL;
+	for (i = 0; i < F.ncpus; i++)
+		sum += c[i].c[stat];
+	return sum;
+}
+
+static __u64 jstat(unsigned int stat)
+{
+	return stat_of(JOB_IDX, stat);
+}
+
+static __u64 gstat(unsigned int stat)
+{
+	return stat_of(XINA_MAX_JOBS, stat);
+}
+
+static int meta_of(__u32 slot, __u32 round, struct xina_meta *m)
+{
+	__u32 idx = SLOT_BASE + 2 * slot + (round & 1);
+
+	return bpf_map_lookup_elem(F.meta, &idx, m);
+}
+
+/* Every byte of the job's slot memory: meta and all CPUs' partials. */
+struct snapshot {
+	size_t len;
+	__u8 *buf;
+};
+
+static int snap_take(struct snapshot *s)
+{
+	size_t vsz = F.ncpus * ((sizeof(struct xina_part) + 7) & ~7UL);
+	size_t n = 2 * F.job.slots, per = sizeof(struct xina_meta) + vsz;
+	__u32 idx, i;
+
+	s->len = n * per;
+	s->buf = calloc(1, s->len);
+	if (!s->buf)
+		return -1;
+	for (i = 0; i < n; i++) {
+		idx = F.job.slot_base + i;
+		if (bpf_map_lookup_elem(F.meta, &idx, s->buf + i * per) ||
+		    bpf_map_lookup_elem(F.vals, &idx,
+					s->buf + i * per + sizeof(struct xina_meta)))
+			return -1;
+	}
+	return 0;
+}
+
+static bool snap_same(const struct snapshot *a)
+{
+	struct snapshot b;
+	bool same;
+
+	if (snap_take(&b))
+		return false;
+	same = b.len == a->len && !memcmp(a->buf, b.buf, a->len);
+	free(b.buf);
+	return same;
+}
+
+/* ---- result checks ------------------------------------------------------ */
+
+static __s32 expect_elem(__u8 op, unsigned int workers, __u32 slot,
+			 __u32 round, unsigned int i)
+{
+	__u32 sum = 0;
+	__s32 max = INT32_MIN;
+	unsigned int r;
+
+	for (r = 0; r < workers; r++) {
+		__s32 v = val(r, slot, round, i);
+
+		sum += (__u32)v;
+		if (v > max)
+			max = v;
+	}
+	return op == XINA_OP_SUM ? (__s32)sum : max;
+}
+
+/* Number of elements of @out that differ from the expected aggregate. */
+static unsigned int result_errors(const __u8 *out, __u8 op,
+				  unsigned int workers, __u32 slot,
+				  __u32 round, unsigned int count)
+{
+	const __be32 *v = (const void *)(out + PAYLOAD_OFF);
+	unsigned int i, bad = 0;
+
+	for (i = 0; i < count; i++) {
+		__s32 want = expect_elem(op, workers, slot, round, i);
+
+		if ((__s32)ntohl(v[i]) != want) {
+			if (!bad)
+				XT_LOG("slot %u round %u elem %u: %d, want %d",
+				       slot, round, i, (__s32)ntohl(v[i]),
+				       want);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static const struct xina_hdr *xhdr(const __u8 *frame)
+{
+	return (const void *)(frame + HDRS_LEN);
+}
+
+static const struct iphdr *iphdr(const __u8 *frame)
+{
+	return (const void *)(frame + sizeof(struct ethhdr));
+}
+
+static const struct udphdr *udphdr(const __u8 *frame)
+{
+	return (const void *)(frame + sizeof(struct ethhdr) +
+			      sizeof(struct iphdr));
+}
+
+/* ---- aggregation -------------------------------------------------------- */
+
+/* All workers contribute to (slot, round): the last one gets the result. */
+static void aggregate(unsigned int workers, __u8 op, __u16 count)
+{
+	struct xina_meta m;
+	struct contrib c;
+	struct run r;
+	unsigned int w;
+
+	ASSERT_OK(job_add(workers, 4, 64, false));
+	for (w = 0; w < workers; w++) {
+		c = contrib(w, 2, 0, count, op);
+		ASSERT_EQ(send_c(&c, &r),
+			  w + 1 < workers ? XDP_DROP : XDP_REDIRECT);
+	}
+	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * count);
+	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
+	EXPECT_EQ(ntohs(xhdr(r.out)->count), count);
+	EXPECT_EQ(be64toh(xhdr(r.out)->offset), 1000 + 2);
+	EXPECT_EQ(ntohs(xhdr(r.out)->rank), workers - 1);
+	EXPECT_EQ(xhdr(r.out)->exp, -3);
+	EXPECT_EQ(iphdr(r.out)->saddr, htonl(SW_IP));
+	EXPECT_EQ(ntohs(udphdr(r.out)->source), XINA_UDP_PORT);
+	EXPECT_TRUE(!memcmp(r.out + ETH_ALEN, sw_mac, ETH_ALEN),
+		    "result source MAC is not the switch's");
+	EXPECT_EQ(result_errors(r.out, op, workers, 2, 0, count), 0);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), workers);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 1);
+	EXPECT_EQ(jstat(XINA_STAT_RX), workers);
+	ASSERT_OK(meta_of(2, 0, &m));
+	EXPECT_EQ(m.complete, 1);
+	EXPECT_EQ(m.claimed, workers);
+	EXPECT_EQ(m.done, workers);
+	EXPECT_EQ(m.count, count);
+}
+
+TEST(sum_2_workers)
+{
+	aggregate(2, XINA_OP_SUM, 64);
+}
+
+TEST(sum_4_workers)
+{
+	aggregate(4, XINA_OP_SUM, 64);
+}
+
+TEST(max_2_workers)
+{
+	aggregate(2, XINA_OP_MAX, 64);
+}
+
+TEST(max_4_workers)
+{
+	aggregate(4, XINA_OP_MAX, 64);
+}
+
+TEST(one_worker)
+{
+	aggregate(1, XINA_OP_SUM, 64);
+}
+
+TEST(count_below_slot_size)
+{
+	aggregate(3, XINA_OP_SUM, 5);
+}
+
+TEST(count_one)
+{
+	aggregate(2, XINA_OP_MAX, 1);
+}
+
+/* Round r+1 runs on the other version while round r's result is kept. */
+TEST(next_round_other_version)
+{
+	struct xina_meta m0, m1;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(job_add(2, 4, 32, false));
+	c = contrib(0, 1, 0, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 1, 0, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+
+	/* round 1 opens on version 1 */
+	c = contrib(0, 1, 1, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	/* rank 1 lost round 0's result: answered from version 0 */
+	c = contrib(1, 1, 0, 32, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_c(&c, &r), XDP_TX);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 32), 0);
+	c = contrib(1, 1, 1, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 1, 32), 0);
+
+	ASSERT_OK(meta_of(1, 0, &m0));
+	ASSERT_OK(meta_of(1, 1, &m1));
+	EXPECT_TRUE(m0.round == 0 && m0.complete, "version 0 lost round 0");
+	EXPECT_TRUE(m1.round == 1 && m1.complete, "version 1 not round 1");
+
+	/* round 2 reuses version 0 from scratch: nothing of round 0 leaks */
+	c = contrib(1, 1, 2, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(0, 1, 2, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 2, 32), 0);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
+	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
+}
+
+/* A retransmission to a completed version gets the result, to itself. */
+TEST(retransmission_answered)
+{
+	struct snapshot s = {};
+	const struct iphdr *iph;
+	__u8 mac[ETH_ALEN];
+	struct contrib c;
+	struct run r;
+	unsigned int w;
+
+	ASSERT_OK(job_add(3, 4, 16, false));
+	for (w = 0; w < 3; w++) {
+		c = contrib(w, 3, 4, 16, XINA_OP_SUM);
+		c.exp = 5 + w;
+		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : XDP_REDIRECT);
+	}
+	ASSERT_OK(snap_take(&s));
+	c = contrib(1, 3, 4, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.exp = 0;
+	ASSERT_EQ(send_c(&c, &r), XDP_TX);
+	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * 16);
+	iph = iphdr(r.out);
+	wk_mac(mac, 1);
+	EXPECT_TRUE(!memcmp(r.out, mac, ETH_ALEN), "dst MAC is not rank 1's");
+	EXPECT_TRUE(!memcmp(r.out + ETH_ALEN, sw_mac, ETH_ALEN),
+		    "src MAC is not the switch's");
+	EXPECT_EQ(ntohl(iph->daddr), WK_IP(1));
+	EXPECT_EQ(ntohl(iph->saddr), SW_IP);
+	EXPECT_EQ(ip_csum(iph, sizeof(*iph)), 0);
+	EXPECT_EQ(ntohs(udphdr(r.out)->dest), WK_PORT(1));
+	EXPECT_EQ(ntohs(udphdr(r.out)->source), XINA_UDP_PORT);
+	EXPECT_EQ(udphdr(r.out)->check, 0);
+	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
+	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 1);
+	EXPECT_EQ(xhdr(r.out)->exp, 5 + 2);	/* the completer's */
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 4, 16), 0);
+	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 3);
+	EXPECT_TRUE(snap_same(&s), "answering changed slot state");
+	free(s.buf);
+}
+
+/* A duplicate of a pending round is dropped and never added twice. */
+TEST(duplicate_pending)
+{
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(job_add(3, 4, 16, false));
+	c = contrib(0, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DUP), 2);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 1);
+	c = contrib(1, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(2, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 0, 0, 16), 0);
+}
+
+/* Contributions to an older round than the version holds are stale. */
+TEST(stale_round)
+{
+	struct snapshot s = {};
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(job_add(2, 4, 16, false));
+	c = contrib(0, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	c = contrib(0, 0, 2, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+
+	ASSERT_OK(snap_take(&s));
+	c = contrib(1, 0, 0, 16, XINA_OP_SUM);	/* round 0: gone */
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 0, 0xfffffffe, 16, XINA_OP_SUM);	/* before 0 */
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_STALE), 2);
+	EXPECT_TRUE(snap_same(&s), "stale contribution changed slot state");
+	free(s.buf);
+}
+
+/*
+ * Contributions a pending round cannot take: a round two ahead (its
+ * version is still busy), another op, another count.
+ */
+TEST(pending_round_refuses)
+{
+	struct snapshot s = {};
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(job_add(3, 4, 16, false));
+	c = contrib(0, 1, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(snap_take(&s));
+
+	c = contrib(1, 1, 2, 16, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_RANGE), 1);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_RANGE), 2);
+	c = contrib(1, 1, 0, 16, XINA_OP_MAX);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), 1);
+	EXPECT_TRUE(snap_same(&s), "refused contribution changed slot state");
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 1);
+	free(s.buf);
+}
+
+/* ---- negative tests: nothing may touch slot state ----------------------- */
+
+/* A job with one pending round, so that corruption would show. */
+static int job_pending(struct snapshot *s)
+{
+	struct contrib c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	struct run r;
+
+	if (job_add(4, 4, 8, true) || send_c(&c, &r) != XDP_DROP)
+		return -1;
+	return snap_take(s);
+}
+
+struct counts {
+	__u64 g[XINA_GSTAT_MAX];
+	__u64 j[XINA_STAT_MAX];
+};
+
+static void counts_read(struct counts *c)
+{
+	int i;
+
+	for (i = 0; i < XINA_GSTAT_MAX; i++)
+		c->g[i] = gstat(i);
+	for (i = 0; i < XINA_STAT_MAX; i++)
+		c->j[i] = jstat(i);
+}
+
+/* Counters that moved since @before, other than @gs / @js by @n. */
+static int counts_diff(const struct counts *before, int gs, int js,
+		       __u64 n)
+{
+	struct counts now;
+	int i, bad = 0;
+
+	counts_read(&now);
+	for (i = 0; i < XINA_GSTAT_MAX; i++) {
+		__u64 want = before->g[i] + (i == gs ? n : 0);
+
+		if (now.g[i] != want) {
+			XT_LOG("gstat %d: %llu, want %llu", i,
+			       (unsigned long long)now.g[i],
+			       (unsigned long long)want);
+			bad++;
+		}
+	}
+	for (i = 0; i < XINA_STAT_MAX; i++) {
+		__u64 want = before->j[i] + (i == js ? n : 0);
+
+		if (now.j[i] != want) {
+			XT_LOG("stat %d: %llu, want %llu", i,
+			       (unsigned long long)now.j[i],
+			       (unsigned long long)want);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+#define NO_STAT	(-1)
+
+/*
+ * Send @c (a variation of a valid contribution) and check: dropped,
+ * counted in exactly gstat @gs or job stat @js (plus RX when a job was
+ * found), slot memory byte for byte unchanged.
+ */
+static int refused(const char *what, const struct contrib *c, int gs, int js,
+		   const struct snapshot *s)
+{
+	struct counts before;
+	struct run r;
+	int bad = 0;
+
+	counts_read(&before);
+	if (send_c(c, &r) != XDP_DROP) {
+		XT_LOG("%s: verdict %d, want XDP_DROP", what, r.retval);
+		bad++;
+	}
+	if (js != NO_STAT)
+		before.j[XINA_STAT_RX]++;
+	if (counts_diff(&before, gs, js, 1)) {
+		XT_LOG("%s: counted wrong", what);
+		bad++;
+	}
+	if (!snap_same(s)) {
+		XT_LOG("%s: slot state changed", what);
+		bad++;
+	}
+	return bad;
+}
+
+static struct contrib valid(void)
+{
+	return contrib(1, 1, 0, 8, XINA_OP_SUM);
+}
+
+TEST(truncated)
+{
+	struct contrib c = valid();
+	__u8 buf[FRAME_MAX];
+	struct counts before;
+	struct snapshot s;
+	size_t full, len;
+	struct run r;
+
+	ASSERT_OK(job_pending(&s));
+	full = build_frame(buf, &c);
+	for (len = 0; len < full; len++) {
+		counts_read(&before);
+		run(buf, len, &r);
+		if (len < ETH_HLEN) {
+			/* the kernel refuses frames without an Ethernet
+			 * header before the program runs */
+			EXPECT_EQ(r.err, -EINVAL);
+			EXPECT_EQ(counts_diff(&before, NO_STAT, NO_STAT, 0), 0);
+		} else if (len < HDRS_LEN) {
+			/* not recognisably UDP to the xina port */
+			EXPECT_EQ(r.err, 0);
+			EXPECT_EQ(r.retval, XDP_PASS);
+			EXPECT_EQ(counts_diff(&before, XINA_GSTAT_PASS,
+					      NO_STAT, 1), 0);
+		} else {
+			EXPECT_EQ(r.err, 0);
+			EXPECT_EQ(r.retval, XDP_DROP);
+			EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED,
+					      NO_STAT, 1), 0);
+		}
+		if (xt.failed) {
+			XT_LOG("at length %zu of %zu", len, full);
+			break;
+		}
+	}
+	EXPECT_TRUE(snap_same(&s), "truncated frames changed slot state");
+	free(s.buf);
+}
+
+TEST(malformed)
+{
+	struct snapshot s;
+	struct contrib c;
+	int bad = 0;
+
+	ASSERT_OK(job_pending(&s));
+#define MALFORMED(what, stmt)						\
+	do {								\
+		c = valid();						\
+		stmt;							\
+		bad += refused(what, &c, XINA_GSTAT_MALFORMED, NO_STAT, &s); \
+	} while (0)
+	MALFORMED("version 0", c.version = 0);
+	MALFORMED("version 2", c.version = 2);
+	MALFORMED("type RESULT", c.type = XINA_T_RESULT);
+	MALFORMED("type 0", c.type = 0);
+	MALFORMED("unknown flag", c.flags = 1 << 1);
+	MALFORMED("all flags", c.flags = 0xff);
+	MALFORMED("weight 1", c.weight = 1);
+	MALFORMED("count 0", c.count = 0);
+	MALFORMED("payload short", c.nvals = c.count - 1);
+	MALFORMED("payload long", c.nvals = c.count + 1);
+	MALFORMED("count 0 with payload", (c.count = 0, c.nvals = 8));
+#undef MALFORMED
+	EXPECT_EQ(bad, 0);
+	free(s.buf);
+}
+
+/* Lengths in the headers that disagree with each other or the frame. */
+TEST(malformed_lengths)
+{
+	struct contrib c = valid();
+	__u8 buf[FRAME_MAX + 64];
+	struct counts before;
+	struct snapshot s;
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct udphdr *udp = (void *)(iph + 1);
+	size_t len;
+	struct run r;
+
+	ASSERT_OK(job_pending(&s));
+	len = build_frame(buf, &c);
+	iph->tot_len = htons(ntohs(iph->tot_len) - 4);	/* UDP overhangs IP */
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
+
+	len = build_frame(buf, &c);
+	udp->len = htons(ntohs(udp->len) + 4);	/* longer than the frame */
+	iph->tot_len = htons(ntohs(iph->tot_len) + 4);
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
+
+	/* Ethernet padding after a valid datagram is fine: it is added */
+	len = build_frame(buf, &c);
+	memset(buf + len, 0xee, 16);
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run(buf, len + 16, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_CONTRIB, 1), 0);
+	free(s.buf);
+}
+
+TEST(foreign_job)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.job = JOB_ID + 1;
+	EXPECT_EQ(refused("job 8", &c, XINA_GSTAT_NO_JOB, NO_STAT, &s), 0);
+	c.job = 0;
+	EXPECT_EQ(refused("job 0", &c, XINA_GSTAT_NO_JOB, NO_STAT, &s), 0);
+	free(s.buf);
+}
+
+TEST(wrong_key)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.key = JOB_KEY ^ 1ULL << 63;
+	EXPECT_EQ(refused("key", &c, NO_STAT, XINA_STAT_DROP_KEY, &s), 0);
+	c.key = 0;
+	EXPECT_EQ(refused("key 0", &c, NO_STAT, XINA_STAT_DROP_KEY, &s), 0);
+	free(s.buf);
+}
+
+TEST(not_a_member)
+{
+	struct xina_member_key k = { .job = JOB_ID, .rank = 2 };
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = contrib(4, 1, 0, 8, XINA_OP_SUM);	/* rank == workers */
+	c.saddr = WK_IP(1);
+	EXPECT_EQ(refused("rank 4", &c, NO_STAT, XINA_STAT_DROP_MEMBER, &s), 0);
+	c.rank = 0xffff;
+	EXPECT_EQ(refused("rank 65535", &c, NO_STAT, XINA_STAT_DROP_MEMBER,
+			  &s), 0);
+	/* in range, but no member entry (deleted) */
+	ASSERT_OK(bpf_map_delete_elem(F.members, &k));
+	c = contrib(2, 1, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(refused("rank 2 without entry", &c, NO_STAT,
+			  XINA_STAT_DROP_MEMBER, &s), 0);
+	free(s.buf);
+}
+
+TEST(wrong_source)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.saddr = WK_IP(2);	/* rank 1 from rank 2's address */
+	EXPECT_EQ(refused("source IP", &c, NO_STAT, XINA_STAT_DROP_MEMBER,
+			  &s), 0);
+	c = valid();
+	c.sport = WK_PORT(1) + 1;	/* members have a port configured */
+	EXPECT_EQ(refused("source port", &c, NO_STAT, XINA_STAT_DROP_MEMBER,
+			  &s), 0);
+	free(s.buf);
+}
+
+TEST(out_of_range)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.slot = 4;	/* slots == 4 */
+	EXPECT_EQ(refused("slot 4", &c, NO_STAT, XINA_STAT_DROP_RANGE, &s), 0);
+	c.slot = 0x80000001;
+	EXPECT_EQ(refused("slot 2^31+1", &c, NO_STAT, XINA_STAT_DROP_RANGE,
+			  &s), 0);
+	c = valid();
+	c.count = c.nvals = 9;	/* elems == 8 */
+	EXPECT_EQ(refused("count 9", &c, NO_STAT, XINA_STAT_DROP_RANGE, &s),
+		  0);
+	c.count = c.nvals = 512;	/* fits a test_run buffer whole */
+	EXPECT_EQ(refused("count 512", &c, NO_STAT, XINA_STAT_DROP_RANGE,
+			  &s), 0);
+	free(s.buf);
+}
+
+TEST(bad_dtype_op)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.dtype = 0;
+	EXPECT_EQ(refused("dtype 0", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.dtype = XINA_DTYPE_INT32 + 1;
+	EXPECT_EQ(refused("dtype 2", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c = valid();
+	c.op = 0;
+	EXPECT_EQ(refused("op 0", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.op = XINA_OP_MAX + 1;
+	EXPECT_EQ(refused("op 3", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	free(s.buf);
+}
+
+/* Send @len bytes of @buf, expect XDP_PASS with the frame untouched. */
+static int passed(const char *what, const __u8 *buf, size_t len,
+		  const struct snapshot *s)
+{
+	struct counts before;
+	struct run r;
+	int bad = 0;
+
+	counts_read(&before);
+	run(buf, len, &r);
+	if (r.err || r.retval != XDP_PASS) {
+		XT_LOG("%s: err %d verdict %u, want XDP_PASS", what, r.err,
+		       r.retval);
+		bad++;
+	}
+	if (r.len != len || memcmp(r.out, buf, len)) {
+		XT_LOG("%s: frame changed", what);
+		bad++;
+	}
+	if (counts_diff(&before, XINA_GSTAT_PASS, NO_STAT, 1))
+		bad++;
+	if (!snap_same(s)) {
+		XT_LOG("%s: slot state changed", what);
+		bad++;
+	}
+	return bad;
+}
+
+TEST(not_xina_passes)
+{
+	struct contrib c = valid();
+	__u8 buf[FRAME_MAX + 64];
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct ethhdr *eth = (void *)buf;
+	struct snapshot s;
+	size_t len;
+	int bad = 0;
+
+	ASSERT_OK(job_pending(&s));
+	c.dport = XINA_UDP_PORT + 1;
+	len = build_frame(buf, &c);
+	bad += passed("UDP to another port", buf, len, &s);
+
+	c = valid();
+	len = build_frame(buf, &c);
+	iph->protocol = IPPROTO_TCP;
+	bad += passed("TCP to the xina port", buf, len, &s);
+
+	len = build_frame(buf, &c);
+	iph->frag_off = htons(0x2000);		/* first fragment */
+	bad += passed("IP fragment (MF)", buf, len, &s);
+	iph->frag_off = htons(185);		/* a later fragment */
+	bad += passed("IP fragment (offset)", buf, len, &s);
+
+	len = build_frame(buf, &c);
+	iph->ihl = 6;				/* options */
+	bad += passed("IPv4 with options", buf, len, &s);
+
+	len = build_frame(buf, &c);
+	eth->h_proto = htons(ETH_P_IPV6);
+	bad += passed("IPv6 ethertype", buf, len, &s);
+
+	memset(buf, 0, 60);			/* ARP request */
+	memset(eth->h_dest, 0xff, ETH_ALEN);
+	wk_mac(eth->h_source, 0);
+	eth->h_proto = htons(ETH_P_ARP);
+	bad += passed("ARP", buf, 60, &s);
+	EXPECT_EQ(bad, 0);
+	free(s.buf);
+}
+
+/* Valid contributions teach the switch where the member is. */
+TEST(learns_member)
+{
+	struct xina_member_key k = { .job = JOB_ID, .rank = 1 };
+	struct xina_port_key pk = { .ifindex = 1, .job = JOB_ID };
+	struct xina_member m;
+	__u8 mac[ETH_ALEN];
+	struct contrib c;
+	struct run r;
+	__u32 rank;
+
+	ASSERT_OK(job_add(2, 4, 8, false));
+	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
+	c.sport = 5555;		/* any port: member port is 0 */
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
+	wk_mac(mac, 1);
+	EXPECT_TRUE(!memcmp(m.mac, mac, ETH_ALEN), "MAC not learned");
+	EXPECT_EQ(m.ifindex, 1);
+	EXPECT_EQ(ntohs(m.rport), 5555);
+	EXPECT_EQ(m.port, 0);
+	ASSERT_OK(bpf_map_lookup_elem(F.ports, &pk, &rank));
+	EXPECT_EQ(rank, 1);
+
+	/* a refused packet teaches nothing */
+	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
+	c.key = 0;
+	c.sport = 6666;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
+	EXPECT_EQ(ntohs(m.rport), 5555);
+}
+
+/*
+ * Contributions to the same slots from both CPUs, interleaved over many
+ * slots and rounds: every result must be exact.
+ */
+TEST(two_cpus_exact)
+{
+	const unsigned int workers = 4, slots = 16, rounds = 6, count = 256;
+	unsigned int slot, round, w, bad = 0, done = 0;
+	struct contrib c;
+	struct run r;
+	int ret;
+
+	if (libbpf_num_possible_cpus() < 2)
+		XT_SKIP("needs two CPUs");
+	ASSERT_OK(job_add(workers, slots, count, false));
+	for (round = 0; round < rounds; round++) {
+		for (w = 0; w < workers; w++) {
+			for (slot = 0; slot < slots; slot++) {
+				ASSERT_OK(pin_cpu((w + slot + round) & 1));
+				c = contrib(w, slot, round, count,
+					    slot & 1 ? XINA_OP_MAX : XINA_OP_SUM);
+				ret = send_c(&c, &r);
+				if (w + 1 < workers) {
+					ASSERT_EQ(ret, XDP_DROP);
+					continue;
+				}
+				ASSERT_EQ(ret, XDP_REDIRECT);
+				bad += result_errors(r.out, c.op, workers,
+						     slot, round, count);
+				done++;
+			}
+		}
+	}
+	pin_cpu(0);
+	EXPECT_EQ(bad, 0);
+	EXPECT_EQ(done, slots * rounds);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), slots * rounds);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), slots * rounds * workers);
+}
+
+/* ---- multicast: devmap broadcast and xina_egress, live ------------------ */
+
+/*
+ * xina_egress through BPF_PROG_TEST_RUN, where the kernel allows it: 6.1
+ * and 6.18 refuse a context with egress_ifindex set (EINVAL), so there the
+ * egress program is covered by multicast_live instead.
+ */
+TEST(egress_test_run)
+{
+	struct xdp_md md = { .egress_ifindex = 1 };
+	struct contrib c = contrib(0, 0, 0, 8, XINA_OP_SUM);
+	__u8 buf[FRAME_MAX], mac[ETH_ALEN];
+	struct run r;
+	size_t len;
+	int err;
+
+	ASSERT_OK(job_add(2, 4, 8, false));
+	c.sport = 4321;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);	/* learn rank 0 on ifindex 1 */
+
+	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
+	c.type = XINA_T_RESULT;
+	c.saddr = SW_IP;
+	c.daddr = WK_IP(1);
+	c.sport = XINA_UDP_PORT;
+	len = build_frame(buf, &c);
+	md.data_end = len;
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = buf,
+		.data_size_in = len,
+		.data_out = r.out,
+		.data_size_out = sizeof(r.out),
+		.ctx_in = &md,
+		.ctx_size_in = sizeof(md),
+		.repeat = 1,
+	);
+	err = bpf_prog_test_run_opts(F.egress, &o) ? -errno : 0;
+	if (err == -EINVAL)
+		XT_SKIP("kernel refuses test_run of a devmap program (EINVAL); see multicast_live");
+	ASSERT_OK(err);
+	ASSERT_EQ(o.retval, XDP_PASS);
+	wk_mac(mac, 0);
+	EXPECT_TRUE(!memcmp(r.out, mac, ETH_ALEN), "dst MAC is not rank 0's");
+	EXPECT_EQ(ntohl(iphdr(r.out)->daddr), WK_IP(0));
+	EXPECT_EQ(ip_csum(iphdr(r.out), sizeof(struct iphdr)), 0);
+	EXPECT_EQ(ntohs(udphdr(r.out)->dest), 4321);
+}
+
+static int sh(const char *cmd)
+{
+	int ret = system(cmd);
+
+	if (ret)
+		XT_LOG("'%s' failed (%d)", cmd, ret);
+	return ret;
+}
+
+static int packet_socket(const char *ifname)
+{
+	struct sockaddr_ll sll = {
+		.sll_family = AF_PACKET,
+		.sll_protocol = htons(ETH_P_IP),
+		.sll_ifindex = if_nametoindex(ifname),
+	};
+	int fd;
+
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_IP));
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (void *)&sll, sizeof(sll))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Wait for the next xina result on @fd. */
+static ssize_t recv_result(int fd, __u8 *buf, size_t sz)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	while (poll(&p, 1, 2000) == 1) {
+		n = recv(fd, buf, sz, 0);
+		if (n >= PAYLOAD_OFF &&
+		    udphdr(buf)->source == htons(XINA_UDP_PORT))
+			return n;
+	}
+	return -1;
+}
+
+/*
+ * Two ports (veth pairs in this test's own netns), one member behind each.
+ * The completing contribution is run with live frames, so the redirect is
+ * real: the broadcast reaches both ports, xina_egress rewrites each copy,
+ * and the worker ends (running xina_pass) receive it.
+ */
+TEST(multicast_live)
+{
+	const char *sw[2] = { "xsw0", "xsw1" }, *wk[2] = { "xwk0", "xwk1" };
+	struct bpf_devmap_val dv = {};
+	struct xina_pass *pass = NULL;
+	int fd[2] = { -1, -1 }, pfd, i;
+	__u8 buf[FRAME_MAX], mac[ETH_ALEN];
+	__u32 ifi[2], wifi[2];
+	struct contrib c;
+	struct run r;
+	ssize_t n;
+	size_t len;
+
+	if (!have_netns)
+		XT_SKIP("no private network namespace (unshare failed)");
+	if (sh("ip link add xsw0 type veth peer name xwk0 address 02:00:00:00:07:00 && "
+	       "ip link add xsw1 type veth peer name xwk1 address 02:00:00:00:07:01 && "
+	       "for d in xsw0 xsw1 xwk0 xwk1; do ip link set $d up || exit 1; done"))
+		XT_SKIP("cannot make veth pairs");
+
+	ASSERT_OK(job_add(2, 4, 32, false));
+	pass = xina_pass__open_and_load();
+	ASSERT_TRUE(pass, "cannot load xina_pass: %s", strerror(errno));
+	pfd = bpf_program__fd(pass->progs.xina_pass);
+	for (i = 0; i < 2; i++) {
+		ifi[i] = if_nametoindex(sw[i]);
+		wifi[i] = if_nametoindex(wk[i]);
+		ASSERT_TRUE(ifi[i] && wifi[i], "no ifindex for %s", sw[i]);
+		ASSERT_OK(bpf_xdp_attach(wifi[i], pfd, 0, NULL));
+		dv.ifindex = ifi[i];
+		dv.bpf_prog.fd = F.egress;
+		ASSERT_OK(bpf_map_update_elem(F.tx, &ifi[i], &dv, BPF_ANY));
+		fd[i] = packet_socket(wk[i]);
+		ASSERT_TRUE(fd[i] >= 0, "packet socket on %s: %s", wk[i],
+			    strerror(errno));
+	}
+
+	/* rank 0 arrives on xsw0 (plain run), rank 1 completes on xsw1 */
+	c = contrib(0, 2, 0, 32, XINA_OP_SUM);
+	len = build_frame(buf, &c);
+	run_on(buf, len, &r, ifi[0]);
+	ASSERT_EQ(r.retval, XDP_DROP);
+
+	c = contrib(1, 2, 0, 32, XINA_OP_SUM);
+	len = build_frame(buf, &c);
+	{
+		struct xdp_md md = {
+			.data_end = len,
+			.ingress_ifindex = ifi[1],
+		};
+		LIBBPF_OPTS(bpf_test_run_opts, o,
+			.data_in = buf,
+			.data_size_in = len,
+			.ctx_in = &md,
+			.ctx_size_in = sizeof(md),
+			.repeat = 1,
+			.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+		);
+		ASSERT_OK(bpf_prog_test_run_opts(F.xdp, &o));
+	}
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 1);
+
+	for (i = 0; i < 2; i++) {
+		const struct iphdr *iph = iphdr(buf);
+
+		memset(buf, 0, sizeof(buf));
+		n = recv_result(fd[i], buf, sizeof(buf));
+		ASSERT_TRUE(n == (ssize_t)len, "%s: got %zd bytes, want %zu",
+			    wk[i], n, len);
+		wk_mac(mac, i);
+		EXPECT_TRUE(!memcmp(buf, mac, ETH_ALEN), "%s: dst MAC", wk[i]);
+		EXPECT_TRUE(!memcmp(buf + ETH_ALEN, sw_mac, ETH_ALEN),
+			    "%s: src MAC", wk[i]);
+		EXPECT_EQ(ntohl(iph->daddr), WK_IP(i));
+		EXPECT_EQ(ntohl(iph->saddr), SW_IP);
+		EXPECT_EQ(ip_csum(iph, sizeof(*iph)), 0);
+		EXPECT_EQ(ntohs(udphdr(buf)->dest), WK_PORT(i));
+		EXPECT_EQ(ntohs(udphdr(buf)->source), XINA_UDP_PORT);
+		EXPECT_EQ(xhdr(buf)->type, XINA_T_RESULT);
+		EXPECT_EQ(result_errors(buf, XINA_OP_SUM, 2, 2, 0, 32), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		if (fd[i] >= 0)
+			close(fd[i]);
+		bpf_xdp_detach(wifi[i], 0, NULL);
+	}
+	xina_pass__destroy(pass);
+	sh("ip link del xsw0; ip link del xsw1");
+}
+
+/* libbpf's warnings (verifier logs included) as TAP diagnostics. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt,
+		      va_list ap)
+{
+	char line[1024];
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	return fprintf(stderr, "# %s", line);
+}
+
+static void teardown(void)
+{
+	if (F.skel)
+		fx_close();
+	pin_cpu(0);
+	if (have_netns)
+		system("ip link del xsw0 2>/dev/null; ip link del xsw1 2>/dev/null");
+}
+
+int main(void)
+{
+
+	if (geteuid())
+		return xt_skip_all("needs root (BPF_PROG_TEST_RUN, maps)");
+	/* Everything, veth pairs included, lives in a netns of our own. */
+	have_netns = !unshare(CLONE_NEWNET);
+	libbpf_set_print(libbpf_log);
+	if (fx_open())
+		return xt_skip_all("cannot load the XDP object: %s",
+				   strerror(errno));
+	fx_close();
+	return xt_main(NULL, teardown);
+}
