@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kmod/: xina.ko against Debian's 6.1 kernel, with module BTF, and the VM
+# that tests it.
+#
+#   make module          $(O)/kmod/xina.ko (W=1, module BTF, resolved BTF ids)
+#   make checkpatch      scripts/checkpatch.pl --strict over kmod/
+#   make check-vm        boot Debian's 6.1 kernel under qemu, run selftests/vm
+#   make install-module  xina.ko through dkms on this machine
+#
+# Debian's headers ship neither vmlinux nor resolve_btfids, which kbuild
+# needs for module BTF: vmlinux is extracted from the packaged vmlinuz and
+# resolve_btfids is built from linux-source-6.1, both under $(O), and the
+# two steps kbuild would do (pahole, resolve_btfids) are done here.
+
+KVER ?= $(shell ls -d /lib/modules/6.1*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+KDIR ?= /lib/modules/$(KVER)/build
+KMOD_OUT := $(O)/kmod
+KMOD_SRC := $(KMOD_OUT)/src
+KMOD_LSRC := $(O)/linux-source
+KMOD_DEPS := $(O)/.deps-vm
+KMOD_FILES := Kbuild $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild \
+	      include/uapi/linux/xina.h
+RESOLVE_BTFIDS := $(KMOD_LSRC)/resolve_btfids/resolve_btfids
+KMOD_VMLINUX := $(O)/vmlinux-$(KVER)
+PAHOLE_FLAGS = $(shell PAHOLE=pahole \
+		 $(KMOD_LSRC)/linux-source-6.1/scripts/pahole-flags.sh)
+
+.PHONY: module checkpatch check-vm install-module
+
+$(KMOD_DEPS): scripts/deps.sh
+	$(Q)mkdir -p $(O)
+	$(Q)scripts/deps.sh vm
+	$(Q)touch $@
+
+# Only what the build needs: scripts/ (checkpatch, extract-vmlinux,
+# pahole-flags) and tools/ (resolve_btfids).
+$(KMOD_LSRC)/.stamp: | $(KMOD_DEPS)
+	$(Q)mkdir -p $(KMOD_LSRC)
+	@echo "  UNTAR   linux-source-6.1 (scripts, tools)"
+	$(Q)tar -C $(KMOD_LSRC) -xJf /usr/src/linux-source-6.1.tar.xz \
+		linux-source-6.1/scripts linux-source-6.1/tools \
+		linux-source-6.1/include linux-source-6.1/arch/x86/include \
+		linux-source-6.1/Makefile
+	$(Q)touch $@
+
+$(RESOLVE_BTFIDS): $(KMOD_LSRC)/.stamp
+	$(Q)mkdir -p $(@D)
+	@echo "  BUILD   resolve_btfids"
+	$(Q)$(MAKE) -s -C $(KMOD_LSRC)/linux-source-6.1/tools/bpf/resolve_btfids \
+		OUTPUT=$(abspath $(@D))/ >/dev/null
+
+$(KMOD_VMLINUX): $(KMOD_LSRC)/.stamp
+	@echo "  EXTRACT $@"
+	$(Q)$(KMOD_LSRC)/linux-source-6.1/scripts/extract-vmlinux \
+		/boot/vmlinuz-$(KVER) > $@.tmp
+	$(Q)mv $@.tmp $@
+
+# Build in a copy under $(O): kbuild writes its objects next to the sources.
+$(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
+		     | $(KMOD_DEPS)
+	$(Q)test -n "$(KVER)" -a -d "$(KDIR)" || \
+		{ echo "kmod: no headers for a 6.1 kernel (KDIR=$(KDIR))" >&2; exit 1; }
+	$(Q)mkdir -p $(KMOD_SRC)/kmod $(KMOD_SRC)/include/uapi/linux
+	$(Q)cp Kbuild $(KMOD_SRC)/
+	$(Q)cp kmod/Kbuild kmod/*.c kmod/*.h $(KMOD_SRC)/kmod/
+	$(Q)cp include/uapi/linux/xina.h $(KMOD_SRC)/include/uapi/linux/
+	$(Q)$(MAKE) -s -C $(KDIR) M=$(abspath $(KMOD_SRC)) W=1 modules \
+		> $(KMOD_OUT)/build.log 2>&1 || \
+		{ cat $(KMOD_OUT)/build.log; exit 1; }
+	$(Q)! grep -v '^Skipping BTF generation' $(KMOD_OUT)/build.log
+	$(Q)cp $(KMOD_SRC)/kmod/xina.ko $@.tmp
+	@echo "  BTF     $@"
+	$(Q)LLVM_OBJCOPY=objcopy pahole -J $(PAHOLE_FLAGS) \
+		--btf_base $(KMOD_VMLINUX) $@.tmp
+	$(Q)$(RESOLVE_BTFIDS) -b $(KMOD_VMLINUX) $@.tmp
+	$(Q)mv $@.tmp $@
+
+module: $(KMOD_OUT)/xina.ko
+
+checkpatch: $(KMOD_LSRC)/.stamp
+	$(Q)$(KMOD_LSRC)/linux-source-6.1/scripts/checkpatch.pl --strict \
+		--no-tree -q --show-types \
+		-f Kbuild kmod/Kbuild $(wildcard kmod/*.c kmod/*.h)
+	@echo "  CHECKPATCH kmod/ clean"
+
+check-vm: $(KMOD_DEPS)
+	$(Q)scripts/vm.sh
+
+# For an operator: the module through dkms (rebuilt on kernel updates).
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf 2>/dev/null)
+DKMS_DIR := $(DESTDIR)/usr/src/xina-$(DKMS_VERSION)
+
+install-module:
+	$(Q)command -v dkms >/dev/null || \
+		{ echo "install-module: dkms not installed (apt-get install dkms)" >&2; exit 1; }
+	$(Q)install -d $(DKMS_DIR)/kmod $(DKMS_DIR)/include/uapi/linux $(DKMS_DIR)/scripts
+	$(Q)install -m 644 Kbuild dkms.conf $(DKMS_DIR)/
+	$(Q)install -m 644 kmod/Kbuild kmod/*.c kmod/*.h $(DKMS_DIR)/kmod/
+	$(Q)install -m 644 include/uapi/linux/xina.h $(DKMS_DIR)/include/uapi/linux/
+	$(Q)install -m 755 scripts/dkms-btf.sh $(DKMS_DIR)/scripts/
+	$(Q)dkms add xina/$(DKMS_VERSION) 2>/dev/null || true
+	$(Q)dkms build xina/$(DKMS_VERSION)
+	$(Q)dkms install xina/$(DKMS_VERSION)

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Generic netlink family "xina": create, delete, get (dump), change jobs
+ * and read their counters.  The policies below do all the validation they
+ * can (types, exact lengths, ranges, flag masks); the handlers check what
+ * a policy cannot express (required attributes, ranks against the job's
+ * worker count) and say what is wrong through extack.  Documented in
+ * include/uapi/linux/xina.h and Documentation/netlink/specs/xina.yaml.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+#include <net/sock.h>
+
+#include "xina.h"
+
+/* Not const: the 6.1 policy holds a non-const pointer to it. */
+static struct netlink_range_validation xina_slots_range __ro_after_init = {
+	.min = 1,
+	.max = XINA_MAX_SLOTS,
+};
+
+static const struct nla_policy xina_member_policy[XINA_MEMBER_A_MAX + 1] = {
+	[XINA_MEMBER_A_RANK]	= NLA_POLICY_MAX(NLA_U16, XINA_MAX_WORKERS - 1),
+	[XINA_MEMBER_A_ADDR]	= NLA_POLICY_EXACT_LEN(sizeof(__be32)),
+	[XINA_MEMBER_A_PORT]	= { .type = NLA_U16 },
+};
+
+/* Attributes only the kernel sends (MEM_BYTES, STATS) are rejected. */
+static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
+	[XINA_A_JOB_ID]		= NLA_POLICY_MIN(NLA_U32, 1),
+	[XINA_A_JOB_WORKERS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_WORKERS),
+	[XINA_A_JOB_SLOTS]	= NLA_POLICY_FULL_RANGE(NLA_U32, &xina_slots_range),
+	[XINA_A_JOB_ELEMS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_ELEMS),
+	[XINA_A_JOB_KEY]	= { .type = NLA_U64 },
+	[XINA_A_JOB_FLAGS]	= NLA_POLICY_MASK(NLA_U32, XINA_JOB_F_ALL),
+	[XINA_A_JOB_MEMBER]	= NLA_POLICY_NESTED(xina_member_policy),
+	[XINA_A_JOB_MEM_BYTES]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_STATS]	= { .type = NLA_REJECT },
+};
+
+static struct genl_family xina_genl_family;
+
+/* A missing required attribute: say which, by message and by type. */
+#define XINA_REQUIRE(info, attr, msg) ({				\
+	struct genl_info *__ri = (info);				\
+	bool __missing = GENL_REQ_ATTR_CHECK(__ri, attr);		\
+									\
+	if (__missing)							\
+		NL_SET_ERR_MSG_MOD(__ri->extack, msg);			\
+	__missing;							\
+})
+
+static struct xina_job *xina_nl_job(struct genl_info *info)
+{
+	struct nlattr *id = info->attrs[XINA_A_JOB_ID];
+	struct xina_job *job;
+
+	job = xina_job_find(genl_info_net(info), nla_get_u32(id));
+	if (!job) {
+		NL_SET_ERR_MSG_MOD(info->extack, "job does not exist");
+		NL_SET_BAD_ATTR(info->extack, id);
+	}
+	return job;
+}
+
+static int xina_nl_member(const struct nlattr *nest, u16 workers,
+			  unsigned long *given, struct xina_job_cfg *cfg,
+			  struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[XINA_MEMBER_A_MAX + 1];
+	struct xina_member_cfg *m;
+	u16 rank;
+	int err;
+
+	err = nla_parse_nested(tb, XINA_MEMBER_A_MAX, nest, xina_member_policy,
+			       extack);
+	if (err)
+		return err;
+	if (NL_REQ_ATTR_CHECK(extack, nest, tb, XINA_MEMBER_A_RANK)) {
+		NL_SET_ERR_MSG_MOD(extack, "member without rank");
+		return -EINVAL;
+	}
+	if (NL_REQ_ATTR_CHECK(extack, nest, tb, XINA_MEMBER_A_ADDR)) {
+		NL_SET_ERR_MSG_MOD(extack, "member without address");
+		return -EINVAL;
+	}
+	rank = nla_get_u16(tb[XINA_MEMBER_A_RANK]);
+	if (rank >= workers) {
+		NL_SET_ERR_MSG_MOD(extack, "member rank not below the job's workers");
+		NL_SET_BAD_ATTR(extack, tb[XINA_MEMBER_A_RANK]);
+		return -ERANGE;
+	}
+	if (__test_and_set_bit(rank, given)) {
+		NL_SET_ERR_MSG_MOD(extack, "member rank given twice");
+		NL_SET_BAD_ATTR(extack, tb[XINA_MEMBER_A_RANK]);
+		return -EINVAL;
+	}
+	m = &cfg->member[rank];
+	m->addr = nla_get_in_addr(tb[XINA_MEMBER_A_ADDR]);
+	if (!m->addr) {
+		NL_SET_ERR_MSG_MOD(extack, "member address 0.0.0.0");
+		NL_SET_BAD_ATTR(extack, tb[XINA_MEMBER_A_ADDR]);
+		return -EINVAL;
+	}
+	m->port = 0;
+	if (tb[XINA_MEMBER_A_PORT])
+		m->port = htons(nla_get_u16(tb[XINA_MEMBER_A_PORT]));
+	return 0;
+}
+
+/* Apply every XINA_A_JOB_MEMBER of the request to @cfg. */
+static int xina_nl_members(struct genl_info *info, u16 workers,
+			   struct xina_job_cfg *cfg)
+{
+	DECLARE_BITMAP(given, XINA_MAX_WORKERS) = {};
+	const struct nlattr *a;
+	int rem, err;
+
+	nla_for_each_attr(a, genlmsg_data(info->genlhdr),
+			  genlmsg_len(info->genlhdr), rem) {
+		if (nla_type(a) != XINA_A_JOB_MEMBER)
+			continue;
+		err = xina_nl_member(a, workers, given, cfg, info->extack);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct xina_job_params p = {};
+	struct xina_job_cfg *cfg;
+	struct xina_job *job;
+	int err;
+
+	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id") ||
+	    XINA_REQUIRE(info, XINA_A_JOB_WORKERS, "missing number of workers") ||
+	    XINA_REQUIRE(info, XINA_A_JOB_SLOTS, "missing number of slots") ||
+	    XINA_REQUIRE(info, XINA_A_JOB_ELEMS, "missing elements per slot") ||
+	    XINA_REQUIRE(info, XINA_A_JOB_KEY, "missing job key"))
+		return -EINVAL;
+
+	p.id = nla_get_u32(attrs[XINA_A_JOB_ID]);
+	p.workers = nla_get_u16(attrs[XINA_A_JOB_WORKERS]);
+	p.slots = nla_get_u32(attrs[XINA_A_JOB_SLOTS]);
+	p.elems = nla_get_u16(attrs[XINA_A_JOB_ELEMS]);
+
+	cfg = xina_job_cfg_alloc(p.workers);
+	if (!cfg)
+		return -ENOMEM;
+	cfg->key = nla_get_u64(attrs[XINA_A_JOB_KEY]);
+	if (attrs[XINA_A_JOB_FLAGS])
+		cfg->flags = nla_get_u32(attrs[XINA_A_JOB_FLAGS]);
+	err = xina_nl_members(info, p.workers, cfg);
+	if (err) {
+		kfree(cfg);
+		return err;
+	}
+
+	mutex_lock(&xina_lock);
+	job = xina_job_create(genl_info_net(info), &p, cfg, info->extack);
+	mutex_unlock(&xina_lock);
+	if (IS_ERR(job)) {
+		if (PTR_ERR(job) == -EEXIST)
+			NL_SET_BAD_ATTR(info->extack, attrs[XINA_A_JOB_ID]);
+		return PTR_ERR(job);
+	}
+	return 0;
+}
+
+static int xina_nl_job_del(struct sk_buff *skb, struct genl_info *info)
+{
+	struct xina_job *job;
+	int err = 0;
+
+	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
+		return -EINVAL;
+
+	mutex_lock(&xina_lock);
+	job = xina_nl_job(info);
+	if (job)
+		xina_job_destroy(job);
+	else
+		err = -ENOENT;
+	mutex_unlock(&xina_lock);
+	return err;
+}
+
+static int xina_nl_job_set(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct xina_job_cfg *cfg;
+	struct xina_job *job;
+	size_t size;
+	int err;
+
+	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
+		return -EINVAL;
+	if (!attrs[XINA_A_JOB_KEY] && !attrs[XINA_A_JOB_MEMBER] &&
+	    !attrs[XINA_A_JOB_FLAGS]) {
+		NL_SET_ERR_MSG_MOD(info->extack, "nothing to change: no key, member or flags");
+		return -EINVAL;
+	}
+	if (attrs[XINA_A_JOB_WORKERS] || attrs[XINA_A_JOB_SLOTS] ||
+	    attrs[XINA_A_JOB_ELEMS]) {
+		NL_SET_ERR_MSG_MOD(info->extack, "the shape of a job cannot change");
+		NL_SET_BAD_ATTR(info->extack, attrs[XINA_A_JOB_WORKERS] ?:
+				attrs[XINA_A_JOB_SLOTS] ?: attrs[XINA_A_JOB_ELEMS]);
+		return -EOPNOTSUPP;
+	}
+
+	mutex_lock(&xina_lock);
+	job = xina_nl_job(info);
+	if (!job) {
+		err = -ENOENT;
+		goto out_unlock;
+	}
+	cfg = xina_job_cfg_alloc(job->workers);
+	if (!cfg) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	/* Copy, change, publish: the fast path never sees a half update. */
+	size = struct_size(cfg, member, job->workers);
+	memcpy(cfg, rcu_dereference_protected(job->cfg,
+					      lockdep_is_held(&xina_lock)),
+	       size);
+	if (attrs[XINA_A_JOB_KEY])
+		cfg->key = nla_get_u64(attrs[XINA_A_JOB_KEY]);
+	if (attrs[XINA_A_JOB_FLAGS])
+		cfg->flags = nla_get_u32(attrs[XINA_A_JOB_FLAGS]);
+	err = xina_nl_members(info, job->workers, cfg);
+	if (err) {
+		kfree(cfg);
+		goto out_unlock;
+	}
+	xina_job_cfg_replace(job, cfg);
+out_unlock:
+	mutex_unlock(&xina_lock);
+	return err;
+}
+
+static size_t xina_nl_stats_size(void)
+{
+	return nla_total_size(0) +
+	       XINA_STAT_MAX * nla_total_size_64bit(sizeof(u64));
+}
+
+static size_t xina_nl_job_size(const struct xina_job *job)
+{
+	size_t member = nla_total_size(0) + nla_total_size(sizeof(u16)) +
+			nla_total_size(sizeof(__be32)) +
+			nla_total_size(sizeof(u16));
+
+	return nla_total_size(sizeof(u32)) +		/* ID */
+	       nla_total_size(sizeof(u16)) +		/* WORKERS */
+	       nla_total_size(sizeof(u32)) +		/* SLOTS */
+	       nla_total_size(sizeof(u16)) +		/* ELEMS */
+	       nla_total_size_64bit(sizeof(u64)) +	/* KEY */
+	       nla_total_size(sizeof(u32)) +		/* FLAGS */
+	       nla_total_size_64bit(sizeof(u64)) +	/* MEM_BYTES */
+	       job->workers * member + xina_nl_stats_size();
+}
+
+static int xina_nl_put_stats(struct sk_buff *skb, const struct xina_job *job)
+{
+	struct xina_counters sum;
+	struct nlattr *nest;
+	int i;
+
+	xina_job_stats(job, &sum);
+	nest = nla_nest_start(skb, XINA_A_JOB_STATS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < XINA_STAT_MAX; i++)
+		if (nla_put_u64_64bit(skb, i + 1, sum.c[i], XINA_STAT_A_UNSPEC))
+			goto err_cancel;
+	nla_nest_end(skb, nest);
+	return 0;
+
+err_cancel:
+	nla_nest_cancel(skb, nest);
+	return -EMSGSIZE;
+}
+
+static int xina_nl_put_members(struct sk_buff *skb, const struct xina_job *job,
+			       const struct xina_job_cfg *cfg)
+{
+	const struct xina_member_cfg *m;
+	struct nlattr *nest;
+	u16 r;
+
+	for (r = 0; r < job->workers; r++) {
+		m = &cfg->member[r];
+		if (!m->addr)
+			continue;
+		nest = nla_nest_start(skb, XINA_A_JOB_MEMBER);
+		if (!nest)
+			return -EMSGSIZE;
+		if (nla_put_u16(skb, XINA_MEMBER_A_RANK, r) ||
+		    nla_put_in_addr(skb, XINA_MEMBER_A_ADDR, m->addr) ||
+		    nla_put_u16(skb, XINA_MEMBER_A_PORT, ntohs(m->port))) {
+			nla_nest_cancel(skb, nest);
+			return -EMSGSIZE;
+		}
+		nla_nest_end(skb, nest);
+	}
+	return 0;
+}
+
+static int xina_nl_put_config(struct sk_buff *skb, const struct xina_job *job)
+{
+	const struct xina_job_cfg *cfg;
+
+	cfg = rcu_dereference_protected(job->cfg, lockdep_is_held(&xina_lock));
+	if (nla_put_u16(skb, XINA_A_JOB_WORKERS, job->workers) ||
+	    nla_put_u32(skb, XINA_A_JOB_SLOTS, job->slots) ||
+	    nla_put_u16(skb, XINA_A_JOB_ELEMS, job->elems) ||
+	    nla_put_u64_64bit(skb, XINA_A_JOB_KEY, cfg->key, XINA_A_PAD) ||
+	    nla_put_u32(skb, XINA_A_JOB_FLAGS, cfg->flags) ||
+	    nla_put_u64_64bit(skb, XINA_A_JOB_MEM_BYTES, job->mem_bytes,
+			      XINA_A_PAD))
+		return -EMSGSIZE;
+	return xina_nl_put_members(skb, job, cfg);
+}
+
+/*
+ * One job in one message: the whole job for JOB_GET, its id and counters
+ * for STATS_GET.  Called under xina_lock.
+ */
+static int xina_nl_fill(struct sk_buff *skb, const struct xina_job *job,
+			u32 portid, u32 seq, int flags, u8 cmd)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &xina_genl_family, flags, cmd);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, XINA_A_JOB_ID, job->id))
+		goto err_cancel;
+	if (cmd == XINA_CMD_JOB_GET && xina_nl_put_config(skb, job))
+		goto err_cancel;
+	if (xina_nl_put_stats(skb, job))
+		goto err_cancel;
+	genlmsg_end(skb, hdr);
+	return 0;
+
+err_cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+static int xina_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	u8 cmd = info->genlhdr->cmd;
+	struct xina_job *job;
+	struct sk_buff *msg;
+	int err;
+
+	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
+		return -EINVAL;
+
+	mutex_lock(&xina_lock);
+	job = xina_nl_job(info);
+	if (!job) {
+		err = -ENOENT;
+		goto out_unlock;
+	}
+	msg = genlmsg_new(xina_nl_job_size(job), GFP_KERNEL);
+	if (!msg) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	err = xina_nl_fill(msg, job, info->snd_portid, info->snd_seq, 0, cmd);
+	mutex_unlock(&xina_lock);
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
+
+out_unlock:
+	mutex_unlock(&xina_lock);
+	return err;
+}
+
+/*
+ * Dump the jobs of the caller's netns in id order.  cb->args[0] is the
+ * next id to dump, so a dump resumes where the previous skb filled up.
+ */
+static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct xina_net *xn = xina_net(sock_net(skb->sk));
+	u8 cmd = genl_dumpit_info(cb)->op.cmd;
+	unsigned long id = cb->args[0];
+	struct xina_job *job;
+	int err = 0;
+
+	mutex_lock(&xina_lock);
+	while ((job = xa_find(&xn->jobs, &id, U32_MAX, XA_PRESENT))) {
+		err = xina_nl_fill(skb, job, NETLINK_CB(cb->skb).portid,
+				   cb->nlh->nlmsg_seq, NLM_F_MULTI, cmd);
+		if (err)
+			break;
+		id++;
+	}
+	mutex_unlock(&xina_lock);
+	cb->args[0] = id;
+
+	/* A job that does not fit in an empty skb would loop forever. */
+	if (err && !skb->len)
+		return err;
+	return skb->len;
+}
+
+static const struct genl_ops xina_genl_ops[] = {
+	{
+		.cmd	= XINA_CMD_JOB_NEW,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= xina_nl_job_new,
+	},
+	{
+		.cmd	= XINA_CMD_JOB_DEL,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= xina_nl_job_del,
+	},
+	{
+		.cmd	= XINA_CMD_JOB_GET,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= xina_nl_get_doit,
+		.dumpit	= xina_nl_get_dumpit,
+	},
+	{
+		.cmd	= XINA_CMD_JOB_SET,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= xina_nl_job_set,
+	},
+	{
+		.cmd	= XINA_CMD_STATS_GET,
+		.flags	= GENL_ADMIN_PERM,
+		.doit	= xina_nl_get_doit,
+		.dumpit	= xina_nl_get_dumpit,
+	},
+};
+
+static struct genl_family xina_genl_family __ro_after_init = {
+	.name		= XINA_GENL_NAME,
+	.version	= XINA_GENL_VERSION,
+	.maxattr	= XINA_A_MAX,
+	.policy		= xina_policy,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.ops		= xina_genl_ops,
+	.n_ops		= ARRAY_SIZE(xina_genl_ops),
+};
+
+int xina_genl_init(void)
+{
+	return genl_register_family(&xina_genl_family);
+}
+
+void xina_genl_exit(void)
+{
+	genl_unregister_family(&xina_genl_family);
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xina.ko internals: jobs, their slot memory and the interfaces between the
+ * files of the module (job.c, netlink.c, sysfs.c, kfunc.c, main.c).
+ */
+#ifndef _XINA_H
+#define _XINA_H
+
+#include <linux/bitops.h>
+#include <linux/kobject.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+#include <linux/netlink.h>
+#include <net/net_namespace.h>
+
+#include <linux/xina.h>
+
+#define XINA_VERSION		"0.1"
+#define XINA_MAX_SLOTS		65536	/* slots of one job's pool */
+#define XINA_SLOT_VERSIONS	2	/* shadow copies per slot */
+
+/*
+ * One version of one slot.  Everything, the values included, is read and
+ * written under @lock: the kfunc adds a contribution into @val while
+ * holding it, so no per-CPU partials and no fold are needed (see
+ * Documentation/module.rst for why, and what it costs).
+ */
+struct xina_slotv {
+	spinlock_t	lock;		/* this struct and its values */
+	u32		round;		/* round this version is in */
+	u16		claimed;	/* contributions added in @round */
+	u16		count;		/* elements of @round */
+	u8		used;		/* a round was ever started here */
+	u8		complete;	/* @val is the final result of @round */
+	u8		op;		/* enum xina_op of @round */
+	s8		exp;		/* exp of the completing contribution */
+	unsigned long	seen[BITS_TO_LONGS(XINA_MAX_WORKERS)];
+};
+
+struct xina_member_cfg {
+	__be32	addr;		/* IPv4 source address; 0: rank not configured */
+	__be16	port;		/* UDP source port; 0: any */
+};
+
+/*
+ * What the fast path checks a packet against, replaced as a whole by
+ * XINA_CMD_JOB_SET and freed after a grace period (kfree_rcu), so that the
+ * kfunc reads a consistent key and member table without a lock.
+ */
+struct xina_job_cfg {
+	struct rcu_head		rcu;
+	u64			key;
+	u32			flags;
+	struct xina_member_cfg	member[];	/* [workers] */
+};
+
+struct xina_counters {
+	u64	c[XINA_STAT_MAX];
+};
+
+/*
+ * A job.  Created and deleted under xina_lock; found by the fast path
+ * through the per-netns xarray under RCU.  Deletion unpublishes it from the
+ * xarray, removes its sysfs directory and frees it after a grace period, so
+ * a kfunc call that found it (XDP runs inside an RCU read-side section) may
+ * finish using it.
+ */
+struct xina_job {
+	struct kobject		kobj;		/* /sys/kernel/xina/jobs/<name> */
+	struct rcu_head		rcu;
+	struct net		*net;		/* not counted: the job dies with it */
+	u32			id;
+	u16			workers;
+	u16			elems;
+	u32			slots;
+	size_t			mem_bytes;	/* charged to xina_mem_used */
+	struct xina_job_cfg __rcu *cfg;
+	struct xina_slotv	*slotv;		/* [slots * 2] */
+	s32			*val;		/* [slots * 2][elems], host order */
+	struct xina_counters __percpu *stats;
+};
+
+struct xina_net {
+	struct xarray	jobs;		/* id -> struct xina_job, RCU readers */
+};
+
+extern struct mutex xina_lock;
+extern unsigned long xina_mem_limit;
+extern unsigned int xina_net_id;
+
+/* job.c */
+struct xina_job_params {
+	u32	id;
+	u32	slots;
+	u16	workers;
+	u16	elems;
+};
+
+size_t xina_mem_used(void);
+struct xina_net *xina_net(const struct net *net);
+struct xina_job *xina_job_find(const struct net *net, u32 id);
+struct xina_job *xina_job_create(struct net *net,
+				 const struct xina_job_params *p,
+				 struct xina_job_cfg *cfg,
+				 struct netlink_ext_ack *extack);
+void xina_job_destroy(struct xina_job *job);
+struct xina_job_cfg *xina_job_cfg_alloc(u16 workers);
+void xina_job_cfg_replace(struct xina_job *job, struct xina_job_cfg *cfg);
+void xina_job_stats(const struct xina_job *job, struct xina_counters *sum);
+void xina_job_release(struct kobject *kobj);
+s32 *xina_job_val(const struct xina_job *job, u32 idx);
+int xina_pernet_init(void);
+void xina_pernet_exit(void);
+
+/* sysfs.c */
+extern const struct kobj_type xina_job_ktype;
+int xina_sysfs_init(void);
+void xina_sysfs_exit(void);
+int xina_sysfs_job_add(struct xina_job *job);
+void xina_sysfs_job_del(struct xina_job *job);
+
+/* netlink.c */
+int xina_genl_init(void);
+void xina_genl_exit(void);
+
+/* kfunc.c */
+int xina_kfunc_init(void);
+
+#endif /* _XINA_H */
