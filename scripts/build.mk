@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench [QUICK=1]: benchmarks of xina against its peers (OpenMPI,
+# Gloo, the user-space aggregator), see Documentation/benchmarks.md.
+# Results go to $(O)/bench/.  Not part of "make check": timings never gate.
+
+BENCH_BIN := $(O)/bench/bin
+BENCH_SRC := user/bench
+BENCH_PROGS := $(BENCH_BIN)/xina-nsrun $(BENCH_BIN)/xina-bench-mpi \
+	       $(BENCH_BIN)/xina-bench-addloop $(BENCH_BIN)/xina-bench-addloop-simd \
+	       $(BENCH_BIN)/xina-bench-fastpath
+BENCH_CFLAGS := $(CFLAGS) $(XCFLAGS)
+
+.PHONY: bench bench-progs
+
+# The dependencies first (OpenMPI, torch, gnuplot), then what "all" builds,
+# then the run: a recipe, so that the order holds under make -j too.
+bench:
+	$(Q)scripts/deps.sh build bench
+	$(Q)$(MAKE) --no-print-directory all bench-progs
+	$(Q)QUICK=$(QUICK) scripts/bench/run.sh
+
+bench-progs: $(BENCH_PROGS)
+
+$(BENCH_BIN)/bench_util.o: $(BENCH_SRC)/bench_util.c $(BENCH_SRC)/bench_util.h
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -c -o $@ $<
+
+$(BENCH_BIN)/xina-nsrun: $(BENCH_SRC)/nsrun.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $< -lpthread
+
+$(BENCH_BIN)/xina-bench-mpi: $(BENCH_SRC)/mpi_allreduce.c $(BENCH_BIN)/bench_util.o
+	$(Q)mkdir -p $(@D)
+	$(Q)mpicc $(BENCH_CFLAGS) -o $@ $^
+
+# The add loop twice: scalar (what BPF, without SIMD, could reach at best)
+# and vectorised for this CPU (what a kfunc with kernel_fpu_begin could).
+$(BENCH_BIN)/xina-bench-addloop: $(BENCH_SRC)/addloop.c $(BENCH_BIN)/bench_util.o
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -fno-tree-vectorize -o $@ $^
+
+$(BENCH_BIN)/xina-bench-addloop-simd: $(BENCH_SRC)/addloop.c $(BENCH_BIN)/bench_util.o
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -O3 -march=native -DADDLOOP_NAME='"addloop_simd"' -o $@ $^
+
+$(BENCH_BIN)/xina-bench-fastpath: $(BENCH_SRC)/fastpath.c $(BENCH_BIN)/bench_util.o \
+				  $(O)/bpf/xina.skel.h
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $(filter %.c %.o,$^) -lbpf -lelf -lz

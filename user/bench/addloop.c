@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xina-bench-addloop: the ceiling for the fast path's adds.  The same work
+ * as one contribution at K = infinity -- read COUNT big-endian int32 from a
+ * packet, add them into a slot's partial with wrapping arithmetic -- in a
+ * plain C loop, compiled with the tree's CFLAGS (-O2: the compiler may
+ * vectorise, which is exactly what BPF cannot do).
+ *
+ *   xina-bench-addloop [-n PACKETS] [-e ELEMS[,ELEMS...]] [-r REPEATS]
+ *
+ * Packets come from a ring of 64 payloads (like the rack, where each
+ * packet is a new buffer, but all in cache: BPF_PROG_TEST_RUN copies the
+ * packet just before the run, so its data is in cache too).  A compiler
+ * barrier between packets keeps it from merging packets into one loop.
+ * The final partial is checked.  One JSON line per element count: the
+ * median over REPEATS of ns per packet.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+
+#ifndef ADDLOOP_NAME
+#define ADDLOOP_NAME	"addloop"	/* -DADDLOOP_NAME for the SIMD build */
+#endif
+#define RING		64
+#define MAX_ELEMS	1024
+#define MAX_LIST	8
+#define MAX_REPEATS	64
+
+static uint32_t ring[RING][MAX_ELEMS];	/* network order */
+static int32_t part[MAX_ELEMS];
+
+static void add_packet(int32_t *p, const uint32_t *src, unsigned int count)
+{
+	unsigned int i;
+
+	for (i = 0; i < count; i++)
+		p[i] = (int32_t)((uint32_t)p[i] + ntohl(src[i]));
+}
+
+static double run(unsigned int count, unsigned long packets)
+{
+	unsigned long n;
+	double t0;
+
+	memset(part, 0, sizeof(part));
+	t0 = mono_s();
+	for (n = 0; n < packets; n++) {
+		add_packet(part, ring[n % RING], count);
+		/* each packet is its own pass over the partial */
+		asm volatile("" ::: "memory");
+	}
+	return (mono_s() - t0) * 1e9 / packets;
+}
+
+static int check(unsigned int count, unsigned long packets)
+{
+	unsigned int i;
+	unsigned long n;
+	uint32_t want;
+
+	for (i = 0; i < count; i++) {
+		want = 0;
+		for (n = 0; n < RING; n++)
+			want += ntohl(ring[n][i]) * (uint32_t)(packets / RING + (n < packets % RING));
+		if ((uint32_t)part[i] != want) {
+			fprintf(stderr, "xina-bench-addloop: element %u is %d, expected %d\n",
+				i, part[i], (int32_t)want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int elems[MAX_LIST] = { 64, 256, 358 }, nelems = 3, reps = 7;
+	unsigned long packets = 2000000;
+	double ns[MAX_REPEATS], med;
+	unsigned int i, j, r;
+	char *tok, *save = NULL;
+	cpu_set_t set;
+	int c;
+
+	while ((c = getopt(argc, argv, "n:e:r:")) != -1) {
+		switch (c) {
+		case 'n':
+			packets = strtoul(optarg, NULL, 10);
+			break;
+		case 'r':
+			reps = strtoul(optarg, NULL, 10);
+			break;
+		case 'e':
+			nelems = 0;
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				long v = strtol(tok, NULL, 10);
+
+				if (v < 1 || v > MAX_ELEMS || nelems == MAX_LIST) {
+					fprintf(stderr, "xina-bench-addloop: bad element count '%s' (1..%d)\n",
+						tok, MAX_ELEMS);
+					return 2;
+				}
+				elems[nelems++] = v;
+			}
+			break;
+		default:
+			fprintf(stderr, "usage: xina-bench-addloop [-n PACKETS] [-e ELEMS[,...]] [-r REPEATS]\n");
+			return 2;
+		}
+	}
+	if (packets < RING || reps < 1 || reps > MAX_REPEATS) {
+		fprintf(stderr, "xina-bench-addloop: need -n >= %d and -r 1..%d\n",
+			RING, MAX_REPEATS);
+		return 2;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	for (i = 0; i < RING; i++)
+		for (j = 0; j < MAX_ELEMS; j++)
+			ring[i][j] = htonl(i * 7919 + j * 3 + 1);
+
+	for (i = 0; i < nelems; i++) {
+		for (r = 0; r < reps; r++)
+			ns[r] = run(elems[i], packets);
+		if (check(elems[i], packets))
+			return 1;
+		med = quantile(ns, reps, 0.5);
+		printf("{\"bench\":\"" ADDLOOP_NAME "\",\"elems\":%u,\"packets\":%lu,\"repeats\":%u,"
+		       "\"ns_median\":%.2f,\"ns_min\":%.2f,\"ns_max\":%.2f}\n",
+		       elems[i], packets, reps, med, ns[0], ns[reps - 1]);
+	}
+	return 0;
+}

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xina-bench-fastpath: cost of the XDP fast path per packet, through
+ * BPF_PROG_TEST_RUN, for K = infinity (adds only), K = 4 and K = 1.
+ *
+ *   xina-bench-fastpath [-n PACKETS] [-e ELEMS[,ELEMS...]] [-d DEVFMT]
+ *
+ * Run it in a namespace that has one device per rank (the rack's switch
+ * namespace: -d p%d, the default): every contribution of rank r enters on
+ * device r, as on the rack.  With all ranks on one device, xina_learn()
+ * would rewrite xina_ports on every packet, a cost the rack never pays.
+ *
+ * Why one packet per BPF_PROG_TEST_RUN call.  Without live frames the
+ * kernel runs "repeat" times over the same buffer: the second run of a
+ * contribution is a duplicate (its bit is set) and never adds, and a
+ * completing run rewrites the buffer into a result.  So every call runs one
+ * packet (repeat = 1) and the kernel's duration is the time of that one
+ * run plus the clock reads around it; that overhead is measured with a
+ * two-instruction program and reported separately (ns_timer), and ns_net
+ * is the fast path alone.
+ *
+ * K = infinity: a job of XINA_MAX_WORKERS members where only rank 0 ever
+ * sends.  Before each packet the slot version's meta (bitmap, counters) is
+ * zeroed from user space, outside the timed region, so each packet is a
+ * first contribution to an open round; the per-CPU partial is left alone,
+ * so every packet after the first adds into it.  The slot never completes:
+ * adds only.  At the end the partial must hold PACKETS times the payload
+ * (checked), which proves that every timed run added.
+ * K = 4 and K = 1: ranks 0..K-1 contribute in turn, round after round; the
+ * K-th contribution folds and returns the result (XDP_REDIRECT; in
+ * BPF_PROG_TEST_RUN without live frames the broadcast itself does not
+ * happen and is not in the number).  Every result is checked.
+ *
+ * The thread is pinned to one CPU: the per-CPU partial is then the one
+ * checked.  One JSON line per case on stdout.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/xina.skel.h"
+#include "bench_util.h"
+#include "xina_maps.h"
+
+#define BENCH_JOB	7
+#define BENCH_KEY	0x5eed0123456789abULL
+#define BENCH_CPU	0
+#define K_INF		0	/* the slot never completes */
+#define MAX_ELEMS_LIST	8
+
+struct pkt {
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	struct xina_hdr xh;
+	__be32 v[XINA_MAX_ELEMS];
+} __attribute__((packed));
+
+struct bench {
+	struct xina *skel;
+	int prog_fd;
+	int nop_fd;
+	int ncpus;
+	int ifindex[4];		/* device of rank r (K <= 4) */
+	unsigned int packets;
+	struct xina_part *parts;	/* one per possible CPU (lookup buffer) */
+	double *ns;
+};
+
+static __u32 member_addr(unsigned int rank)
+{
+	return htonl(0x0a630000 | (rank + 1));	/* 10.99.x.y */
+}
+
+/* Element i of rank r: small and distinct, so that sums are easy to check. */
+static __s32 elem(unsigned int rank, unsigned int i)
+{
+	return (__s32)(i * 3 + rank * 1000 + 1);
+}
+
+static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
+			unsigned int count)
+{
+	size_t ulen = sizeof(p->udp) + sizeof(p->xh) + count * 4;
+	unsigned int i;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->eth.h_dest, "\x02\x00\x00\x00\x00\xfe", ETH_ALEN);
+	memcpy(p->eth.h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
+	p->eth.h_source[5] += rank;
+	p->eth.h_proto = htons(ETH_P_IP);
+	p->ip.version = 4;
+	p->ip.ihl = 5;
+	p->ip.ttl = 64;
+	p->ip.protocol = IPPROTO_UDP;
+	p->ip.tot_len = htons(sizeof(p->ip) + ulen);
+	p->ip.saddr = member_addr(rank);
+	p->ip.daddr = htonl(0x0a4d00fe);	/* 10.77.0.254 */
+	p->udp.source = htons(40000 + rank);
+	p->udp.dest = htons(XINA_UDP_PORT);
+	p->udp.len = htons(ulen);
+	p->xh.version = XINA_WIRE_VERSION;
+	p->xh.type = XINA_T_CONTRIB;
+	p->xh.dtype = XINA_DTYPE_INT32;
+	p->xh.op = XINA_OP_SUM;
+	p->xh.count = htons(count);
+	p->xh.job = htonl(BENCH_JOB);
+	p->xh.rank = htons(rank);
+	p->xh.round = htonl(round);
+	p->xh.key = htobe64(BENCH_KEY);
+	for (i = 0; i < count; i++)
+		p->v[i] = htonl(elem(rank, i));
+	return sizeof(p->eth) + sizeof(p->ip) + ulen;
+}
+
+/* A fresh job: zeroed slot memory, @workers members with known sources. */
+static int job_setup(struct bench *b, unsigned int workers)
+{
+	struct xina_job job = {
+		.key = BENCH_KEY, .id = BENCH_JOB, .idx = 0, .slot_base = 0,
+		.slots = 1, .workers = workers, .elems = XINA_MAX_ELEMS,
+	};
+	struct xina_meta meta = {};
+	unsigned int r;
+	__u32 k;
+
+	memset(b->parts, 0, sizeof(*b->parts) * b->ncpus);
+	for (k = 0; k < 2; k++) {
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_meta), &k, &meta, 0) ||
+		    bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_vals), &k, b->parts, 0))
+			return -errno;
+	}
+	for (r = 0; r < workers; r++) {
+		struct xina_member_key mk = { .job = BENCH_JOB, .rank = r };
+		struct xina_member m = { .addr = member_addr(r) };
+
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_members), &mk, &m, 0))
+			return -errno;
+	}
+	k = BENCH_JOB;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_jobs), &k, &job, 0))
+		return -errno;
+	return 0;
+}
+
+/* One packet, one run; returns the kernel's duration in ns, or -errno. */
+static long run_one(int prog_fd, int ifindex, struct pkt *in, size_t len,
+		    struct pkt *out, __u32 *retval)
+{
+	struct xdp_md md = {
+		.data_end = len, .ingress_ifindex = ifindex, .rx_queue_index = 0,
+	};
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = in, .data_size_in = len,
+		.data_out = out, .data_size_out = out ? sizeof(*out) : 0,
+		.ctx_in = ifindex ? &md : NULL, .ctx_size_in = ifindex ? sizeof(md) : 0,
+		.repeat = 1,
+	);
+
+	if (bpf_prog_test_run_opts(prog_fd, &o))
+		return -errno;
+	*retval = o.retval;
+	return o.duration;
+}
+
+static void report(const char *kcase, unsigned int count, double *ns,
+		   unsigned int n, double timer)
+{
+	double p25, med, p75, p99, sum = 0;
+	unsigned int i, m = 0;
+
+	p25 = quantile(ns, n, 0.25);
+	med = quantile(ns, n, 0.5);
+	p75 = quantile(ns, n, 0.75);
+	p99 = quantile(ns, n, 0.99);
+	/* Mean without the top 1%: interrupts, not the program. */
+	for (i = 0; i < n; i++) {
+		if (ns[i] <= p99) {
+			sum += ns[i];
+			m++;
+		}
+	}
+	printf("{\"bench\":\"fastpath\",\"k\":\"%s\",\"elems\":%u,\"packets\":%u,"
+	       "\"ns_median\":%.1f,\"ns_p25\":%.1f,\"ns_p75\":%.1f,\"ns_mean\":%.1f,"
+	       "\"ns_timer\":%.1f,\"ns_net\":%.1f}\n",
+	       kcase, count, n, med, p25, p75, sum / m, timer, sum / m - timer);
+	fflush(stdout);
+}
+
+/* The clock reads around one run: a program that only returns XDP_DROP. */
+static int load_nop(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = XDP_DROP },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return bpf_prog_load(BPF_PROG_TYPE_XDP, "xina_nop", "GPL", insns, 2, NULL);
+}
+
+static int bench_timer(struct bench *b, double *timer)
+{
+	struct pkt p;
+	size_t len = build_pkt(&p, 0, 0, 64);
+	unsigned int i;
+	__u32 ret;
+	long d;
+
+	for (i = 0; i < b->packets; i++) {
+		d = run_one(b->nop_fd, b->ifindex[0], &p, len, NULL, &ret);
+		if (d < 0)
+			return d;
+		b->ns[i] = d;
+	}
+	*timer = quantile(b->ns, b->packets, 0.5);
+	report("nop", 64, b->ns, b->packets, 0);
+	return 0;
+}
+
+static int check_partial(struct bench *b, unsigned int count, unsigned int n)
+{
+	__u32 k = 0;
+	unsigned int i;
+	__s32 want;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.xina_vals), &k, b->parts))
+		return -errno;
+	for (i = 0; i < count; i++) {
+		want = (__s32)((__u32)elem(0, i) * n);
+		if (b->parts[BENCH_CPU].v[i] != want) {
+			fprintf(stderr, "xina-bench-fastpath: K=inf, %u elements: partial[%u] is %d after %u packets, expected %d\n",
+				count, i, b->parts[BENCH_CPU].v[i], n, want);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* Adds only: see the comment at the top. */
+static int bench_kinf(struct bench *b, unsigned int count, double timer)
+{
+	int meta_fd = bpf_map__fd(b->skel->maps.xina_meta);
+	struct xina_meta zero = {};
+	unsigned int i;
+	struct pkt p;
+	size_t len;
+	__u32 ret, k = 0;
+	long d;
+	int err;
+
+	err = job_setup(b, XINA_MAX_WORKERS);
+	if (err)
+		return err;
+	len = build_pkt(&p, 0, 0, count);
+	for (i = 0; i < b->packets; i++) {
+		if (bpf_map_update_elem(meta_fd, &k, &zero, 0))
+			return -errno;
+		d = run_one(b->prog_fd, b->ifindex[0], &p, len, NULL, &ret);
+		if (d < 0)
+			return d;
+		if (ret != XDP_DROP) {
+			fprintf(stderr, "xina-bench-fastpath: K=inf: packet %u returned %u, not XDP_DROP (consumed)\n",
+				i, ret);
+			return -EIO;
+		}
+		b->ns[i] = d;
+	}
+	err = check_partial(b, count, b->packets);
+	if (err)
+		return err;
+	report("inf", count, b->ns, b->packets, timer);
+	return 0;
+}
+
+static int check_result(const struct pkt *out, unsigned int k,
+			unsigned int count, __u32 round)
+{
+	unsigned int i, r;
+	__u32 want;
+
+	if (out->xh.type != XINA_T_RESULT) {
+		fprintf(stderr, "xina-bench-fastpath: K=%u round %u: type %u, not a result\n",
+			k, round, out->xh.type);
+		return -EIO;
+	}
+	for (i = 0; i < count; i++) {
+		for (want = 0, r = 0; r < k; r++)
+			want += elem(r, i);
+		if (ntohl(out->v[i]) != want) {
+			fprintf(stderr, "xina-bench-fastpath: K=%u round %u: element %u is %d, expected %d\n",
+				k, round, i, (__s32)ntohl(out->v[i]), (__s32)want);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* Ranks 0..k-1 in turn, round after round: k-1 adds and one completion. */
+static int bench_k(struct bench *b, unsigned int k, unsigned int count,
+		   double timer)
+{
+	struct pkt p, out;
+	unsigned int i, rank;
+	char name[16];
+	__u32 ret, round;
+	size_t len;
+	long d;
+	int err;
+
+	err = job_setup(b, k);
+	if (err)
+		return err;
+	for (i = 0; i < b->packets; i++) {
+		rank = i % k;
+		round = i / k;
+		len = build_pkt(&p, rank, round, count);
+		d = run_one(b->prog_fd, b->ifindex[rank], &p, len, &out, &ret);
+		if (d < 0)
+			return d;
+		b->ns[i] = d;
+		if (rank + 1 < k && ret == XDP_DROP)
+			continue;
+		if (rank + 1 == k && ret == XDP_REDIRECT) {
+			err = check_result(&out, k, count, round);
+			if (err)
+				return err;
+			continue;
+		}
+		fprintf(stderr, "xina-bench-fastpath: K=%u rank %u round %u: unexpected verdict %u\n",
+			k, rank, round, ret);
+		return -EIO;
+	}
+	snprintf(name, sizeof(name), "%u", k);
+	report(name, count, b->ns, b->packets, timer);
+	return 0;
+}
+
+static int bench_open(struct bench *b, const char *devfmt)
+{
+	char dev[IF_NAMESIZE + 8];
+	cpu_set_t set;
+	int i, err;
+
+	CPU_ZERO(&set);
+	CPU_SET(BENCH_CPU, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("xina-bench-fastpath: pin to CPU 0");
+		return -errno;
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(dev, sizeof(dev), devfmt, i);
+		b->ifindex[i] = if_nametoindex(dev);
+		if (!b->ifindex[i]) {
+			fprintf(stderr, "xina-bench-fastpath: no device '%s' (-d %s) in this namespace: run in the rack's switch namespace\n",
+				dev, devfmt);
+			return -ENODEV;
+		}
+	}
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus <= 0)
+		return b->ncpus ? b->ncpus : -EINVAL;
+	b->skel = xina__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->nr_cpus = b->ncpus;
+	err = xina__load(b->skel);
+	if (err) {
+		fprintf(stderr, "xina-bench-fastpath: loading the XDP object: %s\n",
+			strerror(-err));
+		return err;
+	}
+	b->prog_fd = bpf_program__fd(b->skel->progs.xina_xdp);
+	b->nop_fd = load_nop();
+	if (b->nop_fd < 0)
+		return -errno;
+	b->parts = calloc(b->ncpus, sizeof(*b->parts));
+	b->ns = calloc(b->packets, sizeof(*b->ns));
+	return b->parts && b->ns ? 0 : -ENOMEM;
+}
+
+static int parse_elems(char *arg, unsigned int *elems)
+{
+	char *save = NULL, *tok;
+	int n = 0;
+	long v;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		v = strtol(tok, NULL, 10);
+		if (v < 1 || v > XINA_MAX_ELEMS || n == MAX_ELEMS_LIST) {
+			fprintf(stderr, "xina-bench-fastpath: bad element count '%s' (1..%d, at most %d of them)\n",
+				tok, XINA_MAX_ELEMS, MAX_ELEMS_LIST);
+			return -1;
+		}
+		elems[n++] = v;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int elems[MAX_ELEMS_LIST] = { 64, 256, 358 };
+	struct bench b = { .packets = 20000 };
+	const char *devfmt = "p%d";
+	int nelems = 3, i, c, err;
+	double timer;
+
+	while ((c = getopt(argc, argv, "n:e:d:")) != -1) {
+		switch (c) {
+		case 'n':
+			b.packets = strtoul(optarg, NULL, 10);
+			if (b.packets < 100) {
+				fprintf(stderr, "xina-bench-fastpath: bad -n '%s' (at least 100)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			nelems = parse_elems(optarg, elems);
+			if (nelems < 0)
+				return 2;
+			break;
+		case 'd':
+			devfmt = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: xina-bench-fastpath [-n PACKETS] [-e ELEMS[,ELEMS...]] [-d DEVFMT]\n");
+			return 2;
+		}
+	}
+	err = bench_open(&b, devfmt);
+	if (err)
+		goto out;
+	err = bench_timer(&b, &timer);
+	for (i = 0; i < nelems && !err; i++) {
+		err = bench_kinf(&b, elems[i], timer);
+		if (!err)
+			err = bench_k(&b, 4, elems[i], timer);
+		if (!err)
+			err = bench_k(&b, 1, elems[i], timer);
+	}
+out:
+	if (err)
+		fprintf(stderr, "xina-bench-fastpath: %s\n", strerror(-err));
+	xina__destroy(b.skel);
+	free(b.parts);
+	free(b.ns);
+	return err ? 1 : 0;
+}
