@@ -34,3 +34,27 @@ $(O)/xina-swagg: $(O)/user/xina_swagg.o
 
 user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg
 # ---- end of libxina, xina-allreduce, xina-swagg -----------------------------
+
+# ---- xinactl ----------------------------------------------------------------
+# The BPF object is embedded through its skeleton, so every xinactl object
+# depends on it.  user/xinactl_nl.c (module backend over generic netlink) is
+# picked up once it exists.
+XINACTL_SRCS := user/xinactl.c user/xinactl_job.c user/xinactl_dev.c \
+		user/xinactl_stats.c user/xinactl_maps.c user/xina_json.c \
+		$(wildcard user/xinactl_nl.c)
+XINACTL_OBJS := $(XINACTL_SRCS:user/%.c=$(O)/user/xinactl/%.o)
+XINACTL_HDRS := user/xinactl.h user/xina_json.h bpf/xina_maps.h \
+		include/uapi/linux/xina.h $(O)/bpf/xina.skel.h
+XINACTL_CFLAGS := $(if $(wildcard user/xinactl_nl.c),-DXINACTL_HAVE_NL)
+
+$(O)/user/xinactl/%.o: user/%.c $(XINACTL_HDRS) $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(XINACTL_CFLAGS) -c -o $@ $<
+
+$(O)/xinactl: $(XINACTL_OBJS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lbpf -lelf -lz
+
+user: $(O)/xinactl
+# ---- end of xinactl ---------------------------------------------------------

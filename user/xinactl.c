@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xinactl: configure xina, the in-network aggregation switch.
+ *
+ *   xinactl [ OPTIONS ] OBJECT { COMMAND | help }
+ *
+ * This file holds the options, the object dispatch, the manual, the
+ * choice of the slot-memory backend and the argument helpers the objects
+ * share.  Each object lives in its own file (xinactl_job.c, ...).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <bpf/libbpf.h>
+
+#include "xina_maps.h"
+#include "xina_json.h"
+#include "xinactl.h"
+
+static const char *const stat_names[XINA_STAT_MAX] = {
+	[XINA_STAT_RX]			= "rx",
+	[XINA_STAT_CONTRIB]		= "contrib",
+	[XINA_STAT_COMPLETE]		= "complete",
+	[XINA_STAT_RETRANS_ANSWERED]	= "retrans_answered",
+	[XINA_STAT_DUP]			= "dup",
+	[XINA_STAT_STALE]		= "stale",
+	[XINA_STAT_DROP_KEY]		= "drop_key",
+	[XINA_STAT_DROP_MEMBER]		= "drop_member",
+	[XINA_STAT_DROP_RANGE]		= "drop_range",
+	[XINA_STAT_DROP_OP]		= "drop_op",
+};
+
+static const char *const gstat_names[XINA_GSTAT_MAX] = {
+	[XINA_GSTAT_MALFORMED]	= "malformed",
+	[XINA_GSTAT_NO_JOB]	= "no_job",
+	[XINA_GSTAT_PASS]	= "pass",
+};
+
+const char *xstat_name(unsigned int stat)
+{
+	return stat < XINA_STAT_MAX && stat_names[stat] ? stat_names[stat] : "?";
+}
+
+const char *xgstat_name(unsigned int gstat)
+{
+	return gstat < XINA_GSTAT_MAX && gstat_names[gstat] ?
+	       gstat_names[gstat] : "?";
+}
+
+void xerr(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("Error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void xwarn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("Warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Keywords match as whole words only: "jo" is not "job". */
+bool xmatches(const char *arg, const char *word)
+{
+	return arg && strcmp(arg, word) == 0;
+}
+
+int xmissing(const char *cmd, const char *keyword)
+{
+	xerr("%s: '%s' needs a value; see 'xinactl %.*s help'", cmd, keyword,
+	     (int)strcspn(cmd, " "), cmd);
+	return -EINVAL;
+}
+
+int xunexpected(const char *cmd, const char *arg)
+{
+	xerr("%s: unknown argument '%s'; see 'xinactl %.*s help'", cmd, arg,
+	     (int)strcspn(cmd, " "), cmd);
+	return -EINVAL;
+}
+
+static int xparse_num(const char *what, const char *s, int base, __u64 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	/* strtoull() would take "-1" as ULLONG_MAX */
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (*end)
+		goto bad;
+	if (errno == ERANGE) {
+		xerr("%s '%s' out of range 0..%llu", what, s, ULLONG_MAX);
+		return -ERANGE;
+	}
+	*out = v;
+	return 0;
+bad:
+	xerr("%s '%s' is not a number", what, s);
+	return -EINVAL;
+}
+
+/* Decimal, or hexadecimal with 0x: a 64-bit key is easier to read so. */
+int xparse_u64(const char *what, const char *s, __u64 *out)
+{
+	return xparse_num(what, s, 0, out);
+}
+
+int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,
+	       __u32 *out)
+{
+	__u64 v;
+	int ret;
+
+	/* decimal only: "010" is ten, not eight */
+	ret = xparse_num(what, s, 10, &v);
+	if (ret == -EINVAL)
+		return ret;
+	if (ret || v < min || v > max) {
+		xerr("%s '%s' out of range %u..%u", what, s, min, max);
+		return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+int xparse_dev(const char *s, unsigned int *ifindex)
+{
+	if (strlen(s) >= IF_NAMESIZE) {
+		xerr("device '%s' not found: name longer than %d characters",
+		     s, IF_NAMESIZE - 1);
+		return -ENODEV;
+	}
+	*ifindex = if_nametoindex(s);
+	if (!*ifindex) {
+		xerr("device '%s' not found in this network namespace", s);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
+ * Whether the generic netlink family @name is registered: 1 yes, 0 no,
+ * negative errno if netlink itself failed.  Resolving the family is how
+ * xinactl learns that xina.ko is loaded.
+ */
+static int genl_family_exists(const char *name)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct {
+		struct nlmsghdr		nlh;
+		struct genlmsghdr	genl;
+		char			attrs[NLA_HDRLEN + GENL_NAMSIZ];
+	} req = {};
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
+	struct nlattr *nla = (struct nlattr *)req.attrs;
+	size_t len = strlen(name) + 1;
+	ssize_t n;
+	int fd, ret;
+
+	if (len > GENL_NAMSIZ)
+		return 0;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (fd < 0)
+		return -errno;
+
+	nla->nla_type = CTRL_ATTR_FAMILY_NAME;
+	nla->nla_len = NLA_HDRLEN + len;
+	memcpy(req.attrs + NLA_HDRLEN, name, len);
+	req.nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(nla->nla_len);
+	req.nlh.nlmsg_type = GENL_ID_CTRL;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST;
+	req.nlh.nlmsg_seq = 1;
+	req.genl.cmd = CTRL_CMD_GETFAMILY;
+	req.genl.version = 1;
+
+	if (sendto(fd, &req, req.nlh.nlmsg_len, 0, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (!NLMSG_OK(nlh, (size_t)n)) {
+		ret = -EPROTO;
+		goto out;
+	}
+	/* an unknown family is answered with an error (-ENOENT) */
+	ret = nlh->nlmsg_type == GENL_ID_CTRL;
+out:
+	close(fd);
+	return ret;
+}
+
+/*
+ * The one place that chooses the slot-memory backend: xina.ko's netlink
+ * family when the module is loaded, BPF maps otherwise.
+ */
+static void xinactl_pick_backend(struct xinactl *x)
+{
+	x->be = &xinactl_maps_backend;
+	if (genl_family_exists(XINA_GENL_NAME) <= 0)
+		return;
+#ifdef XINACTL_HAVE_NL
+	x->be = &xinactl_nl_backend;
+#else
+	xwarn("module xina is loaded, but this xinactl was built without the module backend; using BPF maps");
+#endif
+}
+
+static int xinactl_backend_cmd(struct xinactl *x, int argc, char **argv)
+{
+	bool module = x->be != &xinactl_maps_backend;
+
+	if (argc > 0 && xmatches(argv[0], "help")) {
+		printf("Usage: xinactl [ OPTIONS ] backend\n");
+		return 0;
+	}
+	if (argc > 0)
+		return xunexpected("backend", argv[0]);
+
+	xp_open_obj(NULL);
+	xp_str(XP_ANY, "backend", "backend: %s\n", x->be->name);
+	xp_bool(XP_JSON, "module", NULL, module);
+	xp_text("module: %s\n", module ? "loaded" : "not loaded");
+	xp_close_obj();
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xinactl [ OPTIONS ] OBJECT { COMMAND | help }\n"
+		"       xinactl [ -V | --version | -h | --help ]\n"
+		"       xinactl help\n"
+		"where  OBJECT := { job | dev | stats | backend }\n"
+		"       OPTIONS := { -j[son] | -p[retty] | -P[in-dir] DIR }\n");
+}
+
+static void xinactl_manual(void)
+{
+	printf("XINACTL(8)\n\n"
+	       "NAME\n"
+	       "    xinactl - configure xina, the in-network aggregation switch\n\n"
+	       "SYNOPSIS\n");
+	usage(stdout);
+	printf("\n");
+	xinactl_job_usage(stdout);
+	xinactl_dev_usage(stdout);
+	xinactl_stats_usage(stdout);
+	printf("Usage: xinactl [ OPTIONS ] backend\n");
+	printf("\n"
+"DESCRIPTION\n"
+"    xina turns this box into an aggregation switch for allreduce: workers\n"
+"    send UDP gradient blocks to its xina port, the XDP fast path adds them\n"
+"    up in slot memory and sends the sum back to every member of the job.\n"
+"    xinactl configures jobs and switch ports and reads the counters.\n"
+"    Keywords are matched as whole words; every command also takes 'help'.\n"
+"    A command that fails changes nothing.\n\n"
+"OPTIONS\n"
+"    -j, --json          JSON output (keys listed below are a stable API)\n"
+"    -p, --pretty        indented JSON (implies -j)\n"
+"    -P, --pin-dir DIR   bpffs where the maps and programs are pinned;\n"
+"                        default $XINA_PIN_DIR, else " XINA_PIN_DIR ".  xinactl\n"
+"                        mounts a bpffs there if there is none.  Mount it in\n"
+"                        the main mount namespace: a bpffs mounted under\n"
+"                        'ip netns exec' disappears with that command.\n"
+"    -V, --version       print the version\n"
+"    -h, --help          print the short usage\n\n"
+"JOB\n"
+"    job add ID workers N [ slots S ] [ elems E ] [ key K ] member RANK ADDR[:PORT] ...\n"
+"        Create job ID (1..4294967295) of N workers (1..%d).  Every rank\n"
+"        0..N-1 is given exactly once, with the IPv4 address (and UDP port;\n"
+"        none or 0: any) it sends from.  S slots (default 128) of E\n"
+"        elements (1..%d, default 256) each; key K (default 0) must be in\n"
+"        every packet of the job.\n"
+"    job del ID\n"
+"        Delete job ID: its slots stop aggregating at once.\n"
+"    job show [ ID ]\n"
+"        Show one job or all of them.\n\n"
+"DEV\n"
+"    dev attach DEV [ port UDPPORT ] [ mode native|generic ]\n"
+"        Run the fast path on DEV (XDP, native by default), for UDP port\n"
+"        UDPPORT (default %d).  It stays attached after xinactl exits.\n"
+"        On a veth, the peer end needs an XDP program too (e.g. xina_pass\n"
+"        of xina_pass.bpf.o) or frames sent back through it are dropped.\n"
+"    dev detach DEV\n"
+"        Remove the fast path from DEV.\n"
+"    dev show\n"
+"        Show the ports xina is attached to.\n\n"
+"STATS\n"
+"    stats [ job ID ]\n"
+"        Counters of every job (or of job ID), summed over CPUs, and the\n"
+"        switch-wide counters of packets that name no job.\n\n"
+"BACKEND\n"
+"    backend\n"
+"        Which slot memory is in use: 'module' (xina.ko, found through\n"
+"        its generic netlink family \"%s\") or 'maps' (BPF maps).\n\n",
+	       XINA_MAX_WORKERS, XINA_MAX_ELEMS, XINA_UDP_PORT, XINA_GENL_NAME);
+	printf(
+"JSON OUTPUT\n"
+"    job show:  { \"backend\": STR, \"jobs\": [ { \"id\", \"workers\", \"slots\",\n"
+"               \"elems\", \"key\": \"0x...\" (a string: 64 bits), \"flags\",\n"
+"               \"idx\", \"slot_base\", \"mem_bytes\", \"members\": [ { \"rank\",\n"
+"               \"addr\": \"A.B.C.D\", \"port\", \"mac\": \"xx:..\" (learned),\n"
+"               \"ifindex\" (learned, 0: not yet), \"rport\" (learned: UDP\n"
+"               port results go to) } ] } ] }\n"
+"    stats:     { \"backend\": STR, \"jobs\": [ { \"id\", \"rx\", \"contrib\",\n"
+"               \"complete\", \"retrans_answered\", \"dup\", \"stale\",\n"
+"               \"drop_key\", \"drop_member\", \"drop_range\", \"drop_op\" } ],\n"
+"               \"switch\": { \"malformed\", \"no_job\", \"pass\" } }\n"
+"    dev show:  { \"devs\": [ { \"ifname\", \"ifindex\" (0: not in this netns),\n"
+"               \"port\", \"mode\": \"native\"|\"generic\"|\"none\", \"prog_id\",\n"
+"               \"attached\": BOOL, \"tx\": BOOL (in the result devmap) } ] }\n"
+"    backend:   { \"backend\": \"maps\"|\"module\", \"module\": BOOL }\n"
+"    Numbers are unsigned integers; keys are never renamed, new ones may\n"
+"    be added.\n\n"
+"ENVIRONMENT\n"
+"    XINA_PIN_DIR        default of --pin-dir\n\n"
+"EXIT STATUS\n"
+"    0 on success, 1 on any error (the message on stderr names the cause).\n\n"
+"EXAMPLES\n"
+"    xinactl job add 7 workers 2 member 0 10.0.0.1 member 1 10.0.0.2:9000\n"
+"    xinactl dev attach veth0 mode generic\n"
+"    xinactl -j stats job 7\n");
+}
+
+static int xinactl_help(struct xinactl *x, int argc, char **argv)
+{
+	if (argc > 0)
+		return xunexpected("help", argv[0]);
+	xinactl_manual();
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct xinactl *x, int argc, char **argv);
+} objects[] = {
+	{ "job",	xinactl_job },
+	{ "dev",	xinactl_dev },
+	{ "stats",	xinactl_stats },
+	{ "backend",	xinactl_backend_cmd },
+	{ "help",	xinactl_help },
+};
+
+static int xinactl_do(struct xinactl *x, int argc, char **argv)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+		if (xmatches(argv[0], objects[i].name))
+			return objects[i].fn(x, argc - 1, argv + 1);
+	xerr("unknown object '%s'; objects: job dev stats backend help",
+	     argv[0]);
+	return -EINVAL;
+}
+
+static const struct option long_opts[] = {
+	{ "json",	no_argument,		NULL, 'j' },
+	{ "pretty",	no_argument,		NULL, 'p' },
+	{ "pin-dir",	required_argument,	NULL, 'P' },
+	{ "version",	no_argument,		NULL, 'V' },
+	{ "help",	no_argument,		NULL, 'h' },
+	{}
+};
+
+int main(int argc, char **argv)
+{
+	struct xinactl x = {};
+	int opt, ret;
+
+	x.pin_dir = getenv("XINA_PIN_DIR");
+	if (!x.pin_dir || !*x.pin_dir)
+		x.pin_dir = XINA_PIN_DIR;
+
+	/* '+': options end at the object, values like "-1" are not options */
+	while ((opt = getopt_long(argc, argv, "+jpP:Vh", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			x.json = true;
+			break;
+		case 'p':
+			x.json = true;
+			x.pretty = true;
+			break;
+		case 'P':
+			if (!*optarg) {
+				xerr("pin dir '' is empty");
+				return 1;
+			}
+			x.pin_dir = optarg;
+			break;
+		case 'V':
+			printf("xinactl %s (xina wire %d, libbpf %d.%d)\n",
+			       XINACTL_VERSION, XINA_WIRE_VERSION,
+			       libbpf_major_version(), libbpf_minor_version());
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		usage(stderr);
+		return 1;
+	}
+
+	/* libbpf's own messages stay quiet: xinactl says what went wrong */
+	libbpf_set_print(NULL);
+	xinactl_pick_backend(&x);
+	xp_init(stdout, x.json, x.pretty);
+
+	ret = xinactl_do(&x, argc, argv);
+	if (xp_finish() && !ret) {
+		xerr("writing the output failed");
+		ret = -EIO;
+	}
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * xinactl: the control tool of xina.
+ *
+ * The tool has one file per object (job, dev, stats) that parses the
+ * command line, validates it completely and prints the result, and one
+ * file per slot-memory backend that applies a validated request:
+ *
+ *   xinactl_maps.c   BPF maps pinned under the pin dir (no module needed)
+ *   xinactl_nl.c     generic netlink family "xina" of xina.ko (later)
+ *
+ * Exactly one backend is chosen per run, in xinactl_pick_backend().
+ */
+#ifndef XINACTL_H
+#define XINACTL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+#include "linux/xina.h"
+
+#define XINACTL_VERSION		"0.1"
+
+/* One member of a job, indexed by rank. */
+struct xinactl_member {
+	__be32	addr;		/* IPv4 address */
+	__be16	port;		/* UDP port; 0: any */
+	__u8	mac[6];		/* learned by the fast path (show only) */
+	__u32	ifindex;	/* learned: switch port it is behind */
+	__be16	rport;		/* learned: UDP port it last sent from */
+};
+
+/* A job as given to "job add" and as shown by "job show". */
+struct xinactl_job {
+	__u32	id;
+	__u16	workers;
+	__u16	elems;
+	__u32	slots;
+	__u32	flags;		/* XINA_JOB_F_* */
+	__u64	key;
+	/* filled in by the backend on show, ignored on add */
+	__u32	idx;		/* stats index */
+	__u32	slot_base;	/* first slot version (maps backend) */
+	__u64	mem_bytes;	/* slot memory held by the job */
+	struct xinactl_member member[XINA_MAX_WORKERS];
+};
+
+struct xinactl_stats {
+	__u64	c[XINA_STAT_MAX];	/* enum xina_stat */
+};
+
+struct xinactl_gstats {
+	__u64	c[XINA_GSTAT_MAX];	/* enum xina_gstat */
+};
+
+struct xinactl;
+
+typedef int (*xinactl_job_cb)(struct xinactl *x, const struct xinactl_job *job,
+			      void *arg);
+
+/* Flags of xinactl_backend.open() */
+enum {
+	XB_WRITE	= 1 << 0,	/* will change the configuration: lock it */
+	XB_CREATE	= 1 << 1,	/* set xina up if it is not (implies WRITE) */
+	XB_ABSENT_OK	= 1 << 2,	/* -ENOENT without a message if not set up */
+};
+
+/*
+ * A slot-memory backend.  Every operation prints its own error message
+ * (it knows the cause best) and returns a negative errno.  Requests reach
+ * it validated against the grammar and the limits of xina.h; the backend
+ * checks what depends on its state (job exists, room for the slots) before
+ * it changes anything, and undoes its earlier steps if a later one fails.
+ */
+struct xinactl_backend {
+	const char *name;	/* "maps", "module" */
+	int (*open)(struct xinactl *x, unsigned int flags);
+	void (*close)(struct xinactl *x);
+	int (*job_add)(struct xinactl *x, const struct xinactl_job *job);
+	int (*job_del)(struct xinactl *x, __u32 id);
+	int (*job_get)(struct xinactl *x, __u32 id, struct xinactl_job *job);
+	/* calls @cb for every job, in ascending id order */
+	int (*job_walk)(struct xinactl *x, xinactl_job_cb cb, void *arg);
+	int (*stats_get)(struct xinactl *x, __u32 id, struct xinactl_stats *st);
+	int (*gstats_get)(struct xinactl *x, struct xinactl_gstats *st);
+};
+
+struct xinactl {
+	const char			*pin_dir;
+	bool				json;
+	bool				pretty;
+	const struct xinactl_backend	*be;
+	void				*be_priv;	/* the backend's state */
+};
+
+extern const struct xinactl_backend xinactl_maps_backend;
+extern const struct xinactl_backend xinactl_nl_backend;	/* xinactl_nl.c */
+
+/* xinactl.c: command line helpers shared by the objects */
+void xerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void xwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool xmatches(const char *arg, const char *word);
+int xmissing(const char *cmd, const char *keyword);
+int xunexpected(const char *cmd, const char *arg);
+int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,
+	       __u32 *out);
+int xparse_u64(const char *what, const char *s, __u64 *out);
+int xparse_dev(const char *s, unsigned int *ifindex);
+const char *xstat_name(unsigned int stat);
+const char *xgstat_name(unsigned int gstat);
+
+/*
+ * Move to the value of the keyword in argv[0]; return from the calling
+ * command with an error naming the keyword if there is none.
+ */
+#define XNEXT_ARG(cmd)						\
+	do {							\
+		if (argc < 2)					\
+			return xmissing(cmd, argv[0]);		\
+		argc--;						\
+		argv++;						\
+	} while (0)
+
+/* The objects: argv[0] is the command (or argc is 0). */
+int xinactl_job(struct xinactl *x, int argc, char **argv);
+int xinactl_dev(struct xinactl *x, int argc, char **argv);
+int xinactl_stats(struct xinactl *x, int argc, char **argv);
+void xinactl_job_usage(FILE *f);
+void xinactl_dev_usage(FILE *f);
+void xinactl_stats_usage(FILE *f);
+
+/* xinactl_maps.c: pin dir and BPF object, shared with xinactl_dev.c */
+struct xina;		/* the skeleton of bpf/xina.bpf.c */
+int xmaps_pin_dir_check(struct xinactl *x, bool quiet);
+int xmaps_pin_dir_setup(struct xinactl *x);
+int xmaps_lock(struct xinactl *x);
+void xmaps_unlock(int lock_fd);
+int xmaps_skel_open(struct xinactl *x, struct xina **skelp);
+int xmaps_skel_load(struct xinactl *x, struct xina *skel);
+int xmaps_not_loaded(struct xinactl *x);
+void xmaps_log_reset(void);
+void xmaps_log_dump(void);
+
+#endif /* XINACTL_H */

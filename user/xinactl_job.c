@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xinactl job: add, delete and show aggregation jobs.
+ *
+ * "job add" validates the whole command line (ranges, every rank given
+ * exactly once, addresses) before it hands the job to the backend, so a
+ * bad command never reaches the configuration.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xina_json.h"
+#include "xinactl.h"
+
+#define JOB_DEF_SLOTS	128
+#define JOB_DEF_ELEMS	256
+#define JOB_MAX_SLOTS	0x7fffffffU	/* 2 versions per slot fit in a u32 */
+#define JOB_MAX_ID	0xffffffffU
+
+void xinactl_job_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] [ key K ] member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]...\n"
+		"       xinactl [ OPTIONS ] job del ID\n"
+		"       xinactl [ OPTIONS ] job show [ ID ]\n"
+		"       xinactl [ OPTIONS ] job help\n"
+		"where  ID := 1..%u  N := 1..%d  S := 1..%u (default %d)\n"
+		"       E := 1..%d (default %d)  K := 64-bit number (default 0)\n"
+		"       RANK := 0..N-1, each exactly once  ADDR := IPv4 address\n"
+		"       PORT := UDP source port of the worker, 0..65535 (default 0: any)\n",
+		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
+		XINA_MAX_ELEMS, JOB_DEF_ELEMS);
+}
+
+static int job_parse_id(const char *cmd, int argc, char **argv, __u32 *id)
+{
+	if (argc < 1) {
+		xerr("%s: missing job ID; see 'xinactl job help'", cmd);
+		return -EINVAL;
+	}
+	return xparse_u32("job ID", argv[0], 1, JOB_MAX_ID, id);
+}
+
+/* ADDR[:PORT], ADDR a unicast IPv4 address (the worker sends from it). */
+static int job_parse_addr(const char *s, struct xinactl_member *m)
+{
+	char buf[INET_ADDRSTRLEN + 6];
+	const char *port;
+	struct in_addr a;
+	__u32 p = 0, h;
+	char *colon;
+
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	colon = strchr(buf, ':');
+	if (colon) {
+		*colon = '\0';
+		port = colon + 1;
+		if (xparse_u32("member port", port, 0, 65535, &p))
+			return -EINVAL;
+	}
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		goto bad;
+	h = ntohl(a.s_addr);
+	if (!h || h == INADDR_BROADCAST || IN_MULTICAST(h)) {
+		xerr("member address '%s' is not a unicast IPv4 address", s);
+		return -EINVAL;
+	}
+	m->addr = a.s_addr;
+	m->port = htons(p);
+	return 0;
+bad:
+	xerr("member address '%s' is not IPv4 ADDR[:PORT]", s);
+	return -EINVAL;
+}
+
+struct job_args {
+	struct xinactl_job	job;
+	bool			workers, slots, elems, key;	/* given */
+	bool			rank[XINA_MAX_WORKERS];		/* given */
+};
+
+static int job_twice(const char *keyword)
+{
+	xerr("job add: '%s' given twice", keyword);
+	return -EINVAL;
+}
+
+static int job_parse_member(struct job_args *a, const char *rank_s,
+			    const char *addr_s)
+{
+	__u32 rank;
+
+	if (xparse_u32("rank", rank_s, 0, XINA_MAX_WORKERS - 1, &rank))
+		return -EINVAL;
+	if (a->rank[rank]) {
+		xerr("rank %u given twice", rank);
+		return -EINVAL;
+	}
+	if (job_parse_addr(addr_s, &a->job.member[rank]))
+		return -EINVAL;
+	a->rank[rank] = true;
+	return 0;
+}
+
+/* The members must be exactly the ranks 0..workers-1. */
+static int job_check_members(const struct job_args *a)
+{
+	__u32 r;
+
+	for (r = a->job.workers; r < XINA_MAX_WORKERS; r++) {
+		if (a->rank[r]) {
+			xerr("rank %u out of range 0..%u (workers %u)", r,
+			     a->job.workers - 1, a->job.workers);
+			return -ERANGE;
+		}
+	}
+	for (r = 0; r < a->job.workers; r++) {
+		if (!a->rank[r]) {
+			xerr("rank %u missing: job add needs 'member RANK ADDR' for every rank 0..%u",
+			     r, a->job.workers - 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int job_parse_add(struct job_args *a, int argc, char **argv)
+{
+	const char *cmd = "job add";
+	__u32 v;
+
+	if (job_parse_id(cmd, argc, argv, &a->job.id))
+		return -EINVAL;
+	a->job.slots = JOB_DEF_SLOTS;
+	a->job.elems = JOB_DEF_ELEMS;
+
+	for (argc--, argv++; argc > 0; argc--, argv++) {
+		if (xmatches(argv[0], "workers")) {
+			XNEXT_ARG(cmd);
+			if (a->workers)
+				return job_twice("workers");
+			if (xparse_u32("workers", argv[0], 1, XINA_MAX_WORKERS, &v))
+				return -EINVAL;
+			a->job.workers = v;
+			a->workers = true;
+		} else if (xmatches(argv[0], "slots")) {
+			XNEXT_ARG(cmd);
+			if (a->slots)
+				return job_twice("slots");
+			if (xparse_u32("slots", argv[0], 1, JOB_MAX_SLOTS, &v))
+				return -EINVAL;
+			a->job.slots = v;
+			a->slots = true;
+		} else if (xmatches(argv[0], "elems")) {
+			XNEXT_ARG(cmd);
+			if (a->elems)
+				return job_twice("elems");
+			if (xparse_u32("elems", argv[0], 1, XINA_MAX_ELEMS, &v))
+				return -EINVAL;
+			a->job.elems = v;
+			a->elems = true;
+		} else if (xmatches(argv[0], "key")) {
+			XNEXT_ARG(cmd);
+			if (a->key)
+				return job_twice("key");
+			if (xparse_u64("key", argv[0], &a->job.key))
+				return -EINVAL;
+			a->key = true;
+		} else if (xmatches(argv[0], "member")) {
+			if (argc < 3) {
+				xerr("%s: 'member' needs RANK and ADDR[:PORT]; see 'xinactl job help'",
+				     cmd);
+				return -EINVAL;
+			}
+			if (job_parse_member(a, argv[1], argv[2]))
+				return -EINVAL;
+			argc -= 2;
+			argv += 2;
+		} else {
+			return xunexpected(cmd, argv[0]);
+		}
+	}
+	if (!a->workers) {
+		xerr("%s: 'workers N' is required; see 'xinactl job help'", cmd);
+		return -EINVAL;
+	}
+	return job_check_members(a);
+}
+
+static int job_add(struct xinactl *x, int argc, char **argv)
+{
+	struct job_args *a;
+	int ret;
+
+	/* a few KiB: keep it off the stack */
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	ret = job_parse_add(a, argc, argv);
+	if (ret)
+		goto out;
+	ret = x->be->open(x, XB_CREATE);
+	if (ret)
+		goto out;
+	ret = x->be->job_add(x, &a->job);
+	x->be->close(x);
+out:
+	free(a);
+	return ret;
+}
+
+static int job_del(struct xinactl *x, int argc, char **argv)
+{
+	__u32 id;
+	int ret;
+
+	if (job_parse_id("job del", argc, argv, &id))
+		return -EINVAL;
+	if (argc > 1)
+		return xunexpected("job del", argv[1]);
+	ret = x->be->open(x, XB_WRITE);
+	if (ret)
+		return ret;
+	ret = x->be->job_del(x, id);
+	x->be->close(x);
+	return ret;
+}
+
+static void job_print_member(__u32 rank, const struct xinactl_member *m)
+{
+	char addr[INET_ADDRSTRLEN], text[INET_ADDRSTRLEN + 8], mac[18];
+	char ifname[IF_NAMESIZE];
+
+	inet_ntop(AF_INET, &m->addr, addr, sizeof(addr));
+	if (m->port)
+		snprintf(text, sizeof(text), "%s:%u", addr, ntohs(m->port));
+	else
+		snprintf(text, sizeof(text), "%s", addr);
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x",
+		 m->mac[0], m->mac[1], m->mac[2], m->mac[3], m->mac[4],
+		 m->mac[5]);
+
+	xp_open_obj(NULL);
+	xp_uint(XP_ANY, "rank", "\tmember %llu ", rank);
+	xp_str(XP_JSON, "addr", NULL, addr);
+	xp_uint(XP_JSON, "port", NULL, ntohs(m->port));
+	xp_str(XP_TEXT, NULL, "%s", text);
+	xp_str(XP_JSON, "mac", NULL, mac);
+	xp_uint(XP_JSON, "ifindex", NULL, m->ifindex);
+	xp_uint(XP_JSON, "rport", NULL, ntohs(m->rport));
+	/* text shows what the fast path learned once it learned it */
+	if (m->ifindex) {
+		xp_str(XP_TEXT, NULL, " mac %s", mac);
+		if (if_indextoname(m->ifindex, ifname))
+			xp_str(XP_TEXT, NULL, " dev %s", ifname);
+		else
+			xp_uint(XP_TEXT, NULL, " ifindex %llu", m->ifindex);
+		xp_uint(XP_TEXT, NULL, " rport %llu", ntohs(m->rport));
+	}
+	xp_nl();
+	xp_close_obj();
+}
+
+static int job_print(struct xinactl *x, const struct xinactl_job *job,
+		     void *arg)
+{
+	char key[24];
+	__u32 r;
+
+	snprintf(key, sizeof(key), "0x%llx", (unsigned long long)job->key);
+	xp_open_obj(NULL);
+	xp_uint(XP_ANY, "id", "job %llu", job->id);
+	xp_uint(XP_ANY, "workers", " workers %llu", job->workers);
+	xp_uint(XP_ANY, "slots", " slots %llu", job->slots);
+	xp_uint(XP_ANY, "elems", " elems %llu", job->elems);
+	xp_str(XP_ANY, "key", " key %s", key);
+	xp_uint(job->flags ? XP_ANY : XP_JSON, "flags", " flags 0x%llx",
+		job->flags);
+	xp_nl();
+	xp_uint(XP_ANY, "idx", "\tidx %llu", job->idx);
+	xp_uint(XP_ANY, "slot_base", " slot_base %llu", job->slot_base);
+	xp_uint(XP_ANY, "mem_bytes", " mem_bytes %llu", job->mem_bytes);
+	xp_nl();
+	xp_open_arr("members");
+	for (r = 0; r < job->workers; r++)
+		job_print_member(r, &job->member[r]);
+	xp_close_arr();
+	xp_close_obj();
+	return 0;
+}
+
+static int job_show_one(struct xinactl *x, __u32 id)
+{
+	struct xinactl_job *job;
+	int ret;
+
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	ret = x->be->open(x, 0);
+	if (ret)
+		goto out;
+	ret = x->be->job_get(x, id, job);
+	x->be->close(x);
+	if (ret)
+		goto out;
+
+	xp_open_obj(NULL);
+	xp_str(XP_JSON, "backend", NULL, x->be->name);
+	xp_open_arr("jobs");
+	job_print(x, job, NULL);
+	xp_close_arr();
+	xp_close_obj();
+out:
+	free(job);
+	return ret;
+}
+
+static int job_show(struct xinactl *x, int argc, char **argv)
+{
+	__u32 id;
+	int ret;
+
+	if (argc > 0) {
+		if (job_parse_id("job show", argc, argv, &id))
+			return -EINVAL;
+		if (argc > 1)
+			return xunexpected("job show", argv[1]);
+		return job_show_one(x, id);
+	}
+
+	/* nothing set up yet is not an error here: there are no jobs */
+	ret = x->be->open(x, XB_ABSENT_OK);
+	if (ret && ret != -ENOENT)
+		return ret;
+	xp_open_obj(NULL);
+	xp_str(XP_JSON, "backend", NULL, x->be->name);
+	xp_open_arr("jobs");
+	if (!ret) {
+		ret = x->be->job_walk(x, job_print, NULL);
+		x->be->close(x);
+	} else {
+		ret = 0;
+	}
+	xp_close_arr();
+	xp_close_obj();
+	return ret;
+}
+
+static int job_help(struct xinactl *x, int argc, char **argv)
+{
+	xinactl_job_usage(stdout);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct xinactl *x, int argc, char **argv);
+} job_cmds[] = {
+	{ "add",	job_add },
+	{ "del",	job_del },
+	{ "show",	job_show },
+	{ "help",	job_help },
+};
+
+int xinactl_job(struct xinactl *x, int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 1)
+		return job_show(x, 0, NULL);
+	for (i = 0; i < sizeof(job_cmds) / sizeof(job_cmds[0]); i++)
+		if (xmatches(argv[0], job_cmds[i].name))
+			return job_cmds[i].fn(x, argc - 1, argv + 1);
+	xerr("job: unknown command '%s'; commands: add del show help",
+	     argv[0]);
+	return -EINVAL;
+}

@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The map backend of xinactl: jobs and slot memory in the BPF maps of the
+ * XDP fast path (bpf/xina_maps.h), pinned by name under the pin dir.
+ *
+ * The maps are created by loading the embedded BPF object once with every
+ * map's pin path set: libbpf reuses a map already pinned there and pins a
+ * new one otherwise.  Later runs open the pins.  Changes to the
+ * configuration are serialised by an flock() on the pin dir, so that two
+ * xinactl cannot hand out the same job index or slot range.
+ *
+ * The fast path reads the configuration without locks, so the order of
+ * the writes matters: a job entry is written last on add and deleted
+ * first on del, and everything it points to is ready before it appears.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "xina_maps.h"
+#include "xinactl.h"
+#include "bpf/xina.skel.h"
+
+#define ROUND8(n)	(((n) + 7) & ~(size_t)7)
+
+enum xm_map {
+	XM_JOBS,
+	XM_MEMBERS,
+	XM_PORTS,
+	XM_META,
+	XM_VALS,
+	XM_STATS,
+	XM_TX,
+	XM_NR,
+};
+
+/* What this xinactl expects of each pinned map. */
+static const struct xm_shape {
+	const char	*name;
+	__u32		type;
+	__u32		key_size;
+	__u32		value_size;
+} xm_shapes[XM_NR] = {
+	[XM_JOBS]	= { "xina_jobs", BPF_MAP_TYPE_HASH, sizeof(__u32),
+			    sizeof(struct xina_job) },
+	[XM_MEMBERS]	= { "xina_members", BPF_MAP_TYPE_HASH,
+			    sizeof(struct xina_member_key),
+			    sizeof(struct xina_member) },
+	[XM_PORTS]	= { "xina_ports", BPF_MAP_TYPE_HASH,
+			    sizeof(struct xina_port_key), sizeof(__u32) },
+	[XM_META]	= { "xina_meta", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_meta) },
+	[XM_VALS]	= { "xina_vals", BPF_MAP_TYPE_PERCPU_ARRAY,
+			    sizeof(__u32), sizeof(struct xina_part) },
+	[XM_STATS]	= { "xina_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
+			    sizeof(__u32), sizeof(struct xina_counters) },
+	[XM_TX]		= { "xina_tx", BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
+			    sizeof(struct bpf_devmap_val) },
+};
+
+struct xm {
+	int	fd[XM_NR];
+	int	lock_fd;	/* pin dir, flock()ed while we change things */
+	int	ncpus;		/* possible CPUs: per-CPU value count */
+	__u32	versions;	/* slot versions in xina_meta and xina_vals */
+};
+
+/*
+ * libbpf explains its failures (verifier log, pinned map mismatch) through
+ * its print callback.  Keep the tail of it and show it only if loading
+ * fails: on success it is noise.
+ */
+static char xm_log[16384];
+static size_t xm_log_len;
+
+static int xm_libbpf_print(enum libbpf_print_level level, const char *fmt,
+			   va_list ap)
+{
+	char line[1024];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	if (xm_log_len + n >= sizeof(xm_log)) {
+		/* keep the newest half: the cause is at the end */
+		memmove(xm_log, xm_log + sizeof(xm_log) / 2,
+			xm_log_len - sizeof(xm_log) / 2);
+		xm_log_len -= sizeof(xm_log) / 2;
+		if (xm_log_len + n >= sizeof(xm_log))
+			xm_log_len = 0;
+	}
+	memcpy(xm_log + xm_log_len, line, n);
+	xm_log_len += n;
+	xm_log[xm_log_len] = '\0';
+	return 0;
+}
+
+void xmaps_log_reset(void)
+{
+	xm_log_len = 0;
+	xm_log[0] = '\0';
+}
+
+void xmaps_log_dump(void)
+{
+	if (xm_log_len)
+		fprintf(stderr, "libbpf said:\n%s", xm_log);
+}
+
+int xmaps_not_loaded(struct xinactl *x)
+{
+	xerr("xina is not loaded: no maps under %s (run 'xinactl job add' or 'xinactl dev attach' first)",
+	     x->pin_dir);
+	return -ENOENT;
+}
+
+static bool is_bpffs(const char *dir)
+{
+	struct statfs st;
+
+	return !statfs(dir, &st) && st.f_type == BPF_FS_MAGIC;
+}
+
+int xmaps_pin_dir_check(struct xinactl *x, bool quiet)
+{
+	if (is_bpffs(x->pin_dir))
+		return 0;
+	return quiet ? -ENOENT : xmaps_not_loaded(x);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	char *p;
+
+	if (strlen(dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	strcpy(path, dir);
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/*
+ * A bpffs mounted inside a private mount namespace (ip netns exec makes
+ * one) is gone, with every pin on it, when the namespace goes.
+ */
+static bool in_private_mount_ns(void)
+{
+	struct stat self, init;
+
+	if (stat("/proc/self/ns/mnt", &self) || stat("/proc/1/ns/mnt", &init))
+		return false;
+	return self.st_ino != init.st_ino || self.st_dev != init.st_dev;
+}
+
+int xmaps_pin_dir_setup(struct xinactl *x)
+{
+	int ret;
+
+	ret = mkdir_p(x->pin_dir);
+	if (ret) {
+		xerr("pin dir '%s' cannot be created: %s", x->pin_dir,
+		     strerror(-ret));
+		return ret;
+	}
+	if (is_bpffs(x->pin_dir))
+		return 0;
+	if (mount("bpf", x->pin_dir, "bpf", 0, "mode=0700")) {
+		ret = -errno;
+		xerr("pin dir '%s' is not on a bpffs, and mounting one there failed: %s",
+		     x->pin_dir, strerror(-ret));
+		return ret;
+	}
+	if (in_private_mount_ns())
+		xwarn("mounted a bpffs on %s in a private mount namespace (ip netns exec?): it disappears when this command ends; mount it in the main namespace first (mount -t bpf bpf %s)",
+		      x->pin_dir, x->pin_dir);
+	return 0;
+}
+
+int xmaps_lock(struct xinactl *x)
+{
+	int fd, ret;
+
+	fd = open(x->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		xerr("pin dir '%s': %s", x->pin_dir, strerror(-ret));
+		return ret;
+	}
+	if (flock(fd, LOCK_EX)) {
+		ret = -errno;
+		xerr("cannot lock pin dir '%s': %s", x->pin_dir, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+void xmaps_unlock(int lock_fd)
+{
+	if (lock_fd >= 0)
+		close(lock_fd);		/* drops the flock */
+}
+
+/*
+ * The kernel adds BPF_F_RDONLY_PROG to every devmap it creates (and
+ * refuses it at creation); libbpf 1.1 then finds a pinned devmap's flags
+ * different from the object's and will not reuse it by pin path.  So
+ * devmaps are reused by fd, after our own check, and pinned after load.
+ */
+static bool xm_is_devmap(const struct bpf_map *map)
+{
+	return bpf_map__type(map) == BPF_MAP_TYPE_DEVMAP ||
+	       bpf_map__type(map) == BPF_MAP_TYPE_DEVMAP_HASH;
+}
+
+static int xm_devmap_reuse(struct bpf_map *map, const char *path)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd, ret;
+
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	ret = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (ret)
+		goto out;
+	if (info.type != bpf_map__type(map) ||
+	    info.key_size != bpf_map__key_size(map) ||
+	    info.value_size != bpf_map__value_size(map) ||
+	    info.max_entries != bpf_map__max_entries(map)) {
+		ret = -EINVAL;
+		xerr("map %s does not match this xinactl's BPF object: pinned by another xina version?",
+		     path);
+		goto out;
+	}
+	ret = bpf_map__reuse_fd(map, fd);
+out:
+	close(fd);
+	return ret;
+}
+
+static int xm_devmap_pin(struct xinactl *x, struct xina *skel)
+{
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	int ret;
+
+	bpf_object__for_each_map(map, skel->obj) {
+		if (!xm_is_devmap(map))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+			 bpf_map__name(map));
+		if (!access(path, F_OK))
+			continue;
+		ret = bpf_map__pin(map, path);
+		if (ret) {
+			xerr("cannot pin map %s at %s: %s", bpf_map__name(map),
+			     path, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Open the embedded object with every map pinned by name under the pin
+ * dir and the number of CPUs set; the caller picks the programs to load.
+ */
+int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = x->pin_dir);
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	struct xina *skel;
+	int ncpus, ret;
+
+	libbpf_set_print(xm_libbpf_print);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus < 0) {
+		xerr("cannot read the number of possible CPUs: %s",
+		     strerror(-ncpus));
+		return ncpus;
+	}
+	if (ncpus > XINA_MAX_CPUS) {
+		xerr("%d possible CPUs, the fast path folds at most %d",
+		     ncpus, XINA_MAX_CPUS);
+		return -E2BIG;
+	}
+	skel = xina__open_opts(&opts);
+	if (!skel) {
+		ret = -errno;
+		xerr("cannot open the embedded BPF object: %s", strerror(-ret));
+		return ret;
+	}
+	skel->rodata->nr_cpus = ncpus;
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+			 bpf_map__name(map));
+		if (xm_is_devmap(map))
+			ret = xm_devmap_reuse(map, path);
+		else
+			ret = bpf_map__set_pin_path(map, path);
+		if (ret) {
+			xerr("cannot use map %s at %s: %s", bpf_map__name(map),
+			     path, strerror(-ret));
+			xina__destroy(skel);
+			return ret;
+		}
+	}
+	*skelp = skel;
+	return 0;
+}
+
+int xmaps_skel_load(struct xinactl *x, struct xina *skel)
+{
+	int ret;
+
+	xmaps_log_reset();
+	ret = xina__load(skel);
+	if (!ret)
+		return xm_devmap_pin(x, skel);
+	xerr("loading the BPF object failed: %s%s", strerror(-ret),
+	     ret == -EINVAL ?
+	     " (maps pinned by another xina version under the pin dir?)" : "");
+	xmaps_log_dump();
+	return ret;
+}
+
+/* Create (or reuse) the pinned maps: load the object without programs. */
+static int xm_create(struct xinactl *x)
+{
+	struct bpf_program *prog;
+	struct xina *skel;
+	int ret;
+
+	ret = xmaps_skel_open(x, &skel);
+	if (ret)
+		return ret;
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, false);
+	ret = xmaps_skel_load(x, skel);
+	xina__destroy(skel);
+	return ret;
+}
+
+static int xm_check_shape(struct xinactl *x, enum xm_map i, int fd,
+			  __u32 *max_entries)
+{
+	const struct xm_shape *s = &xm_shapes[i];
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int ret;
+
+	ret = bpf_obj_get_info_by_fd(fd, &info, &len);
+	if (ret) {
+		xerr("cannot read map %s/%s: %s", x->pin_dir, s->name,
+		     strerror(-ret));
+		return ret;
+	}
+	if (info.type != s->type || info.key_size != s->key_size ||
+	    info.value_size != s->value_size) {
+		xerr("map %s/%s (type %u, key %u, value %u bytes) is not what this xinactl expects (type %u, key %u, value %u): pinned by another xina version? Detach all ports and remove %s/xina_*",
+		     x->pin_dir, s->name, info.type, info.key_size,
+		     info.value_size, s->type, s->key_size, s->value_size,
+		     x->pin_dir);
+		return -EINVAL;
+	}
+	*max_entries = info.max_entries;
+	return 0;
+}
+
+static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
+{
+	__u32 entries[XM_NR];
+	char path[PATH_MAX];
+	int i, ret;
+
+	for (i = 0; i < XM_NR; i++) {
+		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+			 xm_shapes[i].name);
+		m->fd[i] = bpf_obj_get(path);
+		if (m->fd[i] < 0) {
+			ret = -errno;
+			if (ret == -ENOENT)
+				return quiet ? ret : xmaps_not_loaded(x);
+			xerr("cannot open pinned map %s: %s", path,
+			     strerror(-ret));
+			return ret;
+		}
+		ret = xm_check_shape(x, i, m->fd[i], &entries[i]);
+		if (ret)
+			return ret;
+	}
+	if (entries[XM_STATS] < XINA_MAX_JOBS + 1) {
+		xerr("map %s/xina_stats has %u entries, fewer than %d jobs + 1",
+		     x->pin_dir, entries[XM_STATS], XINA_MAX_JOBS);
+		return -EINVAL;
+	}
+	m->versions = entries[XM_META] < entries[XM_VALS] ?
+		      entries[XM_META] : entries[XM_VALS];
+	return 0;
+}
+
+static void xm_close(struct xinactl *x)
+{
+	struct xm *m = x->be_priv;
+	int i;
+
+	if (!m)
+		return;
+	for (i = 0; i < XM_NR; i++)
+		if (m->fd[i] >= 0)
+			close(m->fd[i]);
+	xmaps_unlock(m->lock_fd);
+	free(m);
+	x->be_priv = NULL;
+}
+
+static int xm_open(struct xinactl *x, unsigned int flags)
+{
+	struct xm *m;
+	int i, ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < XM_NR; i++)
+		m->fd[i] = -1;
+	m->lock_fd = -1;
+	x->be_priv = m;
+
+	m->ncpus = libbpf_num_possible_cpus();
+	if (m->ncpus < 0) {
+		ret = m->ncpus;
+		xerr("cannot read the number of possible CPUs: %s",
+		     strerror(-ret));
+		goto err;
+	}
+	if (flags & XB_CREATE)
+		ret = xmaps_pin_dir_setup(x);
+	else
+		ret = xmaps_pin_dir_check(x, flags & XB_ABSENT_OK);
+	if (ret)
+		goto err;
+	if (flags & (XB_CREATE | XB_WRITE)) {
+		m->lock_fd = xmaps_lock(x);
+		if (m->lock_fd < 0) {
+			ret = m->lock_fd;
+			goto err;
+		}
+	}
+	if (flags & XB_CREATE) {
+		ret = xm_create(x);
+		if (ret)
+			goto err;
+	}
+	ret = xm_open_maps(x, m, flags & XB_ABSENT_OK);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	xm_close(x);
+	return ret;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+/* Slot memory a job holds: its versions in xina_meta and every CPU's vals. */
+static __u64 xm_mem_bytes(const struct xm *m, __u32 slots)
+{
+	return 2ULL * slots * (ROUND8(sizeof(struct xina_meta)) +
+			       m->ncpus * ROUND8(sizeof(struct xina_part)));
+}
+
+/* Read job @id; -ENOENT (no message) if there is none. */
+static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
+{
+	struct xina_member_key mk = { .job = id };
+	struct xina_member mv;
+	struct xina_job j;
+
+	if (bpf_map_lookup_elem(m->fd[XM_JOBS], &id, &j))
+		return -errno;
+	memset(job, 0, sizeof(*job));
+	job->id = j.id;
+	job->workers = j.workers;
+	job->elems = j.elems;
+	job->slots = j.slots;
+	job->flags = j.flags;
+	job->key = j.key;
+	job->idx = j.idx;
+	job->slot_base = j.slot_base;
+	job->mem_bytes = xm_mem_bytes(m, j.slots);
+	for (mk.rank = 0; mk.rank < j.workers && mk.rank < XINA_MAX_WORKERS;
+	     mk.rank++) {
+		/* a member missing under a live job shows as 0.0.0.0 */
+		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &mk, &mv))
+			continue;
+		job->member[mk.rank].addr = mv.addr;
+		job->member[mk.rank].port = mv.port;
+		job->member[mk.rank].rport = mv.rport;
+		job->member[mk.rank].ifindex = mv.ifindex;
+		memcpy(job->member[mk.rank].mac, mv.mac, sizeof(mv.mac));
+	}
+	return 0;
+}
+
+static int xm_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
+{
+	int ret;
+
+	ret = xm_job_read(x->be_priv, id, job);
+	if (ret == -ENOENT)
+		xerr("job %u does not exist", id);
+	else if (ret)
+		xerr("cannot read job %u: %s", id, strerror(-ret));
+	return ret;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Ids of all jobs, sorted.  Hash iteration restarts from the first key if
+ * the current one is deleted under it; the bound keeps that finite.
+ */
+static int xm_job_ids(struct xm *m, __u32 *ids, __u32 max, __u32 *nr)
+{
+	__u32 key, next, n = 0;
+	void *prev = NULL;
+
+	while (n < max) {
+		if (bpf_map_get_next_key(m->fd[XM_JOBS], prev, &next)) {
+			if (errno != ENOENT)
+				return -errno;
+			break;
+		}
+		ids[n++] = next;
+		key = next;
+		prev = &key;
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u32);
+	*nr = n;
+	return 0;
+}
+
+static int xm_job_walk(struct xinactl *x, xinactl_job_cb cb, void *arg)
+{
+	__u32 ids[XINA_MAX_JOBS * 2], nr, i;
+	struct xm *m = x->be_priv;
+	struct xinactl_job *job;
+	int ret;
+
+	ret = xm_job_ids(m, ids, sizeof(ids) / sizeof(ids[0]), &nr);
+	if (ret) {
+		xerr("cannot list jobs: %s", strerror(-ret));
+		return ret;
+	}
+	job = malloc(sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		ret = xm_job_read(m, ids[i], job);
+		if (ret == -ENOENT)	/* deleted meanwhile */
+			continue;
+		if (ret) {
+			xerr("cannot read job %u: %s", ids[i], strerror(-ret));
+			break;
+		}
+		ret = cb(x, job, arg);
+		if (ret)
+			break;
+	}
+	free(job);
+	return ret;
+}
+
+/*
+ * Delete every entry of job @id from a hash map whose key holds the job id
+ * at @job_off.  Keys are collected first: deleting while iterating a hash
+ * map restarts the iteration.
+ */
+static int xm_del_job_keys(int fd, size_t key_size, size_t job_off, __u32 id)
+{
+	size_t cap = XINA_MAX_JOBS * XINA_MAX_WORKERS, n = 0, i;
+	char *keys, cur[16], next[16];
+	void *prev = NULL;
+	__u32 job;
+	int ret = 0;
+
+	keys = malloc(cap * key_size);
+	if (!keys)
+		return -ENOMEM;
+	while (n < cap && !bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(&job, next + job_off, sizeof(job));
+		if (job == id)
+			memcpy(keys + n++ * key_size, next, key_size);
+		memcpy(cur, next, key_size);
+		prev = cur;
+	}
+	for (i = 0; i < n; i++)
+		if (bpf_map_delete_elem(fd, keys + i * key_size) &&
+		    errno != ENOENT)
+			ret = -errno;
+	free(keys);
+	return ret;
+}
+
+static int xm_del_members_ports(struct xm *m, __u32 id)
+{
+	int ret, ret2;
+
+	ret = xm_del_job_keys(m->fd[XM_MEMBERS], sizeof(struct xina_member_key),
+			      offsetof(struct xina_member_key, job), id);
+	ret2 = xm_del_job_keys(m->fd[XM_PORTS], sizeof(struct xina_port_key),
+			       offsetof(struct xina_port_key, job), id);
+	return ret ? ret : ret2;
+}
+
+struct xm_range {
+	__u32	base;
+	__u32	end;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	return cmp_u32(&((const struct xm_range *)a)->base,
+		       &((const struct xm_range *)b)->base);
+}
+
+/* What the existing jobs hold: stats indexes and slot version ranges. */
+struct xm_usage {
+	bool		idx_used[XINA_MAX_JOBS];
+	struct xm_range	range[XINA_MAX_JOBS * 2];
+	__u32		nr;
+};
+
+static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
+			 struct xm_usage *u)
+{
+	__u32 ids[XINA_MAX_JOBS * 2], nr, i;
+	struct xm *m = x->be_priv;
+	struct xina_job j;
+	int ret;
+
+	ret = xm_job_ids(m, ids, sizeof(ids) / sizeof(ids[0]), &nr);
+	if (ret) {
+		xerr("cannot list jobs: %s", strerror(-ret));
+		return ret;
+	}
+	memset(u, 0, sizeof(*u));
+	for (i = 0; i < nr; i++) {
+		if (ids[i] == new->id) {
+			xerr("job %u already exists; delete it first ('xinactl job del %u')",
+			     new->id, new->id);
+			return -EEXIST;
+		}
+		if (bpf_map_lookup_elem(m->fd[XM_JOBS], &ids[i], &j))
+			continue;
+		if (j.idx < XINA_MAX_JOBS)
+			u->idx_used[j.idx] = true;
+		u->range[u->nr].base = j.slot_base;
+		u->range[u->nr].end = j.slot_base + 2 * j.slots;
+		u->nr++;
+	}
+	qsort(u->range, u->nr, sizeof(u->range[0]), cmp_range);
+	return 0;
+}
+
+static int xm_alloc_idx(const struct xm_usage *u, __u32 *idx)
+{
+	__u32 i;
+
+	for (i = 0; i < XINA_MAX_JOBS; i++) {
+		if (!u->idx_used[i]) {
+			*idx = i;
+			return 0;
+		}
+	}
+	xerr("no free job slot: all %d jobs are in use", XINA_MAX_JOBS);
+	return -ENOSPC;
+}
+
+/* First fit of @need contiguous slot versions among the existing jobs. */
+static int xm_alloc_range(const struct xm *m, const struct xm_usage *u,
+			  __u32 slots, __u32 *base)
+{
+	__u64 need = 2ULL * slots;
+	__u32 cur = 0, largest = 0, free_total = 0, i;
+
+	if (need > m->versions) {
+		xerr("slots %u too many: slot memory holds %u slot versions, 2 per slot, at most %u slots",
+		     slots, m->versions, m->versions / 2);
+		return -ENOSPC;
+	}
+	for (i = 0; i <= u->nr; i++) {
+		__u32 start = i < u->nr ? u->range[i].base : m->versions;
+
+		if (start > cur) {
+			if (start - cur >= need) {
+				*base = cur;
+				return 0;
+			}
+			largest = start - cur > largest ? start - cur : largest;
+			free_total += start - cur;
+		}
+		if (i < u->nr && u->range[i].end > cur)
+			cur = u->range[i].end;
+	}
+	xerr("no room for slots %u: it needs %llu contiguous slot versions, the largest free range has %u (%u of %u free)",
+	     slots, (unsigned long long)need, largest, free_total, m->versions);
+	return -ENOSPC;
+}
+
+/* A fresh job starts from clean slot versions and counters. */
+static int xm_zero_job(struct xm *m, __u32 idx, __u32 base, __u32 slots)
+{
+	size_t vals_sz = m->ncpus * ROUND8(sizeof(struct xina_part));
+	size_t stats_sz = m->ncpus * ROUND8(sizeof(struct xina_counters));
+	struct xina_meta meta = {};
+	__u32 i, end = base + 2 * slots;
+	int ret = 0;
+	void *zero;
+
+	zero = calloc(1, vals_sz > stats_sz ? vals_sz : stats_sz);
+	if (!zero)
+		return -ENOMEM;
+	for (i = base; i < end; i++) {
+		if (bpf_map_update_elem(m->fd[XM_META], &i, &meta, BPF_ANY) ||
+		    bpf_map_update_elem(m->fd[XM_VALS], &i, zero, BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (bpf_map_update_elem(m->fd[XM_STATS], &idx, zero, BPF_ANY))
+		ret = -errno;
+out:
+	free(zero);
+	return ret;
+}
+
+static int xm_write_members(struct xm *m, const struct xinactl_job *job)
+{
+	struct xina_member_key mk = { .job = job->id };
+	struct xina_member mv;
+
+	for (mk.rank = 0; mk.rank < job->workers; mk.rank++) {
+		memset(&mv, 0, sizeof(mv));
+		mv.addr = job->member[mk.rank].addr;
+		mv.port = job->member[mk.rank].port;
+		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &mk, &mv,
+					BPF_NOEXIST))
+			return -errno;
+	}
+	return 0;
+}
+
+static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
+{
+	struct xm *m = x->be_priv;
+	struct xina_job j = {};
+	struct xm_usage *u;
+	__u32 idx, base;
+	int ret;
+
+	u = malloc(sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	ret = xm_usage_read(x, job, u);
+	if (ret)
+		goto out;
+	ret = xm_alloc_idx(u, &idx);
+	if (ret)
+		goto out;
+	ret = xm_alloc_range(m, u, job->slots, &base);
+	if (ret)
+		goto out;
+
+	/* leftovers of a "job del" that died half way, then a clean start */
+	ret = xm_del_members_ports(m, job->id);
+	if (!ret)
+		ret = xm_zero_job(m, idx, base, job->slots);
+	if (ret) {
+		xerr("job %u: cannot prepare its slot memory: %s", job->id,
+		     strerror(-ret));
+		goto out;
+	}
+	ret = xm_write_members(m, job);
+	if (ret) {
+		xerr("job %u: cannot write its members: %s", job->id,
+		     strerror(-ret));
+		goto undo;
+	}
+
+	/* last: from here on the fast path sees the job */
+	j.key = job->key;
+	j.id = job->id;
+	j.idx = idx;
+	j.slot_base = base;
+	j.slots = job->slots;
+	j.workers = job->workers;
+	j.elems = job->elems;
+	j.flags = job->flags;
+	if (bpf_map_update_elem(m->fd[XM_JOBS], &j.id, &j, BPF_NOEXIST)) {
+		ret = -errno;
+		xerr("job %u: cannot write it: %s", job->id, strerror(-ret));
+		goto undo;
+	}
+	goto out;
+undo:
+	xm_del_members_ports(m, job->id);
+out:
+	free(u);
+	return ret;
+}
+
+static int xm_job_del(struct xinactl *x, __u32 id)
+{
+	struct xm *m = x->be_priv;
+	int ret;
+
+	/* first: the fast path stops using the job's members and slots */
+	if (bpf_map_delete_elem(m->fd[XM_JOBS], &id)) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			xerr("job %u does not exist", id);
+		else
+			xerr("cannot delete job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	ret = xm_del_members_ports(m, id);
+	if (ret)
+		xwarn("job %u deleted, but some of its members are left over (%s); the next 'job add %u' removes them",
+		      id, strerror(-ret), id);
+	return 0;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+static int xm_counters_sum(struct xm *m, __u32 idx, __u64 *sum, __u32 nr)
+{
+	size_t stride = ROUND8(sizeof(struct xina_counters));
+	struct xina_counters *c;
+	char *buf;
+	int cpu, ret = 0;
+	__u32 i;
+
+	buf = calloc(m->ncpus, stride);
+	if (!buf)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->fd[XM_STATS], &idx, buf)) {
+		ret = -errno;
+		goto out;
+	}
+	memset(sum, 0, nr * sizeof(*sum));
+	for (cpu = 0; cpu < m->ncpus; cpu++) {
+		c = (struct xina_counters *)(buf + cpu * stride);
+		for (i = 0; i < nr; i++)
+			sum[i] += c->c[i];
+	}
+out:
+	free(buf);
+	return ret;
+}
+
+static int xm_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
+{
+	struct xm *m = x->be_priv;
+	struct xina_job j;
+	int ret;
+
+	if (bpf_map_lookup_elem(m->fd[XM_JOBS], &id, &j)) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			xerr("job %u does not exist", id);
+		else
+			xerr("cannot read job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	ret = xm_counters_sum(m, j.idx, st->c, XINA_STAT_MAX);
+	if (ret)
+		xerr("cannot read the counters of job %u: %s", id,
+		     strerror(-ret));
+	return ret;
+}
+
+static int xm_gstats_get(struct xinactl *x, struct xinactl_gstats *st)
+{
+	int ret;
+
+	ret = xm_counters_sum(x->be_priv, XINA_MAX_JOBS, st->c,
+			      XINA_GSTAT_MAX);
+	if (ret)
+		xerr("cannot read the switch counters: %s", strerror(-ret));
+	return ret;
+}
+
+const struct xinactl_backend xinactl_maps_backend = {
+	.name		= "maps",
+	.open		= xm_open,
+	.close		= xm_close,
+	.job_add	= xm_job_add,
+	.job_del	= xm_job_del,
+	.job_get	= xm_job_get,
+	.job_walk	= xm_job_walk,
+	.stats_get	= xm_stats_get,
+	.gstats_get	= xm_gstats_get,
+};
