@@ -8,7 +8,7 @@ BENCH_BIN := $(O)/bench/bin
 BENCH_SRC := user/bench
 BENCH_PROGS := $(BENCH_BIN)/xina-nsrun $(BENCH_BIN)/xina-bench-mpi \
 	       $(BENCH_BIN)/xina-bench-addloop $(BENCH_BIN)/xina-bench-addloop-simd \
-	       $(BENCH_BIN)/xina-bench-fastpath
+	       $(BENCH_BIN)/xina-bench-fastpath $(BENCH_BIN)/xina-bench-xina
 BENCH_CFLAGS := $(CFLAGS) $(XCFLAGS)
 
 .PHONY: bench bench-progs
@@ -48,3 +48,7 @@ $(BENCH_BIN)/xina-bench-fastpath: $(BENCH_SRC)/fastpath.c $(BENCH_BIN)/bench_uti
 				  $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $(filter %.c %.o,$^) -lbpf -lelf -lz
+
+$(BENCH_BIN)/xina-bench-xina: $(BENCH_SRC)/xina_bench.c $(BENCH_BIN)/bench_util.o $(O)/libxina.a
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ -lm

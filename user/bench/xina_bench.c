@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xina-bench-xina: one worker of a xina allreduce, timed the way the peers'
+ * drivers time theirs (xina-bench-mpi, gloo_allreduce.py), so that the
+ * numbers compare.  Used for both xina systems: the XDP switch and
+ * xina-swagg; the switch side is the caller's business.
+ *
+ *   xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K
+ *       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]
+ *       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]
+ *
+ * Why not xina-allreduce: it recomputes every worker's input to check each
+ * element against its own float reference, which costs more CPU than the
+ * allreduce and would be charged to xina in the CPU-per-GiB numbers.  Here
+ * the inputs are the same closed form as the peers' ((r + 1) * (i % 251 +
+ * 1)), so the expected result is a product (see check()).
+ *
+ * Each timed iteration starts from a one-element allreduce through the
+ * switch, which is a barrier: it completes only once every worker sent it.
+ * Every rank prints one JSON line per size and dtype with its iteration
+ * times; the harness takes, per iteration, the slowest rank's time (as the
+ * peers' drivers do).  CPU: user+system time of this process over the timed
+ * loop (barriers included, as in the peers' drivers); rank 0 adds the
+ * host's /proc/stat busy and softirq seconds over the same loop.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "libxina.h"
+
+#define MAX_RUNS	16
+
+struct cfg {
+	char switch_addr[64];
+	char bind_addr[64];
+	struct xina_opts o;
+	long long bytes[MAX_RUNS];
+	int iters[MAX_RUNS];
+	int nbytes;
+	int niters;
+	int warmup;
+	int dtypes;	/* bit 0: i32, bit 1: f32 */
+};
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K\n"
+		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
+		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n");
+	exit(2);
+}
+
+static unsigned long long num(const char *opt, const char *s,
+			      unsigned long long max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || !*s || *end || v > max) {
+		fprintf(stderr, "xina-bench-xina: bad %s '%s' (0..%llu)\n", opt, s, max);
+		exit(2);
+	}
+	return v;
+}
+
+/* "IP[:PORT]" into @buf and @port. */
+static void addr(const char *opt, const char *s, char *buf, size_t len,
+		 uint16_t *port)
+{
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+	if (n >= len) {
+		fprintf(stderr, "xina-bench-xina: bad %s '%s' (IPv4[:PORT])\n", opt, s);
+		exit(2);
+	}
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	if (colon)
+		*port = num(opt, colon + 1, 65535);
+}
+
+static void list(char *arg, const char *opt, struct cfg *c)
+{
+	char *save = NULL, *tok;
+	long long v;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(opt, "--dtype")) {
+			if (!strcmp(tok, "i32")) {
+				c->dtypes |= 1;
+				continue;
+			}
+			if (!strcmp(tok, "f32")) {
+				c->dtypes |= 2;
+				continue;
+			}
+			fprintf(stderr, "xina-bench-xina: bad --dtype '%s' (i32 or f32)\n", tok);
+			exit(2);
+		}
+		if (!strcmp(opt, "--bytes")) {
+			v = parse_size(tok);
+			if (v <= 0 || v % 4 || c->nbytes == MAX_RUNS) {
+				fprintf(stderr, "xina-bench-xina: bad --bytes '%s' (a positive multiple of 4, at most %d sizes)\n",
+					tok, MAX_RUNS);
+				exit(2);
+			}
+			c->bytes[c->nbytes++] = v;
+			continue;
+		}
+		v = num(opt, tok, 1000000);
+		if (v < 1 || c->niters == MAX_RUNS) {
+			fprintf(stderr, "xina-bench-xina: bad --iters '%s'\n", tok);
+			exit(2);
+		}
+		c->iters[c->niters++] = v;
+	}
+}
+
+static void parse(int argc, char **argv, struct cfg *c)
+{
+	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
+	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP };
+	static const struct option lo[] = {
+		{ "switch", required_argument, NULL, O_SWITCH },
+		{ "bind", required_argument, NULL, O_BIND },
+		{ "job", required_argument, NULL, O_JOB },
+		{ "key", required_argument, NULL, O_KEY },
+		{ "rank", required_argument, NULL, O_RANK },
+		{ "workers", required_argument, NULL, O_WORKERS },
+		{ "slots", required_argument, NULL, O_SLOTS },
+		{ "elems", required_argument, NULL, O_ELEMS },
+		{ "bytes", required_argument, NULL, O_BYTES },
+		{ "dtype", required_argument, NULL, O_DTYPE },
+		{ "iters", required_argument, NULL, O_ITERS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	c->o.sz = sizeof(c->o);
+	c->warmup = 1;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case O_SWITCH:
+			addr("--switch", optarg, c->switch_addr,
+			     sizeof(c->switch_addr), &c->o.switch_port);
+			break;
+		case O_BIND:
+			addr("--bind", optarg, c->bind_addr, sizeof(c->bind_addr),
+			     &c->o.bind_port);
+			break;
+		case O_JOB:
+			c->o.job = num("--job", optarg, UINT32_MAX);
+			break;
+		case O_KEY:
+			c->o.key = num("--key", optarg, UINT64_MAX);
+			break;
+		case O_RANK:
+			c->o.rank = num("--rank", optarg, XINA_MAX_WORKERS - 1);
+			break;
+		case O_WORKERS:
+			c->o.workers = num("--workers", optarg, XINA_MAX_WORKERS);
+			break;
+		case O_SLOTS:
+			c->o.slots = num("--slots", optarg, UINT32_MAX);
+			break;
+		case O_ELEMS:
+			c->o.elems = num("--elems", optarg, XINA_MAX_ELEMS);
+			break;
+		case O_BYTES:
+			list(optarg, "--bytes", c);
+			break;
+		case O_DTYPE:
+			list(optarg, "--dtype", c);
+			break;
+		case O_ITERS:
+			list(optarg, "--iters", c);
+			break;
+		case O_WARMUP:
+			c->warmup = num("--warmup", optarg, 1000);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!c->switch_addr[0] || !c->o.job || !c->o.workers || !c->nbytes)
+		usage();
+	if (c->niters > 1 && c->niters != c->nbytes) {
+		fprintf(stderr, "xina-bench-xina: --iters needs one count, or one per size\n");
+		exit(2);
+	}
+	if (!c->niters)
+		c->iters[c->niters++] = 5;
+	if (!c->dtypes)
+		c->dtypes = 2;
+	c->o.switch_addr = c->switch_addr;
+	c->o.bind_addr = c->bind_addr[0] ? c->bind_addr : NULL;
+}
+
+static void fill(void *buf, size_t n, int rank, int f32)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int32_t v = (rank + 1) * (int32_t)(i % 251 + 1);
+
+		if (f32)
+			((float *)buf)[i] = v;
+		else
+			((int32_t *)buf)[i] = v;
+	}
+}
+
+/*
+ * After @calls in-place allreduces every element i is
+ * S * N^(calls - 1) * (i % 251 + 1), S = N (N + 1) / 2: the first call sums
+ * the ranks' inputs, each later one multiplies by N.  int32 wraps (the
+ * switch's sum does too); float32 is checked to a relative 1e-4: the block
+ * floating point error is about 2^-21 relative per call at these values,
+ * and a lost or doubled contribution is off by at least 1/N.
+ */
+static int check(const void *buf, size_t n, int workers, int f32, int calls)
+{
+	uint32_t mi = workers * (workers + 1) / 2;
+	double mf = mi;
+	size_t i;
+	int k;
+
+	for (k = 1; k < calls; k++) {
+		mi *= workers;
+		mf *= workers;
+	}
+	for (i = 0; i < n; i++) {
+		uint32_t b = i % 251 + 1;
+		double want = mf * b, got;
+
+		if (!f32) {
+			if ((uint32_t)((const int32_t *)buf)[i] == mi * b)
+				continue;
+			fprintf(stderr, "xina-bench-xina: element %zu is %d, expected %d\n",
+				i, ((const int32_t *)buf)[i], (int32_t)(mi * b));
+			return -EIO;
+		}
+		got = ((const float *)buf)[i];
+		if (fabs(got - want) <= 1e-4 * want)
+			continue;
+		fprintf(stderr, "xina-bench-xina: element %zu is %.9g, expected %.9g\n",
+			i, got, want);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int reduce(struct xina *x, void *buf, size_t n, int f32)
+{
+	return f32 ? xina_allreduce_f32(x, buf, n) :
+		     xina_allreduce_i32(x, buf, n, XINA_OP_SUM);
+}
+
+static int barrier(struct xina *x)
+{
+	int32_t one = 1;
+
+	return xina_allreduce_i32(x, &one, 1, XINA_OP_SUM);
+}
+
+/*
+ * One size and dtype.  The reduction is in place and the input is not
+ * restored between calls (that would be a copy in the timed window that
+ * the peers do not pay); check() knows what repeated sums give.
+ */
+static int measure(struct xina *x, const struct cfg *c, long long bytes,
+		   int iters, int f32, void *buf, double *t)
+{
+	struct xina_worker_stats s0, s1;
+	struct host_cpu h0 = { 0 }, h1 = { 0 };
+	double cpu, c0, t0;
+	size_t n = bytes / 4;
+	int i, err;
+
+	fill(buf, n, c->o.rank, f32);
+	for (i = 0; i < c->warmup; i++) {
+		err = reduce(x, buf, n, f32);
+		if (err)
+			return err;
+	}
+	xina_get_stats(x, &s0);
+	if (c->o.rank == 0)
+		host_cpu_read(&h0);
+	c0 = self_cpu_s();
+	for (i = 0; i < iters; i++) {
+		err = barrier(x);
+		if (err)
+			return err;
+		t0 = mono_s();
+		err = reduce(x, buf, n, f32);
+		t[i] = mono_s() - t0;
+		if (err)
+			return err;
+	}
+	cpu = self_cpu_s() - c0;
+	if (c->o.rank == 0)
+		host_cpu_read(&h1);
+	xina_get_stats(x, &s1);
+	err = check(buf, n, c->o.workers, f32, c->warmup + iters);
+	if (err)
+		return err;
+
+	printf("{\"rank\":%u,\"workers\":%u,\"dtype\":\"%s\",\"bytes\":%lld,"
+	       "\"iters\":%d,\"warmup\":%d,\"elems\":%u,\"slots\":%u,\"t\":[",
+	       c->o.rank, c->o.workers, f32 ? "f32" : "i32", bytes, iters,
+	       c->warmup, c->o.elems, c->o.slots);
+	for (i = 0; i < iters; i++)
+		printf("%s%.6f", i ? "," : "", t[i]);
+	printf("],\"cpu_s\":%.4f,\"sent\":%llu,\"retrans\":%llu,\"timeouts\":%llu",
+	       cpu, (unsigned long long)(s1.sent - s0.sent),
+	       (unsigned long long)(s1.retrans - s0.retrans),
+	       (unsigned long long)(s1.timeouts - s0.timeouts));
+	if (c->o.rank == 0)
+		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f",
+		       h1.busy - h0.busy, h1.softirq - h0.softirq);
+	printf("}\n");
+	fflush(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i, d, err = 0, maxiters = 0;
+	struct cfg c = { 0 };
+	long long maxbytes = 0;
+	struct xina *x;
+	double *t;
+	void *buf;
+
+	parse(argc, argv, &c);
+	for (i = 0; i < c.nbytes; i++) {
+		if (c.bytes[i] > maxbytes)
+			maxbytes = c.bytes[i];
+		if (c.iters[c.niters > 1 ? i : 0] > maxiters)
+			maxiters = c.iters[c.niters > 1 ? i : 0];
+	}
+	buf = malloc(maxbytes);
+	t = calloc(maxiters, sizeof(*t));
+	if (!buf || !t) {
+		fprintf(stderr, "xina-bench-xina: out of memory for %lld bytes\n", maxbytes);
+		return 1;
+	}
+	err = xina_open(&c.o, &x);
+	if (err) {
+		fprintf(stderr, "xina-bench-xina: rank %u: xina_open: %s\n", c.o.rank,
+			strerror(-err));
+		return 1;
+	}
+	for (d = 0; d < 2 && !err; d++) {
+		if (!(c.dtypes & (1 << d)))
+			continue;
+		for (i = 0; i < c.nbytes && !err; i++)
+			err = measure(x, &c, c.bytes[i], c.iters[c.niters > 1 ? i : 0],
+				      d, buf, t);
+	}
+	if (err)
+		fprintf(stderr, "xina-bench-xina: rank %u: %s: %s\n", c.o.rank,
+			strerror(-err), xina_last_error(x) ? xina_last_error(x) : "");
+	xina_close(x);
+	free(buf);
+	free(t);
+	return err ? 1 : 0;
+}
