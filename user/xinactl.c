@@ -354,8 +354,10 @@ static void xinactl_manual(void)
 
 static int xinactl_help(struct xinactl *x, int argc, char **argv)
 {
-	if (argc > 0)
-		return xunexpected("help", argv[0]);
+	if (argc > 0) {
+		xerr("help: unknown argument '%s'; see 'xinactl help'", argv[0]);
+		return -EINVAL;
+	}
 	xinactl_manual();
 	return 0;
 }

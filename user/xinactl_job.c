@@ -59,14 +59,16 @@ static int job_parse_addr(const char *s, struct xinactl_member *m)
 		goto bad;
 	strcpy(buf, s);
 	colon = strchr(buf, ':');
-	if (colon) {
+	if (colon)
 		*colon = '\0';
+	/* the address first: "::1" is a bad address, not a bad port */
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		goto bad;
+	if (colon) {
 		port = colon + 1;
 		if (xparse_u32("member port", port, 0, 65535, &p))
 			return -EINVAL;
 	}
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		goto bad;
 	h = ntohl(a.s_addr);
 	if (!h || h == INADDR_BROADCAST || IN_MULTICAST(h)) {
 		xerr("member address '%s' is not a unicast IPv4 address", s);

@@ -1,0 +1,340 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# xinactl: every bad command line is refused with a message that names the
+# bad input, and leaves the configuration exactly as it was (jobs, ports,
+# XDP attachments, the pin dir); jobs round-trip through add/show/del with
+# the documented JSON; ports attach and detach on veths in namespaces made
+# here; stats count packets sent into an attached port.
+#
+# Uses a private pin dir (/run/xina-test-PID) and namespaces of its own.
+
+. "$(dirname "$0")/lib.sh"
+
+XINACTL=${XINACTL:-$O/xinactl}
+PIN=/run/xina-test-$$
+NS_SW=$(unique_name xctl-sw-)
+NS_W=$(unique_name xctl-w-)
+export XINA_PIN_DIR=$PIN
+
+require_root
+require_cmd ip python3 findmnt "$XINACTL"
+
+cleanup()
+{
+	ip netns del "$NS_SW" 2>/dev/null
+	ip netns del "$NS_W" 2>/dev/null
+	umount "$PIN" 2>/dev/null
+	rmdir "$PIN" 2>/dev/null
+}
+trap cleanup EXIT
+
+x()
+{
+	"$XINACTL" "$@"
+}
+
+xsw()
+{
+	ip netns exec "$NS_SW" "$XINACTL" "$@"
+}
+
+have_ns()
+{
+	ip netns list | grep -qw "$NS_SW"
+}
+
+# Everything a command could change: jobs, ports, XDP on the veths, mounts.
+snapshot()
+{
+	x -j job show 2>&1
+	x -j dev show 2>&1
+	if have_ns; then
+		xsw -j dev show 2>&1
+		ip -n "$NS_SW" -d link show 2>&1
+	fi
+	findmnt -n -o FSTYPE "$PIN" 2>&1
+	ls -a "$PIN" 2>&1
+}
+
+# refused MSG CMD...: CMD fails, says MSG, and changes nothing.
+refused()
+{
+	local msg=$1 before after err rc
+
+	shift
+	before=$(snapshot)
+	err=$("$@" 2>&1 >/dev/null)
+	rc=$?
+	after=$(snapshot)
+	if [ "$rc" -eq 0 ]; then
+		check_err 1 "exit status 0"
+	elif [[ "$err" != *"$msg"* ]]; then
+		check_err 1 "said '$err', expected '$msg'"
+	elif [ "$before" != "$after" ]; then
+		check_err 1 "configuration changed: $(diff <(echo "$before") <(echo "$after") | head -5 | tr '\n' ' ')"
+	fi
+	log_test "refused: ${*#"$XINACTL"} -> $msg"
+}
+
+# json_ok CMD... PYEXPR: CMD succeeds, prints JSON, PYEXPR holds for it (j).
+json_ok()
+{
+	local expr=${*: -1} out
+
+	out=$("${@:1:$#-1}" 2>&1)
+	check_err $? "failed: $out"
+	python3 -c "import json, sys; j = json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" \
+		<<<"$out" 2>/dev/null
+	check_err $? "JSON '$out' fails: $expr"
+}
+
+# One UDP packet from the worker namespace to the switch port.
+send_xina()
+{
+	local job=$1 key=$2
+
+	ip netns exec "$NS_W" python3 - "$job" "$key" <<'EOF'
+import socket, struct, sys
+job, key = int(sys.argv[1]), int(sys.argv[2], 0)
+# struct xina_hdr: version type dtype op flags exp count job rank weight
+# slot round key offset, then one int32 element
+pkt = struct.pack("!BBBBBbHIHHIIQQi", 1, 1, 1, 1, 0, 0, 1, job, 0, 0,
+                  0, 0, key, 0, 42)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(pkt, ("10.99.0.1", 9277))
+EOF
+}
+
+stat_is()
+{
+	local job=$1 name=$2 want=$3
+
+	x -j stats job "$job" 2>/dev/null | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+sys.exit(0 if j['jobs'][0]['$name'] == $want else 1)" 2>/dev/null
+}
+
+echo "TAP version 13"
+
+# ---- nothing set up yet ----------------------------------------------------
+NL="xina is not loaded: no maps under $PIN"
+refused "$NL" x job del 1
+refused "$NL" x job show 1
+refused "$NL" x stats
+refused "$NL" x stats job 1
+refused "$NL" x dev detach lo
+
+json_ok x -j job show 'j == {"backend": "maps", "jobs": []}'
+findmnt "$PIN" >/dev/null 2>&1
+check_fail $? "a read-only command mounted $PIN"
+log_test "job show with nothing set up: empty list, no mount"
+
+# ---- jobs --------------------------------------------------------------------
+x job add 1 workers 2 member 0 10.0.0.1 member 1 10.0.0.2:9000
+check_err $? "job add 1 failed"
+[ "$(findmnt -n -o FSTYPE "$PIN")" = bpf ]
+check_err $? "$PIN is not a bpffs after job add"
+log_test "job add 1 mounts a bpffs on the pin dir"
+
+json_ok x -j job show 1 'j["backend"] == "maps" and len(j["jobs"]) == 1 and
+	j["jobs"][0]["id"] == 1 and j["jobs"][0]["workers"] == 2 and
+	j["jobs"][0]["slots"] == 128 and j["jobs"][0]["elems"] == 256 and
+	j["jobs"][0]["key"] == "0x0" and j["jobs"][0]["slot_base"] == 0 and
+	[(m["rank"], m["addr"], m["port"]) for m in j["jobs"][0]["members"]] ==
+	[(0, "10.0.0.1", 0), (1, "10.0.0.2", 9000)]'
+log_test "job show 1: JSON with defaults and members"
+
+out=$(x job show 1)
+[[ "$out" == *"job 1 workers 2 slots 128 elems 256 key 0x0"* &&
+   "$out" == *"member 1 10.0.0.2:9000"* ]]
+check_err $? "text output: $out"
+log_test "job show 1: text output in the add grammar"
+
+x job add 2 workers 1 slots 4 elems 8 key 0x1234 member 0 10.99.0.2
+check_err $? "job add 2 failed"
+json_ok x -p job show 'len(j["jobs"]) == 2 and j["jobs"][1]["id"] == 2 and
+	j["jobs"][1]["slot_base"] == 256 and j["jobs"][1]["idx"] == 1 and
+	j["jobs"][1]["key"] == "0x1234" and j["jobs"][1]["elems"] == 8'
+log_test "job add 2: next free index, first fit after job 1 (-p JSON)"
+
+# ---- bad job commands ----------------------------------------------------------
+M1="member 0 10.0.0.1"
+refused "unknown object 'jo'" x jo show
+refused "unknown object 'j'" x j show
+refused "unknown command 'sho'" x job sho
+refused "unknown command 'ad'" x job ad 5 workers 1 $M1
+refused "unknown command 'delete'" x job delete 1
+refused "unknown argument 'worker'" x job add 5 worker 1 $M1
+refused "unknown argument 'slot'" x job add 5 workers 1 slot 4 $M1
+refused "unknown argument 'mem'" x job add 5 workers 1 mem 0 10.0.0.1
+refused "missing job ID" x job add
+refused "'workers' needs a value" x job add 5 workers
+refused "'slots' needs a value" x job add 5 workers 1 $M1 slots
+refused "'key' needs a value" x job add 5 workers 1 $M1 key
+refused "'member' needs RANK and ADDR" x job add 5 workers 1 member 0
+refused "'workers N' is required" x job add 5 $M1
+refused "'workers' given twice" x job add 5 workers 1 workers 1 $M1
+refused "'key' given twice" x job add 5 workers 1 key 1 key 2 $M1
+refused "job ID 'x' is not a number" x job add x workers 1 $M1
+refused "job ID '0' out of range 1..4294967295" x job add 0 workers 1 $M1
+refused "job ID '4294967296' out of range" x job add 4294967296 workers 1 $M1
+refused "job ID '-1' is not a number" x job add -1 workers 1 $M1
+refused "workers 'abc' is not a number" x job add 5 workers abc $M1
+refused "workers '1x' is not a number" x job add 5 workers 1x $M1
+refused "workers '0' out of range 1..256" x job add 5 workers 0 $M1
+refused "workers '257' out of range 1..256" x job add 5 workers 257 $M1
+refused "slots '0' out of range" x job add 5 workers 1 slots 0 $M1
+refused "elems '0' out of range 1..1024" x job add 5 workers 1 elems 0 $M1
+refused "elems '1025' out of range 1..1024" x job add 5 workers 1 elems 1025 $M1
+refused "key 'zz' is not a number" x job add 5 workers 1 key zz $M1
+refused "key '-1' is not a number" x job add 5 workers 1 key -1 $M1
+refused "key '0x10000000000000000' out of range" \
+	x job add 5 workers 1 key 0x10000000000000000 $M1
+refused "rank 0 given twice" \
+	x job add 5 workers 2 member 0 10.0.0.1 member 0 10.0.0.2
+refused "rank 2 missing" \
+	x job add 5 workers 3 member 0 10.0.0.1 member 1 10.0.0.2
+refused "rank 0 missing" x job add 5 workers 1
+refused "rank 2 out of range 0..1" \
+	x job add 5 workers 2 member 0 10.0.0.1 member 1 10.0.0.2 member 2 10.0.0.3
+refused "rank '256' out of range 0..255" x job add 5 workers 1 member 256 10.0.0.1
+refused "rank 'r' is not a number" x job add 5 workers 1 member r 10.0.0.1
+refused "member address '10.0.0' is not IPv4" x job add 5 workers 1 member 0 10.0.0
+refused "member address 'host' is not IPv4" x job add 5 workers 1 member 0 host
+refused "member address '::1' is not IPv4" x job add 5 workers 1 member 0 ::1
+refused "member port '99999' out of range 0..65535" \
+	x job add 5 workers 1 member 0 10.0.0.1:99999
+refused "member port 'p' is not a number" x job add 5 workers 1 member 0 10.0.0.1:p
+refused "member address '0.0.0.0' is not a unicast" \
+	x job add 5 workers 1 member 0 0.0.0.0
+refused "member address '239.1.1.1' is not a unicast" \
+	x job add 5 workers 1 member 0 239.1.1.1
+refused "job 1 already exists" x job add 1 workers 1 $M1
+refused "slots 3000 too many" x job add 5 workers 1 slots 3000 $M1
+refused "no room for slots 2000" x job add 5 workers 1 slots 2000 $M1
+refused "missing job ID" x job del
+refused "job ID 'one' is not a number" x job del one
+refused "unknown argument '2'" x job del 1 2
+refused "job 99 does not exist" x job del 99
+refused "job 99 does not exist" x job show 99
+refused "unknown argument '2'" x job show 1 2
+refused "'job' given twice" x stats job 2 job 3
+refused "job 99 does not exist" x stats job 99
+refused "'job' needs a value" x stats job
+refused "unknown argument 'jo'" x stats jo 1
+refused "job ID '0' out of range" x stats job 0
+refused "unknown argument 'x'" x backend x
+refused "pin dir '' is empty" x -P "" job show
+
+# ---- del and first fit ---------------------------------------------------------
+x job del 1
+check_err $? "job del 1 failed"
+json_ok x -j job show '[k["id"] for k in j["jobs"]] == [2]'
+log_test "job del 1: only job 2 is left"
+
+x job add 3 workers 1 slots 64 member 0 10.0.0.9
+check_err $? "job add 3 failed"
+json_ok x -j job show 3 'j["jobs"][0]["slot_base"] == 0 and j["jobs"][0]["idx"] == 0'
+log_test "job add 3 reuses the freed slot range and index"
+
+out=$(x backend)
+[[ "$out" == *"backend: maps"* ]]
+check_err $? "backend said: $out"
+json_ok x -j backend 'j["backend"] == "maps" and j["module"] is False'
+log_test "backend: maps"
+
+# ---- ports ---------------------------------------------------------------------
+# switch namespace: va (xina port) <-> vb (worker namespace); vc <-> vd spare
+ip netns add "$NS_SW" && ip netns add "$NS_W" &&
+ip -n "$NS_SW" link add va type veth peer name vb netns "$NS_W" &&
+ip -n "$NS_SW" link add vc type veth peer name vd &&
+ip -n "$NS_SW" addr add 10.99.0.1/24 dev va &&
+ip -n "$NS_W" addr add 10.99.0.2/24 dev vb &&
+ip -n "$NS_SW" link set va up && ip -n "$NS_SW" link set vc up &&
+ip -n "$NS_SW" link set vd up && ip -n "$NS_W" link set vb up
+check_err $? "cannot set up the namespaces"
+log_test "namespaces $NS_SW and $NS_W with veths"
+
+xsw dev attach va
+check_err $? "dev attach va failed"
+ip -n "$NS_SW" link show va | grep -q "prog/xdp"
+check_err $? "no XDP program on va"
+json_ok xsw -j dev show 'len(j["devs"]) == 1 and j["devs"][0]["ifname"] == "va" and
+	j["devs"][0]["mode"] == "native" and j["devs"][0]["port"] == 9277 and
+	j["devs"][0]["attached"] and j["devs"][0]["tx"]'
+log_test "dev attach va: native XDP, pinned, in xina_tx"
+
+xsw dev attach vc port 9300 mode generic
+check_err $? "dev attach vc failed"
+json_ok xsw -j dev show '[(d["ifname"], d["mode"], d["port"]) for d in j["devs"]] ==
+	[("va", "native", 9277), ("vc", "generic", 9300)]'
+log_test "dev attach vc port 9300 mode generic"
+
+refused "already runs an XDP program" xsw dev attach va
+refused "device 'ethX$$' not found" xsw dev attach ethX$$
+refused "device 'ethX$$' not found" xsw dev detach ethX$$
+refused "device 'vd' is not attached to xina" xsw dev detach vd
+refused "missing DEV" xsw dev attach
+refused "'port' needs a value" xsw dev attach vd port
+refused "port '0' out of range 1..65535" xsw dev attach vd port 0
+refused "port '65536' out of range 1..65535" xsw dev attach vd port 65536
+refused "mode 'fast' is neither native nor generic" xsw dev attach vd mode fast
+refused "'mode' given twice" xsw dev attach vd mode native mode generic
+refused "unknown argument 'mod'" xsw dev attach vd mod native
+refused "unknown command 'atach'" xsw dev atach vd
+refused "unknown argument 'vd'" xsw dev detach va vd
+
+# ---- stats ---------------------------------------------------------------------
+json_ok x -j stats 'j["backend"] == "maps" and
+	[k["id"] for k in j["jobs"]] == [2, 3] and
+	set(j["jobs"][0]) == {"id", "rx", "contrib", "complete",
+		"retrans_answered", "dup", "stale", "drop_key", "drop_member",
+		"drop_range", "drop_op"} and
+	set(j["switch"]) == {"malformed", "no_job", "pass"}'
+log_test "stats: every job, every counter, switch counters"
+
+send_xina 2 0x9999
+busywait 5 stat_is 2 drop_key 1
+check_err $? "drop_key of job 2 is not 1: $(x -j stats job 2)"
+log_test "stats job 2: a packet with a wrong key counts as drop_key"
+
+send_xina 2 0x1234
+busywait 5 stat_is 2 complete 1
+check_err $? "complete of job 2 is not 1: $(x -j stats job 2)"
+json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 1 and j["jobs"][0]["rx"] == 2'
+log_test "stats job 2: a one-worker contribution completes its slot"
+
+json_ok x -j job show 2 'j["jobs"][0]["members"][0]["ifindex"] != 0 and
+	j["jobs"][0]["members"][0]["mac"] != "00:00:00:00:00:00"'
+log_test "job show 2: the member's port and MAC were learned"
+
+out=$(x stats job 2)
+[[ "$out" == *"job 2"* && "$out" == *"drop_key 1"* && "$out" == *"switch"* ]]
+check_err $? "text stats: $out"
+log_test "stats job 2: text output"
+
+# ---- detach ----------------------------------------------------------------------
+xsw dev detach va
+check_err $? "dev detach va failed"
+ip -n "$NS_SW" link show va | grep -q "prog/xdp"
+check_fail $? "XDP still on va"
+[ ! -e "$PIN/prog_xdp_va" ]
+check_err $? "pin $PIN/prog_xdp_va left behind"
+log_test "dev detach va: XDP and pin removed"
+
+# someone else removed xina's program: detach cleans up what is left
+ip -n "$NS_SW" link set vc xdpgeneric off
+xsw dev detach vc 2>/dev/null
+check_err $? "dev detach vc failed"
+json_ok xsw -j dev show 'j == {"devs": []}'
+log_test "dev detach vc after 'ip link set vc xdpgeneric off'"
+
+x job del 2 && x job del 3
+check_err $? "job del failed"
+json_ok x -j job show 'j["jobs"] == []'
+log_test "job del 2, job del 3: no jobs left"
+
+echo "1..$tap_n"
+tap_end
