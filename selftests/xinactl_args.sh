@@ -13,6 +13,7 @@
 
 XINACTL=${XINACTL:-$O/xinactl}
 PIN=/run/xina-test-$$
+PIN2=/run/xina-test-$$-par
 NS_SW=$(unique_name xctl-sw-)
 NS_W=$(unique_name xctl-w-)
 export XINA_PIN_DIR=$PIN
@@ -26,6 +27,8 @@ cleanup()
 	ip netns del "$NS_W" 2>/dev/null
 	umount "$PIN" 2>/dev/null
 	rmdir "$PIN" 2>/dev/null
+	while umount "$PIN2" 2>/dev/null; do :; done
+	rmdir "$PIN2" 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -335,6 +338,20 @@ x job del 2 && x job del 3
 check_err $? "job del failed"
 json_ok x -j job show 'j["jobs"] == []'
 log_test "job del 2, job del 3: no jobs left"
+
+# ---- concurrent changes ------------------------------------------------------------
+# Eight "job add" at once on a fresh pin dir: one bpffs, eight indexes,
+# eight disjoint slot ranges.
+for i in 1 2 3 4 5 6 7 8; do
+	XINA_PIN_DIR=$PIN2 x job add $i workers 1 slots 100 member 0 10.0.0.$i &
+done
+wait
+[ "$(findmnt -n -o FSTYPE "$PIN2" | wc -l)" -eq 1 ]
+check_err $? "$(findmnt -n "$PIN2" | wc -l) bpffs mounted on $PIN2"
+json_ok env XINA_PIN_DIR="$PIN2" "$XINACTL" -j job show '
+	len(j["jobs"]) == 8 and len({k["idx"] for k in j["jobs"]}) == 8 and
+	sorted(k["slot_base"] for k in j["jobs"]) == list(range(0, 1600, 200))'
+log_test "8 concurrent job add: one mount, distinct indexes and ranges"
 
 echo "1..$tap_n"
 tap_end

@@ -178,6 +178,39 @@ static bool in_private_mount_ns(void)
 	return self.st_ino != init.st_ino || self.st_dev != init.st_dev;
 }
 
+/*
+ * Mount a bpffs on the pin dir unless it is on one.  Two xinactl doing
+ * this at once would stack two mounts (and hide the first one's pins), so
+ * the mount is serialised by a lock on the directory under it, and the
+ * check is repeated under the lock.
+ */
+static int xm_mount_bpffs(struct xinactl *x)
+{
+	int fd, ret = 0;
+
+	fd = open(x->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		ret = -errno;
+		xerr("pin dir '%s': %s", x->pin_dir, strerror(-ret));
+		goto out;
+	}
+	if (is_bpffs(x->pin_dir))
+		goto out;
+	if (mount("bpf", x->pin_dir, "bpf", 0, "mode=0700")) {
+		ret = -errno;
+		xerr("pin dir '%s' is not on a bpffs, and mounting one there failed: %s",
+		     x->pin_dir, strerror(-ret));
+		goto out;
+	}
+	if (in_private_mount_ns())
+		xwarn("mounted a bpffs on %s in a private mount namespace (ip netns exec?): it disappears when this command ends; mount it in the main namespace first (mount -t bpf bpf %s)",
+		      x->pin_dir, x->pin_dir);
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 int xmaps_pin_dir_setup(struct xinactl *x)
 {
 	int ret;
@@ -190,16 +223,7 @@ int xmaps_pin_dir_setup(struct xinactl *x)
 	}
 	if (is_bpffs(x->pin_dir))
 		return 0;
-	if (mount("bpf", x->pin_dir, "bpf", 0, "mode=0700")) {
-		ret = -errno;
-		xerr("pin dir '%s' is not on a bpffs, and mounting one there failed: %s",
-		     x->pin_dir, strerror(-ret));
-		return ret;
-	}
-	if (in_private_mount_ns())
-		xwarn("mounted a bpffs on %s in a private mount namespace (ip netns exec?): it disappears when this command ends; mount it in the main namespace first (mount -t bpf bpf %s)",
-		      x->pin_dir, x->pin_dir);
-	return 0;
+	return xm_mount_bpffs(x);
 }
 
 int xmaps_lock(struct xinactl *x)
