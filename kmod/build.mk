@@ -65,7 +65,7 @@ $(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
 	$(Q)cp Kbuild $(KMOD_SRC)/
 	$(Q)cp kmod/Kbuild kmod/*.c kmod/*.h $(KMOD_SRC)/kmod/
 	$(Q)cp include/uapi/linux/xina.h $(KMOD_SRC)/include/uapi/linux/
-	$(Q)$(MAKE) -s -C $(KDIR) M=$(abspath $(KMOD_SRC)) W=1 modules \
+	$(Q)env -u O $(MAKE) -s -C $(KDIR) M=$(abspath $(KMOD_SRC)) W=1 O= modules \
 		> $(KMOD_OUT)/build.log 2>&1 || \
 		{ cat $(KMOD_OUT)/build.log; exit 1; }
 	$(Q)! grep -v '^Skipping BTF generation' $(KMOD_OUT)/build.log
@@ -102,3 +102,19 @@ install-module:
 	$(Q)dkms add xina/$(DKMS_VERSION) 2>/dev/null || true
 	$(Q)dkms build xina/$(DKMS_VERSION)
 	$(Q)dkms install xina/$(DKMS_VERSION)
+
+# Programs the guest runs (selftests/vm), built here for the Debian guest.
+VM_PROGS_OUT := $(O)/vm-progs
+VM_SELFTESTS := $(KMOD_LSRC)/linux-source-6.1/tools/testing/selftests
+VM_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
+	     -std=gnu11 \
+	     -I$(ROOT)/include/uapi -I$(ROOT)/selftests/vm -I$(VM_SELFTESTS)
+VM_PROGS := $(VM_PROGS_OUT)/xina_nl
+
+.PHONY: vm-progs
+vm-progs: $(VM_PROGS)
+
+$(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
+			 include/uapi/linux/xina.h $(KMOD_LSRC)/.stamp
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(VM_CFLAGS) -o $@ $<

@@ -201,17 +201,17 @@ static int xina_nl_job_set(struct sk_buff *skb, struct genl_info *info)
 
 	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
 		return -EINVAL;
-	if (!attrs[XINA_A_JOB_KEY] && !attrs[XINA_A_JOB_MEMBER] &&
-	    !attrs[XINA_A_JOB_FLAGS]) {
-		NL_SET_ERR_MSG_MOD(info->extack, "nothing to change: no key, member or flags");
-		return -EINVAL;
-	}
 	if (attrs[XINA_A_JOB_WORKERS] || attrs[XINA_A_JOB_SLOTS] ||
 	    attrs[XINA_A_JOB_ELEMS]) {
 		NL_SET_ERR_MSG_MOD(info->extack, "the shape of a job cannot change");
 		NL_SET_BAD_ATTR(info->extack, attrs[XINA_A_JOB_WORKERS] ?:
 				attrs[XINA_A_JOB_SLOTS] ?: attrs[XINA_A_JOB_ELEMS]);
 		return -EOPNOTSUPP;
+	}
+	if (!attrs[XINA_A_JOB_KEY] && !attrs[XINA_A_JOB_MEMBER] &&
+	    !attrs[XINA_A_JOB_FLAGS]) {
+		NL_SET_ERR_MSG_MOD(info->extack, "nothing to change: no key, member or flags");
+		return -EINVAL;
 	}
 
 	mutex_lock(&xina_lock);

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the initramfs of the test VM (see scripts/vm.sh).
+#
+#   scripts/vm/mkinitramfs.sh O KVER ROOTDIR OUTPUT.cpio.gz
+#
+# Real binaries go to /usr/sbin and /usr/bin, which come before busybox's
+# applets on the guest's PATH (busybox has an "ip" of its own).
+set -euo pipefail
+
+O=$1
+KVER=$2
+R=$3
+OUT=$4
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MODDIR=/lib/modules/$KVER
+
+# Modules the guest tests need besides xina.ko, in load order.
+GUEST_MODULES="veth sch_netem bridge"
+
+mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,tmp,run,etc}
+mkdir -p "$R/xina/bin" "$R/xina/bpf" "$R/xina/selftests" "$R/xina/modules"
+cp "$(command -v busybox)" "$R/bin/busybox"
+install -m 755 "$ROOT/scripts/vm/init" "$R/init"
+
+# A binary and its shared libraries, at the paths ldd names.
+add_bin() {
+	local bin=$1 dst=$2 lib
+
+	install -D -m 755 "$bin" "$R$dst"
+	for lib in $(ldd "$bin" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$R$lib" ] || install -D -m 755 "$lib" "$R$lib"
+	done
+}
+
+for b in ip tc bpftool setpriv; do
+	p=$(command -v "$b") || { echo "mkinitramfs: $b not found" >&2; exit 1; }
+	add_bin "$p" "$p"
+done
+
+# The module and the test programs.
+install -m 644 "$O/kmod/xina.ko" "$R/xina/modules/xina.ko"
+for p in "$O"/vm-progs/*; do
+	case "$p" in
+	*.bpf.o) install -m 644 "$p" "$R/xina/bpf/" ;;
+	*) add_bin "$p" "/xina/bin/$(basename "$p")" ;;
+	esac
+done
+for p in xinactl xina-allreduce; do
+	if [ -f "$O/$p" ]; then add_bin "$O/$p" "/xina/bin/$p"; fi
+done
+for p in "$O"/bpf/*.bpf.o; do
+	if [ -e "$p" ]; then install -m 644 "$p" "$R/xina/bpf/"; fi
+done
+cp "$ROOT"/selftests/vm/*.sh "$R/xina/selftests/"
+: # guest tests have their own lib.sh (selftests/vm)
+if [ -e "$ROOT/scripts/rack.sh" ]; then install -m 755 "$ROOT/scripts/rack.sh" "$R/xina/bin/rack.sh"; fi
+
+# Kernel modules, uncompressed (busybox insmod takes plain .ko), with the
+# order modprobe would load them in.
+: > "$R/xina/modules/order"
+for m in $GUEST_MODULES; do
+	modprobe --show-depends -S "$KVER" "$m" | awk '$1 == "insmod" { print $2 }'
+done | awk '!seen[$0]++' | while read -r ko; do
+	name=$(basename "$ko")
+	case "$ko" in
+	*.xz) xz -dc "$ko" > "$R/xina/modules/${name%.xz}"; name=${name%.xz} ;;
+	*.zst) zstd -qdc "$ko" > "$R/xina/modules/${name%.zst}"; name=${name%.zst} ;;
+	*) cp "$ko" "$R/xina/modules/$name" ;;
+	esac
+	echo "$name" >> "$R/xina/modules/order"
+done
+[ -d "$MODDIR" ] || { echo "mkinitramfs: $MODDIR missing" >&2; exit 1; }
+
+(cd "$R" && find . | cpio -o -H newc --quiet) | gzip -1 > "$OUT"

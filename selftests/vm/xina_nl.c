@@ -1,0 +1,708 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Generic netlink family "xina": positive and negative tests, run in the
+ * VM with xina.ko loaded.  Every rejection is checked for its errno, its
+ * extack message and, where the kernel names one, the bad or the missing
+ * attribute.  Configured values are checked in the replies and in sysfs.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+
+#include "xnl.h"
+#include "kselftest_harness.h"
+
+#define SYSFS	"/sys/kernel/xina"
+#define KEY	0x1122334455667788ULL
+
+struct job_spec {
+	uint32_t id;
+	uint16_t workers;
+	uint32_t slots;
+	uint16_t elems;
+	int members;	/* ranks 0..members-1 get 10.0.0.(rank+1):(9000+rank) */
+};
+
+/* Offsets of the attributes of the last built request (for bad_off). */
+struct offs {
+	int id, workers, slots, elems, key, member0;
+};
+
+static void put_member(struct xnl_msg *m, uint16_t rank, uint32_t addr,
+		       uint16_t port)
+{
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	xnl_put_u16(m, XINA_MEMBER_A_RANK, rank);
+	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, sizeof(addr));
+	xnl_put_u16(m, XINA_MEMBER_A_PORT, port);
+	xnl_nest_end(m);
+}
+
+static uint32_t member_addr(uint16_t rank)
+{
+	return htonl(0x0a000001 + rank);
+}
+
+static void build_new(struct xnl *nl, struct xnl_msg *m,
+		      const struct job_spec *s, struct offs *o)
+{
+	struct offs dummy;
+	int r;
+
+	if (!o)
+		o = &dummy;
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
+	o->id = xnl_put_u32(m, XINA_A_JOB_ID, s->id);
+	o->workers = xnl_put_u16(m, XINA_A_JOB_WORKERS, s->workers);
+	o->slots = xnl_put_u32(m, XINA_A_JOB_SLOTS, s->slots);
+	o->elems = xnl_put_u16(m, XINA_A_JOB_ELEMS, s->elems);
+	o->key = xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
+	o->member0 = (char *)xnl_tail(m) - m->buf;
+	for (r = 0; r < s->members; r++)
+		put_member(m, r, member_addr(r), 9000 + r);
+}
+
+static int job_new(struct xnl *nl, const struct job_spec *s)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	build_new(nl, m, s, NULL);
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
+}
+
+static int job_del(struct xnl *nl, uint32_t id)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_DEL);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
+}
+
+static int job_get(struct xnl *nl, uint8_t cmd, uint32_t id)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	xnl_init(m, nl->family, 0, cmd);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
+}
+
+static long long sysfs_num(const char *fmt, ...)
+{
+	char path[256], buf[64];
+	long long v = -1;
+	va_list ap;
+	FILE *f;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtoll(buf, NULL, 0);
+	fclose(f);
+	return v;
+}
+
+static int sysfs_write(const char *path, unsigned long long v)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%llu\n", v) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/* Delete every job of this netns, through a dump. */
+static void del_all(struct xnl *nl)
+{
+	uint32_t ids[XINA_MAX_JOBS * 2];
+	struct nlattr *tb[XINA_A_MAX + 1];
+	struct xnl_msg *m = malloc(sizeof(*m));
+	struct nlmsghdr *h;
+	int n = 0, i;
+	size_t off;
+
+	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_STATS_GET);
+	if (!xnl_do(nl, m)) {
+		for (off = 0; off < nl->rx_len && n < XINA_MAX_JOBS * 2;
+		     off += NLMSG_ALIGN(h->nlmsg_len)) {
+			h = (struct nlmsghdr *)(nl->rx + off);
+			xnl_attrs(h, tb, XINA_A_MAX);
+			if (tb[XINA_A_JOB_ID])
+				ids[n++] = *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]);
+		}
+	}
+	for (i = 0; i < n; i++)
+		job_del(nl, ids[i]);
+	free(m);
+}
+
+FIXTURE(nl) {
+	struct xnl nl;
+	struct xnl_msg *m;
+	struct offs o;
+};
+
+FIXTURE_SETUP(nl)
+{
+	ASSERT_EQ(0, access(SYSFS "/version", R_OK)) {
+		TH_LOG("xina.ko is not loaded");
+	}
+	ASSERT_EQ(0, xnl_open(&self->nl));
+	self->m = malloc(sizeof(*self->m));
+	ASSERT_NE(NULL, self->m);
+	del_all(&self->nl);
+}
+
+FIXTURE_TEARDOWN(nl)
+{
+	del_all(&self->nl);
+	free(self->m);
+	xnl_close(&self->nl);
+}
+
+static const struct job_spec job1 = {
+	.id = 1, .workers = 4, .slots = 8, .elems = 256, .members = 4,
+};
+
+TEST_F(nl, new_get_sysfs)
+{
+	struct nlattr *tb[XINA_A_MAX + 1], *a, *mt[XINA_MEMBER_A_MAX + 1], *b;
+	uint64_t mem_bytes;
+	struct nlmsghdr *h;
+	int members = 0;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
+	ASSERT_GT(self->nl.rx_len, 0);
+	h = (struct nlmsghdr *)self->nl.rx;
+	xnl_attrs(h, tb, XINA_A_MAX);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
+	EXPECT_EQ(1, *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]));
+	EXPECT_EQ(4, *(uint16_t *)xnl_data(tb[XINA_A_JOB_WORKERS]));
+	EXPECT_EQ(8, *(uint32_t *)xnl_data(tb[XINA_A_JOB_SLOTS]));
+	EXPECT_EQ(256, *(uint16_t *)xnl_data(tb[XINA_A_JOB_ELEMS]));
+	EXPECT_EQ(KEY, *(uint64_t *)xnl_data(tb[XINA_A_JOB_KEY]));
+	EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_FLAGS]));
+	ASSERT_NE(NULL, tb[XINA_A_JOB_MEM_BYTES]);
+	mem_bytes = *(uint64_t *)xnl_data(tb[XINA_A_JOB_MEM_BYTES]);
+	/* At least the values: slots x 2 versions x elems x int32. */
+	EXPECT_GE(mem_bytes, 8 * 2 * 256 * 4);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_STATS]);
+
+	xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
+			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
+		if ((a->nla_type & NLA_TYPE_MASK) != XINA_A_JOB_MEMBER)
+			continue;
+		memset(mt, 0, sizeof(mt));
+		xnl_for_each_attr(b, xnl_data(a), xnl_len(a))
+			if (b->nla_type <= XINA_MEMBER_A_MAX)
+				mt[b->nla_type] = b;
+		ASSERT_NE(NULL, mt[XINA_MEMBER_A_RANK]);
+		ASSERT_NE(NULL, mt[XINA_MEMBER_A_ADDR]);
+		EXPECT_EQ(member_addr(members),
+			  *(uint32_t *)xnl_data(mt[XINA_MEMBER_A_ADDR]));
+		EXPECT_EQ(9000 + members,
+			  *(uint16_t *)xnl_data(mt[XINA_MEMBER_A_PORT]));
+		members++;
+	}
+	EXPECT_EQ(4, members);
+
+	/* sysfs shows the same job. */
+	EXPECT_EQ(1, sysfs_num(SYSFS "/jobs/1/id"));
+	EXPECT_EQ(4, sysfs_num(SYSFS "/jobs/1/workers"));
+	EXPECT_EQ(8, sysfs_num(SYSFS "/jobs/1/slots"));
+	EXPECT_EQ(256, sysfs_num(SYSFS "/jobs/1/elems"));
+	EXPECT_EQ(4, sysfs_num(SYSFS "/jobs/1/members"));
+	EXPECT_EQ(mem_bytes, sysfs_num(SYSFS "/jobs/1/mem_bytes"));
+	EXPECT_EQ(mem_bytes, sysfs_num(SYSFS "/mem_used"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/contributions"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/drop_key"));
+
+	ASSERT_EQ(0, job_del(&self->nl, 1));
+	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/1/id"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
+}
+
+TEST_F(nl, new_exists)
+{
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	build_new(&self->nl, self->m, &job1, &self->o);
+	EXPECT_EQ(-EEXIST, xnl_do(&self->nl, self->m));
+	EXPECT_STREQ("xina: job exists", self->nl.msg);
+	EXPECT_EQ(self->o.id, self->nl.bad_off);
+}
+
+/* Leave out one required attribute at a time. */
+TEST_F(nl, new_missing)
+{
+	static const struct {
+		int type;
+		const char *msg;
+	} req[] = {
+		{ XINA_A_JOB_ID, "xina: missing job id" },
+		{ XINA_A_JOB_WORKERS, "xina: missing number of workers" },
+		{ XINA_A_JOB_SLOTS, "xina: missing number of slots" },
+		{ XINA_A_JOB_ELEMS, "xina: missing elements per slot" },
+		{ XINA_A_JOB_KEY, "xina: missing job key" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
+		struct xnl_msg *m = self->m;
+
+		xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_NEW);
+		if (req[i].type != XINA_A_JOB_ID)
+			xnl_put_u32(m, XINA_A_JOB_ID, 5);
+		if (req[i].type != XINA_A_JOB_WORKERS)
+			xnl_put_u16(m, XINA_A_JOB_WORKERS, 2);
+		if (req[i].type != XINA_A_JOB_SLOTS)
+			xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
+		if (req[i].type != XINA_A_JOB_ELEMS)
+			xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
+		if (req[i].type != XINA_A_JOB_KEY)
+			xnl_put_u64(m, XINA_A_JOB_KEY, 1);
+		EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+		EXPECT_STREQ(req[i].msg, self->nl.msg);
+		EXPECT_EQ(req[i].type, self->nl.miss_type);
+	}
+	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/5/id"));
+}
+
+/* A request with one attribute replaced by @type/@data/@len. */
+static int new_with(struct xnl *nl, struct xnl_msg *m, int type,
+		    const void *data, int len, int *off)
+{
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
+	*off = xnl_put(m, type, data, len);
+	if (type != XINA_A_JOB_ID)
+		xnl_put_u32(m, XINA_A_JOB_ID, 6);
+	if (type != XINA_A_JOB_WORKERS)
+		xnl_put_u16(m, XINA_A_JOB_WORKERS, 2);
+	if (type != XINA_A_JOB_SLOTS)
+		xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
+	if (type != XINA_A_JOB_ELEMS)
+		xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
+	if (type != XINA_A_JOB_KEY)
+		xnl_put_u64(m, XINA_A_JOB_KEY, 1);
+	return xnl_do(nl, m);
+}
+
+TEST_F(nl, new_bad_values)
+{
+	static const struct {
+		const char *what;
+		int type;
+		uint64_t v;
+		int len;
+		int err;
+		const char *msg;
+	} bad[] = {
+		{ "id 0", XINA_A_JOB_ID, 0, 4, -ERANGE, "integer out of range" },
+		{ "id as u16", XINA_A_JOB_ID, 6, 2, -EINVAL, "invalid attribute length" },
+		{ "id as u64", XINA_A_JOB_ID, 6, 8, -EINVAL, "invalid attribute length" },
+		{ "workers 0", XINA_A_JOB_WORKERS, 0, 2, -ERANGE, "integer out of range" },
+		{ "workers 257", XINA_A_JOB_WORKERS, 257, 2, -ERANGE, "integer out of range" },
+		{ "workers as u32", XINA_A_JOB_WORKERS, 2, 4, -EINVAL, "invalid attribute length" },
+		{ "slots 0", XINA_A_JOB_SLOTS, 0, 4, -ERANGE, "integer out of range" },
+		{ "slots 65537", XINA_A_JOB_SLOTS, 65537, 4, -ERANGE, "integer out of range" },
+		{ "elems 0", XINA_A_JOB_ELEMS, 0, 2, -ERANGE, "integer out of range" },
+		{ "elems 1025", XINA_A_JOB_ELEMS, 1025, 2, -ERANGE, "integer out of range" },
+		{ "key as u32", XINA_A_JOB_KEY, 1, 4, -EINVAL, "invalid attribute length" },
+		{ "flags bit 0", XINA_A_JOB_FLAGS, 1, 4, -EINVAL, "reserved bit set" },
+		{ "flags bit 31", XINA_A_JOB_FLAGS, 1U << 31, 4, -EINVAL, "reserved bit set" },
+		{ "mem_bytes from user", XINA_A_JOB_MEM_BYTES, 1, 8, -EINVAL,
+		  "Attribute failed policy validation" },
+		{ "unknown attribute", XINA_A_MAX + 1, 1, 4, -EINVAL, "Unknown attribute type" },
+	};
+	unsigned int i;
+	int off;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(bad[i].err, new_with(&self->nl, self->m, bad[i].type,
+					   &bad[i].v, bad[i].len, &off)) {
+			TH_LOG("%s", bad[i].what);
+		}
+		EXPECT_STREQ(bad[i].msg, self->nl.msg) {
+			TH_LOG("%s", bad[i].what);
+		}
+		EXPECT_EQ(off, self->nl.bad_off) {
+			TH_LOG("%s", bad[i].what);
+		}
+	}
+	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/6/id"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
+}
+
+TEST_F(nl, new_bad_members)
+{
+	struct xnl_msg *m = self->m;
+	struct job_spec s = job1;
+	uint32_t addr = member_addr(0);
+	int off;
+
+	/* Rank beyond the job's workers. */
+	s.members = 0;
+	build_new(&self->nl, m, &s, NULL);
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, 4);
+	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
+	xnl_nest_end(m);
+	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: member rank not below the job's workers", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	/* Rank beyond XINA_MAX_WORKERS: the policy already. */
+	build_new(&self->nl, m, &s, NULL);
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, XINA_MAX_WORKERS);
+	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
+	xnl_nest_end(m);
+	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
+	EXPECT_STREQ("integer out of range", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	/* Address of 3 bytes. */
+	build_new(&self->nl, m, &s, NULL);
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	xnl_put_u16(m, XINA_MEMBER_A_RANK, 0);
+	off = xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 3);
+	xnl_nest_end(m);
+	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
+	EXPECT_STREQ("binary attribute size out of range", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	/* No address. */
+	build_new(&self->nl, m, &s, NULL);
+	off = xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	xnl_put_u16(m, XINA_MEMBER_A_RANK, 0);
+	xnl_nest_end(m);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: member without address", self->nl.msg);
+	EXPECT_EQ(XINA_MEMBER_A_ADDR, self->nl.miss_type);
+
+	/* No rank. */
+	build_new(&self->nl, m, &s, NULL);
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
+	xnl_nest_end(m);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: member without rank", self->nl.msg);
+	EXPECT_EQ(XINA_MEMBER_A_RANK, self->nl.miss_type);
+
+	/* The same rank twice. */
+	build_new(&self->nl, m, &s, NULL);
+	put_member(m, 1, member_addr(1), 1);
+	xnl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, 1);
+	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
+	xnl_nest_end(m);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: member rank given twice", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	/* A member without NLA_F_NESTED. */
+	build_new(&self->nl, m, &s, NULL);
+	off = xnl_put(m, XINA_A_JOB_MEMBER, NULL, 0);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("NLA_F_NESTED is missing", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/1/id"));
+}
+
+TEST_F(nl, del_get_missing_job)
+{
+	struct xnl_msg *m = self->m;
+	int off;
+
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_DEL);
+	off = xnl_put_u32(m, XINA_A_JOB_ID, 77);
+	EXPECT_EQ(-ENOENT, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	EXPECT_EQ(-ENOENT, job_get(&self->nl, XINA_CMD_JOB_GET, 77));
+	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
+	EXPECT_EQ(-ENOENT, job_get(&self->nl, XINA_CMD_STATS_GET, 77));
+
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_DEL);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: missing job id", self->nl.msg);
+	EXPECT_EQ(XINA_A_JOB_ID, self->nl.miss_type);
+}
+
+TEST_F(nl, set)
+{
+	struct nlattr *tb[XINA_A_MAX + 1];
+	struct xnl_msg *m = self->m;
+	struct job_spec s = job1;
+	int off;
+
+	s.members = 2;
+	ASSERT_EQ(0, job_new(&self->nl, &s));
+	EXPECT_EQ(2, sysfs_num(SYSFS "/jobs/1/members"));
+
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	xnl_put_u64(m, XINA_A_JOB_KEY, 42);
+	put_member(m, 3, member_addr(3), 0);
+	ASSERT_EQ(0, xnl_do(&self->nl, m));
+	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
+	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
+	xnl_attrs((struct nlmsghdr *)self->nl.rx, tb, XINA_A_MAX);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_KEY]);
+	EXPECT_EQ(42, *(uint64_t *)xnl_data(tb[XINA_A_JOB_KEY]));
+
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xnl_put_u16(m, XINA_A_JOB_WORKERS, 8);
+	EXPECT_EQ(-EOPNOTSUPP, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: the shape of a job cannot change", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: nothing to change: no key, member or flags",
+		     self->nl.msg);
+
+	/* A bad member leaves the job as it was. */
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	put_member(m, 2, member_addr(2), 0);
+	put_member(m, 9, member_addr(9), 0);
+	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
+	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
+}
+
+TEST_F(nl, stats)
+{
+	struct nlattr *tb[XINA_A_MAX + 1], *a;
+	int n = 0;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_STATS_GET, 1));
+	xnl_attrs((struct nlmsghdr *)self->nl.rx, tb, XINA_A_MAX);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_STATS]);
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_WORKERS]);
+	xnl_for_each_attr(a, xnl_data(tb[XINA_A_JOB_STATS]),
+			  xnl_len(tb[XINA_A_JOB_STATS])) {
+		EXPECT_EQ(8, xnl_len(a));
+		EXPECT_EQ(0, *(uint64_t *)xnl_data(a));
+		n++;
+	}
+	EXPECT_EQ(XINA_STAT_MAX, n);
+}
+
+/*
+ * XINA_MAX_JOBS jobs of 256 members each (~7 KiB per message) do not fit
+ * one dump skb: the dump must resume, and list each job exactly once.
+ */
+TEST_F(nl, dump_resumes_and_job_limit)
+{
+	struct nlattr *tb[XINA_A_MAX + 1];
+	struct job_spec s = {
+		.workers = 256, .slots = 1, .elems = 1, .members = 256,
+	};
+	int seen[XINA_MAX_JOBS + 1] = {};
+	struct nlmsghdr *h;
+	int n = 0, i;
+	size_t off;
+
+	for (i = 1; i <= XINA_MAX_JOBS; i++) {
+		s.id = i;
+		ASSERT_EQ(0, job_new(&self->nl, &s)) {
+			TH_LOG("job %d: %s", i, self->nl.msg);
+		}
+	}
+	s.id = XINA_MAX_JOBS + 1;
+	EXPECT_EQ(-ENOSPC, job_new(&self->nl, &s));
+	EXPECT_STREQ("xina: too many jobs", self->nl.msg);
+
+	xnl_init(self->m, self->nl.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
+	ASSERT_EQ(0, xnl_do(&self->nl, self->m));
+	EXPECT_GT(self->nl.rx_reads, 2);
+	for (off = 0; off < self->nl.rx_len; off += NLMSG_ALIGN(h->nlmsg_len)) {
+		uint32_t id;
+
+		h = (struct nlmsghdr *)(self->nl.rx + off);
+		xnl_attrs(h, tb, XINA_A_MAX);
+		ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
+		id = *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]);
+		ASSERT_LE(id, XINA_MAX_JOBS);
+		seen[id]++;
+		n++;
+	}
+	EXPECT_EQ(XINA_MAX_JOBS, n);
+	for (i = 1; i <= XINA_MAX_JOBS; i++)
+		EXPECT_EQ(1, seen[i]);
+}
+
+TEST_F(nl, mem_limit)
+{
+	const char *param = "/sys/module/xina/parameters/mem_limit";
+	struct job_spec big = {
+		.id = 9, .workers = 2, .slots = 4096, .elems = 1024,
+	};
+	long long limit = sysfs_num(param);
+
+	ASSERT_GT(limit, 0);
+	EXPECT_EQ(limit, sysfs_num(SYSFS "/mem_limit"));
+	/* 4096 slots x 2 x 1024 x 4 = 32 MiB of values. */
+	ASSERT_EQ(0, sysfs_write(param, 16 << 20));
+	EXPECT_EQ(16 << 20, sysfs_num(SYSFS "/mem_limit"));
+	EXPECT_EQ(-ENOMEM, job_new(&self->nl, &big));
+	EXPECT_STREQ("xina: slot memory would exceed mem_limit", self->nl.msg);
+	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
+
+	ASSERT_EQ(0, sysfs_write(param, 64 << 20));
+	EXPECT_EQ(0, job_new(&self->nl, &big));
+	EXPECT_EQ(sysfs_num(SYSFS "/jobs/9/mem_bytes"),
+		  sysfs_num(SYSFS "/mem_used"));
+	EXPECT_EQ(0, job_del(&self->nl, 9));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
+	ASSERT_EQ(0, sysfs_write(param, limit));
+}
+
+static int drop_net_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[CAP_NET_ADMIN / 32].effective &= ~(1U << (CAP_NET_ADMIN % 32));
+	data[CAP_NET_ADMIN / 32].permitted &= ~(1U << (CAP_NET_ADMIN % 32));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	return 0;
+}
+
+/* Every command needs CAP_NET_ADMIN, reading ones included. */
+TEST_F(nl, no_cap_net_admin)
+{
+	static const uint8_t cmds[] = {
+		XINA_CMD_JOB_NEW, XINA_CMD_JOB_DEL, XINA_CMD_JOB_GET,
+		XINA_CMD_JOB_SET, XINA_CMD_STATS_GET,
+	};
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct xnl nl;
+		unsigned int i;
+		int bad = 0;
+
+		if (drop_net_admin() || xnl_open(&nl))
+			_exit(2);
+		for (i = 0; i < sizeof(cmds); i++) {
+			if (cmds[i] == XINA_CMD_JOB_NEW) {
+				build_new(&nl, self->m, &job1, NULL);
+				self->m->nlh.nlmsg_type = nl.family;
+			} else {
+				xnl_init(self->m, nl.family, 0, cmds[i]);
+				xnl_put_u32(self->m, XINA_A_JOB_ID, 1);
+				if (cmds[i] == XINA_CMD_JOB_SET)
+					xnl_put_u64(self->m, XINA_A_JOB_KEY, 3);
+			}
+			if (xnl_do(&nl, self->m) != -EPERM)
+				bad++;
+		}
+		xnl_init(self->m, nl.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
+		if (xnl_do(&nl, self->m) != -EPERM)
+			bad++;
+		_exit(bad ? 1 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* The job is untouched. */
+	EXPECT_EQ(1, sysfs_num(SYSFS "/jobs/1/id"));
+	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
+}
+
+/* Jobs belong to a netns, and go away with it. */
+TEST_F(nl, netns)
+{
+	char path[128];
+	struct stat st;
+	int status, i;
+	pid_t pid;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct xnl nl;
+		struct stat ns;
+
+		if (unshare(CLONE_NEWNET) || xnl_open(&nl) ||
+		    stat("/proc/self/ns/net", &ns))
+			_exit(2);
+		/* The job of the initial netns is not visible here ... */
+		if (job_get(&nl, XINA_CMD_JOB_GET, 1) != -ENOENT)
+			_exit(3);
+		/* ... and the same id is free. */
+		if (job_new(&nl, &job1))
+			_exit(4);
+		snprintf(path, sizeof(path), SYSFS "/jobs/1@%lu/id",
+			 (unsigned long)ns.st_ino);
+		if (sysfs_num("%s", path) != 1)
+			_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+
+	/* The netns is gone, its job too (netns cleanup is asynchronous). */
+	for (i = 0; i < 200; i++) {
+		int left = 0;
+		DIR *d = opendir(SYSFS "/jobs");
+		struct dirent *e;
+
+		ASSERT_NE(NULL, d);
+		while ((e = readdir(d)))
+			left += !!strchr(e->d_name, '@');
+		closedir(d);
+		if (!left)
+			break;
+		usleep(50000);
+	}
+	EXPECT_LT(i, 200);
+	EXPECT_EQ(0, stat(SYSFS "/jobs/1", &st));
+}
+
+TEST_HARNESS_MAIN
