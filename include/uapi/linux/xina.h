@@ -127,9 +127,12 @@ struct xina_hdr {
  * Generic netlink family "xina" (module backend)
  * ==============================================
  *
- * All commands need CAP_NET_ADMIN in the user namespace owning the
- * caller's network namespace.  Jobs belong to a network namespace.
- * See Documentation/netlink/specs/xina.yaml.
+ * All commands, the reading ones included, need CAP_NET_ADMIN in the
+ * initial user namespace (slot memory is a resource of the whole box).
+ * Jobs belong to the network namespace of the caller; job ids are unique
+ * within it, and a namespace's jobs are deleted with it.  Rejections carry
+ * an extack message and, where one is to blame, the offending (or missing)
+ * attribute.  See Documentation/netlink/specs/xina.yaml.
  */
 #define XINA_GENL_NAME		"xina"
 #define XINA_GENL_VERSION	1
@@ -137,11 +140,22 @@ struct xina_hdr {
 enum xina_cmd {
 	XINA_CMD_UNSPEC,
 	XINA_CMD_JOB_NEW,	/* create a job: JOB_ID, WORKERS, SLOTS, ELEMS,
-				 * KEY, MEMBER (one per rank), optional FLAGS */
-	XINA_CMD_JOB_DEL,	/* delete a job: JOB_ID */
-	XINA_CMD_JOB_GET,	/* one job (JOB_ID) or, with NLM_F_DUMP, all */
-	XINA_CMD_JOB_SET,	/* change a job: JOB_ID, KEY and/or MEMBER */
-	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump) */
+				 * KEY, MEMBER (one per rank; a rank without
+				 * one drops its packets), optional FLAGS.
+				 * EEXIST: the id is taken in this netns;
+				 * ENOSPC: XINA_MAX_JOBS reached; ENOMEM: the
+				 * slot memory would exceed mem_limit */
+	XINA_CMD_JOB_DEL,	/* delete a job: JOB_ID (ENOENT: no such job) */
+	XINA_CMD_JOB_GET,	/* one job (JOB_ID) or, with NLM_F_DUMP, all
+				 * of the netns in id order; the reply holds
+				 * every JOB_* attribute, a MEMBER per
+				 * configured rank, MEM_BYTES and STATS */
+	XINA_CMD_JOB_SET,	/* change a job: JOB_ID and at least one of
+				 * KEY, FLAGS, MEMBER (replaces the member of
+				 * its rank); WORKERS, SLOTS, ELEMS cannot
+				 * change (EOPNOTSUPP) */
+	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump):
+				 * JOB_ID and STATS */
 
 	__XINA_CMD_MAX,
 };
@@ -149,16 +163,18 @@ enum xina_cmd {
 
 enum xina_attr {
 	XINA_A_UNSPEC,
-	XINA_A_JOB_ID,		/* u32, 1..2^32-1 */
+	XINA_A_JOB_ID,		/* u32, 1..2^32-1; unique per netns */
 	XINA_A_JOB_WORKERS,	/* u16, 1..XINA_MAX_WORKERS */
-	XINA_A_JOB_SLOTS,	/* u32, slots in the job's pool */
+	XINA_A_JOB_SLOTS,	/* u32, slots in the job's pool, 1..65536 */
 	XINA_A_JOB_ELEMS,	/* u16, elements per slot, 1..XINA_MAX_ELEMS */
 	XINA_A_JOB_KEY,		/* u64 */
 	XINA_A_JOB_FLAGS,	/* u32, XINA_JOB_F_* */
 	XINA_A_JOB_MEMBER,	/* nest, enum xina_member_attr; repeated */
-	XINA_A_JOB_MEM_BYTES,	/* u64, slot memory held by the job (get) */
-	XINA_A_JOB_STATS,	/* nest, enum xina_stat_attr (get/stats) */
-	XINA_A_PAD,
+	XINA_A_JOB_MEM_BYTES,	/* u64, slot memory held by the job (get only;
+				 * rejected in requests) */
+	XINA_A_JOB_STATS,	/* nest, enum xina_stat_attr (get/stats only;
+				 * rejected in requests) */
+	XINA_A_PAD,		/* padding of the u64 attributes */
 
 	__XINA_A_MAX,
 };
@@ -174,7 +190,8 @@ enum xina_member_attr {
 	XINA_MEMBER_A_UNSPEC,
 	XINA_MEMBER_A_RANK,	/* u16 */
 	XINA_MEMBER_A_ADDR,	/* IPv4 address, binary, network order (4) */
-	XINA_MEMBER_A_PORT,	/* u16, host order; UDP port of the worker */
+	XINA_MEMBER_A_PORT,	/* u16, host order; UDP port of the worker,
+				 * optional, 0: any */
 
 	__XINA_MEMBER_A_MAX,
 };
