@@ -339,7 +339,7 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 	}
 	skel = xina__open_opts(&opts);
 	if (!skel) {
-		ret = -errno;
+		ret = errno ? -errno : -ENOMEM;
 		xerr("cannot open the embedded BPF object: %s", strerror(-ret));
 		return ret;
 	}
@@ -383,7 +383,7 @@ int xmaps_skel_load(struct xinactl *x, struct xina *skel)
 static int xm_create(struct xinactl *x)
 {
 	struct bpf_program *prog;
-	struct xina *skel;
+	struct xina *skel = NULL;
 	int ret;
 
 	ret = xmaps_skel_open(x, &skel);
@@ -586,6 +586,7 @@ static int xm_job_ids(struct xm *m, __u32 *ids, __u32 max, __u32 *nr)
 	__u32 key, next, n = 0;
 	void *prev = NULL;
 
+	*nr = 0;
 	while (n < max) {
 		if (bpf_map_get_next_key(m->fd[XM_JOBS], prev, &next)) {
 			if (errno != ENOENT)
