@@ -122,6 +122,17 @@ rack_pin_dir()
 	echo "/run/xina-$1"
 }
 
+# The pin directory must be a bpffs mounted in the root mount namespace:
+# one mounted inside "ip netns exec" vanishes when that command ends.
+rack_pin_mount()
+{
+	local pin=$1
+
+	mkdir -p "$pin" || return 1
+	[ "$(stat -f -c %T "$pin")" = bpf_fs ] && return 0
+	mount -t bpf bpf "$pin"
+}
+
 # Attach xina: the fast path on every switch port, the pass program on the
 # worker end of each veth (XDP_TX and redirected frames are only taken by a
 # veth whose peer runs an XDP program).
@@ -131,6 +142,7 @@ rack_xdp()
 
 	[ -x "$XINACTL" ] || { rack_die "no $XINACTL: run make"; return 1; }
 	[ -f "$XINA_PASS_OBJ" ] || { rack_die "no $XINA_PASS_OBJ: run make"; return 1; }
+	rack_pin_mount "$pin" || return 1
 	for ((i = 0; i < n; i++)); do
 		ip -n "$rack-w$i" link set dev eth0 xdp obj "$XINA_PASS_OBJ" \
 			sec xdp || return 1
