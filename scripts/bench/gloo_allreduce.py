@@ -105,7 +105,7 @@ def measure(a, nbytes, iters, dtype):
         t = tt.tolist()
         med = quantile(t, 0.5)
         print(json.dumps({
-            "system": "gloo", "workers": a.workers, "dtype": dtype,
+            "system": "gloo", "t": t, "workers": a.workers, "dtype": dtype,
             "bytes": nbytes, "iters": iters, "warmup": a.warmup,
             "t_median_s": med, "t_p25_s": quantile(t, 0.25),
             "t_p75_s": quantile(t, 0.75), "t_min_s": min(t),

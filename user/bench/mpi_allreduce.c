@@ -174,12 +174,16 @@ static void report(const struct run *r, int size, double *t, double cpu,
 	double med, p25, p75, total = 0;
 	int i;
 
-	for (i = 0; i < r->iters; i++)
+	printf("{\"system\":\"openmpi\",\"t\":[");
+	for (i = 0; i < r->iters; i++) {
 		total += t[i];
+		printf("%s%.6f", i ? "," : "", t[i]);
+	}
+	printf("],");
 	p25 = quantile(t, r->iters, 0.25);
 	med = quantile(t, r->iters, 0.5);
 	p75 = quantile(t, r->iters, 0.75);
-	printf("{\"system\":\"openmpi\",\"workers\":%d,\"dtype\":\"%s\",\"bytes\":%lld,"
+	printf("\"workers\":%d,\"dtype\":\"%s\",\"bytes\":%lld,"
 	       "\"iters\":%d,\"warmup\":%d,\"t_median_s\":%.6f,\"t_p25_s\":%.6f,"
 	       "\"t_p75_s\":%.6f,\"t_min_s\":%.6f,\"t_max_s\":%.6f,\"timed_s\":%.6f,"
 	       "\"goodput_Bps\":%.0f,\"worker_cpu_s\":%.4f,"

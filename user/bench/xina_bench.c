@@ -21,7 +21,10 @@
  * times; the harness takes, per iteration, the slowest rank's time (as the
  * peers' drivers do).  CPU: user+system time of this process over the timed
  * loop (barriers included, as in the peers' drivers); rank 0 adds the
- * host's /proc/stat busy and softirq seconds over the same loop.
+ * host's /proc/stat busy and softirq seconds over the same loop, and the
+ * switch's: the run time of its XDP programs (--switch-prog, from the
+ * kernel's BPF run-time statistics) or the CPU time of the aggregator
+ * process (--switch-pid).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,11 +32,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "bench_util.h"
 #include "libxina.h"
 
 #define MAX_RUNS	16
+#define MAX_PROGS	64
 
 struct cfg {
 	char switch_addr[64];
@@ -45,6 +52,9 @@ struct cfg {
 	int niters;
 	int warmup;
 	int dtypes;	/* bit 0: i32, bit 1: f32 */
+	int cpu_pid;	/* the switch's process (xina-swagg), or 0 */
+	int prog_fd[MAX_PROGS];	/* the switch's BPF programs */
+	int nprogs;
 };
 
 static void usage(void)
@@ -52,7 +62,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K\n"
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
-		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n");
+		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
+		"                       [--switch-pid PID] [--switch-prog ID]...\n");
 	exit(2);
 }
 
@@ -125,10 +136,64 @@ static void list(char *arg, const char *opt, struct cfg *c)
 	}
 }
 
+/* Needs kernel.bpf_stats_enabled=1 for run_time_ns to count. */
+static void prog_open(struct cfg *c, const char *arg)
+{
+	unsigned long long id = num("--switch-prog", arg, UINT32_MAX);
+	int fd;
+
+	if (c->nprogs == MAX_PROGS) {
+		fprintf(stderr, "xina-bench-xina: more than %d --switch-prog\n", MAX_PROGS);
+		exit(2);
+	}
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0) {
+		fprintf(stderr, "xina-bench-xina: --switch-prog %llu: %s\n", id,
+			strerror(errno));
+		exit(2);
+	}
+	c->prog_fd[c->nprogs++] = fd;
+}
+
+/*
+ * CPU seconds the switch spent: the aggregator process's utime + stime
+ * (/proc/PID/stat, fields 14 and 15), or the run time of the XDP programs.
+ */
+static double switch_cpu_s(const struct cfg *c)
+{
+	unsigned long long ut, st;
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	double sum = 0;
+	char path[64], buf[1024], *p;
+	FILE *f;
+	int i;
+
+	for (i = 0; i < c->nprogs; i++) {
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(c->prog_fd[i], &info, &len))
+			sum += info.run_time_ns / 1e9;
+	}
+	if (!c->cpu_pid)
+		return sum;
+	snprintf(path, sizeof(path), "/proc/%d/stat", c->cpu_pid);
+	f = fopen(path, "r");
+	if (!f)
+		return sum;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	/* the command name may hold spaces: fields count from its ')' */
+	p = p ? strrchr(buf, ')') : NULL;
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			&ut, &st) == 2)
+		sum += (ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return sum;
+}
+
 static void parse(int argc, char **argv, struct cfg *c)
 {
 	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
-	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP };
+	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG };
 	static const struct option lo[] = {
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
@@ -142,6 +207,8 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "iters", required_argument, NULL, O_ITERS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "switch-pid", required_argument, NULL, O_PID },
+		{ "switch-prog", required_argument, NULL, O_PROG },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -187,6 +254,12 @@ static void parse(int argc, char **argv, struct cfg *c)
 			break;
 		case O_WARMUP:
 			c->warmup = num("--warmup", optarg, 1000);
+			break;
+		case O_PID:
+			c->cpu_pid = num("--switch-pid", optarg, INT32_MAX);
+			break;
+		case O_PROG:
+			prog_open(c, optarg);
 			break;
 		default:
 			usage();
@@ -283,7 +356,7 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 {
 	struct xina_worker_stats s0, s1;
 	struct host_cpu h0 = { 0 }, h1 = { 0 };
-	double cpu, c0, t0;
+	double cpu, c0, t0, sw0 = 0, sw1 = 0;
 	size_t n = bytes / 4;
 	int i, err;
 
@@ -294,8 +367,10 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 			return err;
 	}
 	xina_get_stats(x, &s0);
-	if (c->o.rank == 0)
+	if (c->o.rank == 0) {
 		host_cpu_read(&h0);
+		sw0 = switch_cpu_s(c);
+	}
 	c0 = self_cpu_s();
 	for (i = 0; i < iters; i++) {
 		err = barrier(x);
@@ -308,8 +383,10 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 			return err;
 	}
 	cpu = self_cpu_s() - c0;
-	if (c->o.rank == 0)
+	if (c->o.rank == 0) {
 		host_cpu_read(&h1);
+		sw1 = switch_cpu_s(c);
+	}
 	xina_get_stats(x, &s1);
 	err = check(buf, n, c->o.workers, f32, c->warmup + iters);
 	if (err)
@@ -326,8 +403,9 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 	       (unsigned long long)(s1.retrans - s0.retrans),
 	       (unsigned long long)(s1.timeouts - s0.timeouts));
 	if (c->o.rank == 0)
-		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f",
-		       h1.busy - h0.busy, h1.softirq - h0.softirq);
+		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f,"
+		       "\"switch_cpu_s\":%.6f",
+		       h1.busy - h0.busy, h1.softirq - h0.softirq, sw1 - sw0);
 	printf("}\n");
 	fflush(stdout);
 	return 0;

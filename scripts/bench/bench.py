@@ -1,0 +1,512 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""xina benchmarks against its peers, on the rack of network namespaces.
+
+Called by scripts/bench/run.sh (make bench [QUICK=1]); writes
+$O/bench/results.json, one record per measurement, then report.py turns it
+into Documentation/benchmarks.md and the PNG plots.
+
+Systems, all on the same rack (scripts/rack.sh: one veth port per worker
+namespace on a bridge in the switch namespace):
+  xina-xdp    the XDP fast path on the switch ports (xinactl, rack_xdp)
+  xina-swagg  the same protocol through xina-swagg in the switch namespace
+  openmpi     MPI_Allreduce, ranks in the worker namespaces (xina-nsrun -p)
+  gloo        torch.distributed allreduce over gloo, same placement
+Every launch reads the switch ports' byte counters before and after and
+refuses a result whose bytes did not cross the ports: a peer that moved
+its data through shared memory or loopback is never reported.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MIB = 1 << 20
+SWITCH_IP = "10.77.0.254"
+WORKER_PORT = 7000
+JOB, KEY, SLOTS, ELEMS = 1, 0x6265_6e63_68, 128, 256
+LAUNCH_TIMEOUT = 600
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def worker_ip(i):
+    return f"10.77.0.{i + 1}"
+
+
+class Rack:
+    """One rack of namespaces, driven through scripts/rack.sh."""
+
+    def __init__(self, name, o):
+        self.name = name
+        self.o = o
+        self.n = 0
+        self.xdp = False
+
+    def sh(self, script, check=True, capture=False):
+        env = dict(os.environ, O=self.o)
+        r = subprocess.run(["bash", "-c", f". {ROOT}/scripts/rack.sh; {script}"],
+                           env=env, text=True, capture_output=capture,
+                           timeout=120)
+        if check and r.returncode:
+            err = (r.stderr or "").strip() if capture else ""
+            raise BenchError(f"rack: '{script}' failed ({r.returncode}) {err}")
+        return r.stdout if capture else r.returncode
+
+    def up(self, n):
+        self.sh(f"rack_up {self.name} {n} >/dev/null")
+        self.n, self.xdp = n, False
+
+    def down(self):
+        self.sh(f"rack_down {self.name}", check=False)
+        self.n = 0
+
+    def ns(self, i):
+        return f"{self.name}-w{i}"
+
+    @property
+    def sw(self):
+        return f"{self.name}-sw"
+
+    def port_rx(self):
+        out = subprocess.run(["ip", "-n", self.sw, "-j", "-s", "link", "show"],
+                             text=True, capture_output=True, check=True).stdout
+        return {l["ifname"]: l["stats64"]["rx"]["bytes"]
+                for l in json.loads(out) if re.fullmatch(r"p\d+", l["ifname"])}
+
+    def attach_xdp(self):
+        self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
+        self.xdp = True
+
+    def xctl(self, *args):
+        pin = f"/run/xina-{self.name}"
+        cmd = ["ip", "netns", "exec", self.sw, f"{self.o}/xinactl", "-P", pin]
+        r = subprocess.run(cmd + list(args), text=True, capture_output=True)
+        if r.returncode:
+            raise BenchError(f"xinactl {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def xdp_prog_ids(self):
+        """The fast path on our ports and the egress programs sharing its
+        maps (other racks on this host run programs of the same names)."""
+        out = subprocess.run(["ip", "-n", self.sw, "-j", "link", "show"],
+                             text=True, capture_output=True, check=True).stdout
+        mains = {l["xdp"]["prog"]["id"] for l in json.loads(out)
+                 if re.fullmatch(r"p\d+", l["ifname"]) and "xdp" in l}
+        if len(mains) == 0:
+            raise BenchError(f"no XDP program on the ports of {self.sw}")
+        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
+                                          text=True, capture_output=True,
+                                          check=True).stdout)
+        maps = set()
+        for p in progs:
+            if p["id"] in mains:
+                maps |= set(p.get("map_ids", []))
+        egress = {p["id"] for p in progs if p["name"] == "xina_egress"
+                  and maps & set(p.get("map_ids", []))}
+        return sorted(mains | egress)
+
+    # Loss.  rack_impair's nftables drop sits in the output hook, where a
+    # drop fails the sender's sendmsg with EPERM (a xina worker gives up on
+    # it); a drop at the device's egress hook is silent, as a lost packet
+    # on a wire is.  Both hooks see GSO/GRO batches before segmentation, so
+    # a drop takes a whole batch: PERMILLE of the datagrams on average, in
+    # bursts.  Results are dropped on input, also per batch.
+    NFT_LOSS = """
+table netdev xina_bench_loss {{
+	chain egress {{
+		type filter hook egress device "eth0" priority 0; policy accept;
+		udp dport 9277 numgen random mod 1000 < {pm} counter drop
+	}}
+}}
+table inet xina_bench_loss {{
+	chain in {{
+		type filter hook input priority 0; policy accept;
+		udp sport 9277 numgen random mod 1000 < {pm} counter drop
+	}}
+}}
+"""
+
+    def impair(self, permille):
+        for i in range(self.n):
+            subprocess.run(["ip", "netns", "exec", self.ns(i), "nft", "-f", "-"],
+                           input=self.NFT_LOSS.format(pm=permille), text=True,
+                           check=True)
+
+    def unimpair(self):
+        for i in range(self.n):
+            for fam in ("netdev", "inet"):
+                subprocess.run(["ip", "netns", "exec", self.ns(i), "nft",
+                                "delete", "table", fam, "xina_bench_loss"],
+                               capture_output=True)
+
+    def impair_drops(self):
+        """Packets (GSO/GRO batches) the impairment dropped."""
+        total = 0
+        for i in range(self.n):
+            out = subprocess.run(["ip", "netns", "exec", self.ns(i), "nft", "-j",
+                                  "list", "ruleset"], text=True,
+                                 capture_output=True, check=True).stdout
+            for item in json.loads(out)["nftables"]:
+                for e in item.get("rule", {}).get("expr", []):
+                    if "counter" in e:
+                        total += e["counter"]["packets"]
+        return total
+
+
+def quantile(v, q):
+    v = sorted(v)
+    pos = q * (len(v) - 1)
+    i = int(pos)
+    if i + 1 >= len(v):
+        return v[-1]
+    return v[i] + (pos - i) * (v[i + 1] - v[i])
+
+
+def record(system, workers, dtype, nbytes, times, worker_cpu, host_busy,
+           switch_cpu, loss=0.0, **extra):
+    """One measurement: goodput per worker from the per-iteration times
+    (each the slowest rank's), CPU per reduced GiB."""
+    med = quantile(times, 0.5)
+    p25, p75 = quantile(times, 0.25), quantile(times, 0.75)
+    gib = len(times) * nbytes / (1 << 30)
+    r = {
+        "system": system, "workers": workers, "dtype": dtype,
+        "bytes": nbytes, "loss": loss, "iters": len(times),
+        "t_median_s": med,
+        "goodput_Bps": nbytes / med,
+        "goodput_p25_Bps": nbytes / p75, "goodput_p75_Bps": nbytes / p25,
+        "goodput_min_Bps": nbytes / max(times),
+        "goodput_max_Bps": nbytes / min(times),
+        "spread_pct": 100.0 * (nbytes / p25 - nbytes / p75) / (nbytes / med),
+        "agg_elems_per_s": workers * (nbytes // 4) / med,
+        "reduced_gib": gib,
+        "worker_cpu_s": worker_cpu, "switch_cpu_s": switch_cpu,
+        "host_busy_s": host_busy,
+        "worker_cpu_s_per_gib": worker_cpu / gib,
+        "switch_cpu_s_per_gib": switch_cpu / gib,
+    }
+    r.update(extra)
+    return r
+
+
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.o = os.path.abspath(args.o)
+        self.bin = f"{self.o}/bench/bin"
+        self.rack = Rack(args.rack, self.o)
+        self.results = []
+        self.port_seq = 0
+
+    # ---- plan ---------------------------------------------------------
+
+    def plan(self):
+        if self.a.quick:
+            return {"workers": [2, 4], "sizes": [1 * MIB, 16 * MIB, 64 * MIB],
+                    "iters": [8, 4, 3], "loss_size": 16 * MIB,
+                    "loss_iters": 3, "fastpath_packets": 3000,
+                    "addloop_packets": 500000}
+        return {"workers": [2, 4, 8],
+                "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
+                "iters": [10, 8, 5, 3, 3], "loss_size": 64 * MIB,
+                "loss_iters": 3, "fastpath_packets": 20000,
+                "addloop_packets": 2000000}
+
+    # ---- launches -----------------------------------------------------
+
+    def checked(self, what, n, sizes, iters, warmup, fn):
+        """Run fn() and require that every port received at least the
+        tensor bytes of every call (each algorithm here sends at least its
+        tensor once per call: ring and Rabenseifner 2(N-1)/N of it, xina
+        all of it)."""
+        before = self.rack.port_rx()
+        out = fn()
+        after = self.rack.port_rx()
+        need = sum(b * (it + warmup) for b, it in zip(sizes, iters))
+        need *= len(self.dtypes)
+        for i in range(n):
+            got = after[f"p{i}"] - before[f"p{i}"]
+            if got < 0.9 * need:
+                raise BenchError(
+                    f"{what}, {n} workers: switch port p{i} received {got} bytes, "
+                    f"expected at least {int(0.9 * need)}: the data did not cross "
+                    f"the rack's links; refusing the result")
+        return out
+
+    def spawn(self, argv, **kw):
+        return subprocess.Popen(argv, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, **kw)
+
+    def collect(self, procs, what):
+        outs = []
+        deadline = time.monotonic() + LAUNCH_TIMEOUT
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                raise BenchError(f"{what}: no result within {LAUNCH_TIMEOUT} s")
+            if p.returncode:
+                for q in procs:
+                    q.kill()
+                raise BenchError(f"{what}: exit {p.returncode}: {err.strip()[-600:]}")
+            outs.append(out)
+        return outs
+
+    @staticmethod
+    def json_lines(text):
+        return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+
+    def openmpi(self, n, sizes, iters):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_plm_rsh_agent="")
+        argv = ["mpirun", "--allow-run-as-root", "-np", str(n), "--oversubscribe",
+                "--bind-to", "none",
+                # over the links, not shared memory; no node-local collectives
+                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
+                "10.77.0.0/24", "--mca", "coll", "^sm,han,adapt",
+                f"{self.bin}/xina-nsrun", "-p", f"{self.rack.name}-w%d",
+                f"{self.bin}/xina-bench-mpi", "--bytes",
+                ",".join(map(str, sizes)), "--iters", ",".join(map(str, iters)),
+                "--dtype", ",".join(self.dtypes), "--warmup", "1"]
+
+        def run():
+            return self.collect([self.spawn(argv, env=env)], f"openmpi {n}")[0]
+        out = self.checked("openmpi", n, sizes, iters, 1, run)
+        for j in self.json_lines(out):
+            self.add_peer(j, "openmpi")
+
+    def gloo(self, n, sizes, iters):
+        self.port_seq += 1
+        master = f"{worker_ip(0)}:{29500 + self.port_seq}"
+        script = f"{ROOT}/scripts/bench/gloo_allreduce.py"
+
+        def run():
+            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i), "env",
+                                 "GLOO_SOCKET_IFNAME=eth0", "/usr/bin/python3",
+                                 script, "--rank", str(i), "--workers", str(n),
+                                 "--master", master,
+                                 "--bytes", ",".join(map(str, sizes)),
+                                 "--iters", ",".join(map(str, iters)),
+                                 "--dtype", ",".join(self.dtypes),
+                                 "--warmup", "1"]) for i in range(n)]
+            return self.collect(procs, f"gloo {n}")[0]
+        out = self.checked("gloo", n, sizes, iters, 1, run)
+        for j in self.json_lines(out):
+            self.add_peer(j, "gloo")
+
+    def add_peer(self, j, system):
+        # The bridge forwards in softirq on the sending CPU, which the
+        # tick-based accounting charges to the task it interrupted (mostly
+        # the workers): what no worker was charged for is the switch's.
+        sw = max(0.0, j["host_busy_s"] - j["worker_cpu_s"])
+        r = record(system, j["workers"], j["dtype"], j["bytes"], j["t"],
+                   j["worker_cpu_s"], j["host_busy_s"], sw,
+                   switch_cpu_method="host busy minus workers (bridge)")
+        self.keep(r)
+
+    def xina(self, system, n, sizes, iters, loss=0.0, switch_args=()):
+        argv_common = ["--switch", SWITCH_IP, "--job", str(JOB), "--key",
+                       hex(KEY), "--workers", str(n), "--slots", str(SLOTS),
+                       "--elems", str(ELEMS), "--bytes",
+                       ",".join(map(str, sizes)), "--iters",
+                       ",".join(map(str, iters)), "--dtype",
+                       ",".join(self.dtypes), "--warmup", "1"]
+
+        def run():
+            procs = []
+            for i in range(n):
+                extra = list(switch_args) if i == 0 else []
+                procs.append(self.spawn(
+                    ["ip", "netns", "exec", self.rack.ns(i),
+                     f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
+                     f"{worker_ip(i)}:{WORKER_PORT}"] + argv_common + extra))
+            return self.collect(procs, f"{system} {n}")
+        outs = self.checked(system, n, sizes, iters, 1, run)
+        ranks = [self.json_lines(o) for o in outs]
+        for k, r0 in enumerate(ranks[0]):
+            per = [rk[k] for rk in ranks]
+            times = [max(p["t"][i] for p in per) for i in range(r0["iters"])]
+            r = record(system, n, r0["dtype"], r0["bytes"], times,
+                       sum(p["cpu_s"] for p in per), r0["host_busy_s"],
+                       r0["switch_cpu_s"], loss=loss,
+                       sent=sum(p["sent"] for p in per),
+                       retrans=sum(p["retrans"] for p in per),
+                       timeouts=sum(p["timeouts"] for p in per),
+                       switch_cpu_method="XDP program run time (bpf_stats)"
+                       if system == "xina-xdp" else "xina-swagg process CPU")
+            self.keep(r)
+
+    def members(self, n):
+        return [f"{i}={worker_ip(i)}:{WORKER_PORT}" for i in range(n)]
+
+    def swagg(self, n, sizes, iters):
+        argv = ["ip", "netns", "exec", self.rack.sw, f"{self.o}/xina-swagg",
+                "--bind", SWITCH_IP, "--job", str(JOB), "--key", hex(KEY),
+                "--workers", str(n), "--slots", str(SLOTS), "--elems",
+                str(ELEMS), "--json"]
+        for m in self.members(n):
+            argv += ["--member", m]
+        sw = subprocess.Popen(argv, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        try:
+            # the aggregator is up once its socket is bound
+            for _ in range(100):
+                ss = subprocess.run(["ip", "netns", "exec", self.rack.sw, "ss",
+                                     "-Hunl", "sport", "=", ":9277"],
+                                    text=True, capture_output=True).stdout
+                if ss.strip() or sw.poll() is not None:
+                    break
+                time.sleep(0.05)
+            if sw.poll() is not None:
+                raise BenchError(f"xina-swagg exited: {sw.stderr.read().strip()}")
+            pid = self.child_pid(sw.pid)
+            self.xina("xina-swagg", n, sizes, iters,
+                      switch_args=["--switch-pid", str(pid)])
+        finally:
+            sw.send_signal(signal.SIGTERM)
+            try:
+                sw.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                sw.kill()
+
+    @staticmethod
+    def child_pid(pid):
+        """ip netns exec execs its command: the pid is the aggregator's."""
+        return pid
+
+    def xdp(self, n, sizes, iters, loss=0.0):
+        self.rack.xctl("job", "add", str(JOB), "workers", str(n), "slots",
+                       str(SLOTS), "elems", str(ELEMS), "key", hex(KEY),
+                       *sum((["member", str(i), f"{worker_ip(i)}:{WORKER_PORT}"]
+                             for i in range(n)), []))
+        try:
+            args = []
+            for pid in self.rack.xdp_prog_ids():
+                args += ["--switch-prog", str(pid)]
+            self.xina("xina-xdp", n, sizes, iters, loss=loss, switch_args=args)
+        finally:
+            self.rack.xctl("job", "del", str(JOB))
+
+    # ---- microbenchmarks ----------------------------------------------
+
+    def micro(self):
+        p = self.plan()
+        for prog in ("xina-bench-addloop", "xina-bench-addloop-simd"):
+            out = subprocess.run([f"{self.bin}/{prog}", "-n",
+                                  str(p["addloop_packets"])], text=True,
+                                 capture_output=True, check=True).stdout
+            for j in self.json_lines(out):
+                self.keep(j)
+        out = subprocess.run(["ip", "netns", "exec", self.rack.sw,
+                              f"{self.bin}/xina-bench-fastpath", "-n",
+                              str(p["fastpath_packets"])], text=True,
+                             capture_output=True)
+        if out.returncode:
+            raise BenchError(f"xina-bench-fastpath: {out.stderr.strip()}")
+        for j in self.json_lines(out.stdout):
+            self.keep(j)
+
+    # ---- the run ------------------------------------------------------
+
+    def keep(self, r):
+        self.results.append(r)
+        if "system" in r:
+            log(f"{r['system']:10} {r['workers']} workers {r['dtype']} "
+                f"{r['bytes'] // MIB:4} MiB loss {r['loss'] * 100:.1f}%: "
+                f"{r['goodput_Bps'] / 1e6:8.1f} MB/s per worker "
+                f"(+-{r['spread_pct'] / 2:.0f}%)")
+        else:
+            log(f"{r['bench']}: {json.dumps(r)}")
+
+    def run(self):
+        p = self.plan()
+        self.dtypes = ["f32", "i32"]
+        t0 = time.monotonic()
+        for n in p["workers"]:
+            self.rack.up(n)
+            log(f"rack {self.rack.name}: {n} workers")
+            if n == 4:
+                self.micro()  # needs the ports p0..p3
+            self.openmpi(n, p["sizes"], p["iters"])
+            self.gloo(n, p["sizes"], p["iters"])
+            self.swagg(n, p["sizes"], p["iters"])
+            self.rack.attach_xdp()
+            self.xdp(n, p["sizes"], p["iters"])
+            if n == 4:
+                for permille in (1, 10):
+                    self.rack.impair(permille)
+                    self.xdp(n, [p["loss_size"]], [p["loss_iters"]],
+                             loss=permille / 1000)
+                    self.results[-1]["impair_drops"] = self.rack.impair_drops()
+                    self.results[-2]["impair_drops"] = self.results[-1]["impair_drops"]
+                    self.rack.unimpair()
+            self.rack.down()
+        elapsed = time.monotonic() - t0
+        meta = {
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "quick": bool(self.a.quick), "elapsed_s": round(elapsed, 1),
+            "kernel": platform.release(), "cpus": os.cpu_count(),
+            "cpu_model": cpu_model(), "mtu": 1500,
+            "xina": {"slots": SLOTS, "elems_per_packet": ELEMS},
+            "openmpi": tool_version(["mpirun", "--version"]),
+            "torch": tool_version(["/usr/bin/python3", "-c",
+                                   "import torch; print('torch', torch.__version__)"]),
+        }
+        with open(self.a.out, "w") as f:
+            json.dump({"meta": meta, "results": self.results}, f, indent=1)
+        log(f"{len(self.results)} records in {self.a.out} ({elapsed:.0f} s)")
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def tool_version(argv):
+    try:
+        return subprocess.run(argv, text=True, capture_output=True,
+                              timeout=60).stdout.splitlines()[0].strip()
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rack", required=True, help="name of the rack to use")
+    ap.add_argument("--o", default=os.environ.get("O", "build"))
+    ap.add_argument("--out", required=True, help="results.json to write")
+    a = ap.parse_args()
+    b = Bench(a)
+    try:
+        b.run()
+    except (BenchError, subprocess.CalledProcessError) as e:
+        log(f"FAILED: {e}")
+        return 1
+    finally:
+        b.rack.down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench [QUICK=1]: xina against its peers on a rack of network
+# namespaces, then the report.
+#
+#   QUICK=1 scripts/bench/run.sh    2 and 4 workers, 1..64 MiB (< 3 min)
+#   scripts/bench/run.sh            2, 4 and 8 workers, 1..256 MiB (< 15 min)
+#
+# Writes $O/bench/results.json, $O/bench/*.png and Documentation/benchmarks.md.
+# The rack is torn down on exit, also when interrupted.  Timings are
+# reported, never asserted: this is not part of "make check".
+
+set -u
+XINA_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+O=${O:-build}
+case "$O" in /*) ;; *) O=$XINA_ROOT/$O ;; esac
+export O
+. "$XINA_ROOT/scripts/rack.sh"
+
+RACK=xbench$$
+OUT=$O/bench
+STATS_WAS=
+
+cleanup()
+{
+	rack_down "$RACK"
+	[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted, tearing the rack down" >&2; exit 130' INT TERM
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench: must run as root (network namespaces, XDP, BPF_PROG_TEST_RUN)" >&2
+	exit 1
+fi
+for f in xinactl xina-swagg bpf/xina_pass.bpf.o bench/bin/xina-bench-xina \
+	 bench/bin/xina-bench-mpi bench/bin/xina-bench-fastpath; do
+	[ -e "$O/$f" ] || { echo "bench: $O/$f is missing: run make bench" >&2; exit 1; }
+done
+mkdir -p "$OUT"
+
+# The switch's CPU on the XDP path is the run time of its programs: the
+# kernel only counts it while bpf_stats_enabled is set (restored on exit).
+STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+
+quick=()
+[ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && quick=(--quick)
+start=$SECONDS
+/usr/bin/python3 "$XINA_ROOT/scripts/bench/bench.py" "${quick[@]}" \
+	--rack "$RACK" --o "$O" --out "$OUT/results.json" || exit 1
+/usr/bin/python3 "$XINA_ROOT/scripts/bench/report.py" "$OUT/results.json" \
+	--plots "$OUT" --doc "$XINA_ROOT/Documentation/benchmarks.md" || exit 1
+echo "bench: done in $((SECONDS - start)) s: $OUT/results.json, $OUT/*.png," \
+     "Documentation/benchmarks.md"
