@@ -26,7 +26,6 @@ done
 
 RACK=xdemo$$
 PIN=$(rack_pin_dir "$RACK")
-JOB=1
 KEY=0x600dcafe
 SLOTS=128
 ELEMS=256
@@ -59,12 +58,18 @@ fi
 say "rack: switch namespace $RACK-sw (bridge br0 $RACK_SWITCH_IP), $N workers on veth ports"
 rack_up "$RACK" "$N" || exit 1
 rack_xdp "$RACK" "$N" "$PIN" || exit 1
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" "$SLOTS" "$ELEMS" "$PIN" || exit 1
+# One job per run: a job's slot rounds continue where its last worker
+# process left them, so a new training run gets a fresh job (as SwitchML's
+# controller resets the switch for each job).
+rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" || exit 1
+rack_job_add "$RACK" "$N" 2 "$KEY" "$SLOTS" "$ELEMS" "$PIN" || exit 1
 xctl backend
-xctl job show "$JOB"
+xctl job show
 xctl dev show
 
+JOB=0
 for dtype in f32 i32; do
+	JOB=$((JOB + 1))
 	say "allreduce: $MIB MiB $dtype on each of $N workers, through the XDP switch"
 	rack_allreduce "$RACK" "$N" "$TMP/$dtype" --job "$JOB" --key "$KEY" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
@@ -94,7 +99,7 @@ for dtype in f32 i32; do
 done
 
 say "switch counters (xinactl stats)"
-xctl stats job "$JOB"
+xctl stats
 
 say "tearing the rack down"
 exit $fail
