@@ -160,6 +160,20 @@ enum xina_class {
 };
 
 /*
+ * bpf_ntohs() whose result the verifier knows to be below 2^16: the 6.1
+ * verifier forgets all bounds of a byte swap, and then refuses to add the
+ * value to a packet pointer.  The mask is in asm so that clang, which does
+ * know the bound, cannot drop it.
+ */
+static __always_inline __u32 ntohs_bounded(__be16 v)
+{
+	__u64 x = bpf_ntohs(v);
+
+	asm volatile("%[x] &= 0xffff" : [x] "+r"(x));
+	return x;
+}
+
+/*
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
  */
@@ -174,14 +188,14 @@ static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
 	if (xh->version != XINA_WIRE_VERSION || xh->type != type ||
 	    (xh->flags & ~XINA_F_ALL) || xh->weight)
 		return XINA_MALFORMED;
-	count = bpf_ntohs(xh->count);
+	count = ntohs_bounded(xh->count);
 	if (!count)
 		return XINA_MALFORMED;
 	/* Only 32-bit dtypes exist; the dtype itself is checked per job. */
-	ulen = bpf_ntohs(pkt->udp->len);
+	ulen = ntohs_bounded(pkt->udp->len);
 	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
 		return XINA_MALFORMED;
-	if (ulen + sizeof(struct iphdr) > bpf_ntohs(pkt->iph->tot_len))
+	if (ulen + sizeof(struct iphdr) > ntohs_bounded(pkt->iph->tot_len))
 		return XINA_MALFORMED;
 	if ((void *)pkt->udp + ulen > end)
 		return XINA_MALFORMED;
