@@ -109,7 +109,8 @@ VM_SELFTESTS := $(KMOD_LSRC)/linux-source-6.1/tools/testing/selftests
 VM_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	     -std=gnu11 \
 	     -I$(ROOT)/include/uapi -I$(ROOT)/selftests/vm -I$(VM_SELFTESTS)
-VM_PROGS := $(VM_PROGS_OUT)/xina_nl
+VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
+	    $(VM_PROGS_OUT)/xina_kfunc.bpf.o
 
 .PHONY: vm-progs
 vm-progs: $(VM_PROGS)
@@ -118,3 +119,16 @@ $(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
 			 include/uapi/linux/xina.h $(KMOD_LSRC)/.stamp
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(VM_CFLAGS) -o $@ $<
+
+$(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c selftests/vm/xnl.h \
+			    kmod/xina_kfunc.h include/uapi/linux/xina.h \
+			    $(KMOD_LSRC)/.stamp
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(VM_CFLAGS) -o $@ $< -lbpf -lelf -lz
+
+$(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
+				  include/uapi/linux/xina.h | $(KMOD_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
+		-I/usr/include/x86_64-linux-gnu -I$(ROOT)/include/uapi \
+		-c $< -o $@

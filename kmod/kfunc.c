@@ -72,8 +72,10 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 }
 
 /*
- * The round state machine of one slot version, under sv->lock.  Returns
- * the verdict; *stat is the counter of the outcome.
+ * The round state machine of one slot version, under sv->lock; the same
+ * decisions in the same order as xina_claim() of the map backend
+ * (bpf/xina.bpf.c).  Returns the verdict; *stat is the counter of the
+ * outcome.
  */
 static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 			     u32 *val, struct xina_hdr *h, u16 rank,
@@ -89,17 +91,23 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 	}
 	if (ahead < 0) {
 		*stat = XINA_STAT_STALE;
-		return XINA_KF_CONSUMED;
+		return XINA_KF_DROP;
 	}
-	if (ahead > 0) {
-		/* Round r + 2 before r completed, or further ahead. */
+	/* Round r + 2 before r completed, or further ahead; or a count
+	 * other than the round's.
+	 */
+	if (ahead > 0 || (h->op == sv->op && count != sv->count)) {
 		*stat = XINA_STAT_DROP_RANGE;
-		return XINA_KF_CONSUMED;
+		return XINA_KF_DROP;
+	}
+	if (h->op != sv->op) {
+		*stat = XINA_STAT_DROP_OP;
+		return XINA_KF_DROP;
 	}
 	if (test_bit(rank, sv->seen)) {
 		if (!sv->complete) {
 			*stat = XINA_STAT_DUP;
-			return XINA_KF_CONSUMED;
+			return XINA_KF_DROP;
 		}
 		/* A late retransmission: answer it from the kept result. */
 		*stat = XINA_STAT_RETRANS_ANSWERED;
@@ -108,21 +116,13 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 		xina_val_out((__be32 *)(h + 1), val, count);
 		return XINA_KF_ANSWER;
 	}
-	if (h->op != sv->op) {
-		*stat = XINA_STAT_DROP_OP;
-		return XINA_KF_CONSUMED;
-	}
-	if (count != sv->count) {
-		*stat = XINA_STAT_DROP_RANGE;
-		return XINA_KF_CONSUMED;
-	}
 	xina_val_add(val, (const __be32 *)(h + 1), count, h->op);
 
 added:
 	__set_bit(rank, sv->seen);
 	*stat = XINA_STAT_CONTRIB;
 	if (++sv->claimed < job->workers)
-		return XINA_KF_CONSUMED;
+		return XINA_KF_ADDED;
 
 	sv->complete = 1;
 	sv->exp = h->exp;
@@ -138,7 +138,6 @@ static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
 	const struct xina_member_cfg *m;
 	const struct xina_job_cfg *cfg;
 	u16 rank = be16_to_cpu(h->rank);
-	u16 count = be16_to_cpu(h->count);
 
 	cfg = rcu_dereference(job->cfg);
 	if (be64_to_cpu(h->key) != cfg->key)
@@ -148,7 +147,8 @@ static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
 	m = &cfg->member[rank];
 	if (!m->addr || m->addr != saddr || (m->port && m->port != sport))
 		return XINA_STAT_DROP_MEMBER;
-	if (be32_to_cpu(h->slot) >= job->slots || !count || count > job->elems)
+	if (be32_to_cpu(h->slot) >= job->slots ||
+	    be16_to_cpu(h->count) > job->elems)
 		return XINA_STAT_DROP_RANGE;
 	if (h->dtype != XINA_DTYPE_INT32 ||
 	    (h->op != XINA_OP_SUM && h->op != XINA_OP_MAX))
@@ -168,7 +168,7 @@ static int xina_job_contrib(struct xina_job *job, struct xina_hdr *h,
 	ret = xina_job_check(job, h, saddr, sport);
 	if (ret) {
 		xina_count(job, ret);
-		return XINA_KF_CONSUMED;
+		return XINA_KF_REJECT;
 	}
 
 	idx = be32_to_cpu(h->slot) * XINA_SLOT_VERSIONS +
@@ -179,6 +179,8 @@ static int xina_job_contrib(struct xina_job *job, struct xina_hdr *h,
 				be16_to_cpu(h->rank), &stat);
 	spin_unlock(&sv->lock);
 	xina_count(job, stat);
+	if (ret == XINA_KF_RESULT)
+		xina_count(job, XINA_STAT_COMPLETE);
 	return ret;
 }
 
@@ -211,7 +213,7 @@ noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
 	if (off > xdp->data_end - xdp->data)
 		return XINA_KF_MALFORMED;
 	h = xdp->data + off;
-	if ((void *)(h + 1) > xdp->data_end ||
+	if ((void *)(h + 1) > xdp->data_end || !h->count ||
 	    (void *)(h + 1) + be16_to_cpu(h->count) * sizeof(__be32) >
 	    xdp->data_end)
 		return XINA_KF_MALFORMED;

@@ -24,12 +24,30 @@
 #ifndef _XINA_KFUNC_H
 #define _XINA_KFUNC_H
 
+/*
+ * REJECT: failed the job's checks (key, member, ranges, op); counted, drop.
+ * DROP: a member's packet that the round state drops (duplicate, stale,
+ *	round or count out of range, mixed op); counted, drop.
+ * ADDED: added, the round goes on; drop.
+ * RESULT: the round completed; send the packet to every member.
+ * ANSWER: a retransmission to a completed round; send it back.
+ * NO_JOB: well formed, but no such job: XINA_GSTAT_NO_JOB.
+ * MALFORMED: XINA_GSTAT_MALFORMED.
+ */
 enum xina_kf_verdict {
-	XINA_KF_CONSUMED = 0,	/* added, or dropped and counted: XDP_DROP */
-	XINA_KF_RESULT = 1,	/* slot completed: send to every member */
-	XINA_KF_ANSWER = 2,	/* retransmission: send back to the sender */
-	XINA_KF_NO_JOB = 3,	/* well formed, no such job: XINA_GSTAT_NO_JOB */
-	XINA_KF_MALFORMED = 4,	/* XINA_GSTAT_MALFORMED */
+	XINA_KF_REJECT = 0,
+	XINA_KF_DROP = 1,
+	XINA_KF_ADDED = 2,
+	XINA_KF_RESULT = 3,
+	XINA_KF_ANSWER = 4,
+	XINA_KF_NO_JOB = 5,
+	XINA_KF_MALFORMED = 6,
 };
+
+/* A member's packet: the map backend learns where the member is. */
+static inline int xina_kf_member(int verdict)
+{
+	return verdict >= XINA_KF_DROP && verdict <= XINA_KF_ANSWER;
+}
 
 #endif /* _XINA_KFUNC_H */

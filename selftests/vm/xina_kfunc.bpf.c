@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test programs of the xina.ko kfunc (selftests/vm/xina_kfunc.c): hand a
+ * packet of fixed layout (eth, IPv4 without options, UDP, xina) to
+ * xina_kf_contrib() and return its verdict as the XDP return value, which
+ * BPF_PROG_TEST_RUN reports as is.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+
+#include <linux/xina.h>
+
+#define XINA_OFF	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
+			 sizeof(struct udphdr))
+
+extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
+			   __be16 sport) __ksym;
+
+SEC("xdp")
+int xina_kf_test(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *iph = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(iph + 1);
+
+	if ((void *)(udp + 1) > end)
+		return XDP_ABORTED;
+	return xina_kf_contrib(ctx, XINA_OFF, iph->saddr, udp->source);
+}
+
+/* The same timer overhead as xina_kf_test, nothing else (benchmark). */
+SEC("xdp")
+int xina_kf_nop(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "GPL";

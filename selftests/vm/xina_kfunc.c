@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kfunc of xina.ko, through BPF_PROG_TEST_RUN of a small XDP program
+ * (xina_kfunc.bpf.c) that returns the kfunc's verdict: the round state
+ * machine (add, complete, duplicate, retransmission, stale, out of range,
+ * mixed op), the job checks, malformed packets, the counters in sysfs and
+ * netlink, and a job deleted under a loaded program.  Run in the VM with
+ * xina.ko loaded.
+ *
+ * With -b it measures instead (no test): ns per packet of the kfunc path
+ * for K workers adding ELEMS elements each, see Documentation/module.rst.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "xnl.h"
+#include "../../kmod/xina_kfunc.h"
+#include "kselftest_harness.h"
+
+#define OBJ	"/xina/bpf/xina_kfunc.bpf.o"
+#define SYSFS	"/sys/kernel/xina"
+#define JOB	7
+#define KEY	0xfeedfacecafebeefULL
+#define WORKERS	3
+#define SLOTS	2
+#define ELEMS	4
+
+struct pkt {
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	struct xina_hdr xh;
+	__be32 el[XINA_MAX_ELEMS];
+} __attribute__((packed));
+
+struct contrib {
+	uint32_t job;
+	uint16_t rank;
+	uint32_t slot;
+	uint32_t round;
+	uint8_t op;
+	int8_t exp;
+	uint16_t count;
+	int32_t base;		/* element i is base + i */
+};
+
+static uint32_t member_addr(uint16_t rank)
+{
+	return htonl(0x0a000001 + rank);
+}
+
+static size_t build(struct pkt *p, const struct contrib *c)
+{
+	size_t len = sizeof(*p) - sizeof(p->el) + c->count * 4;
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	p->eth.h_proto = htons(ETH_P_IP);
+	p->ip.version = 4;
+	p->ip.ihl = 5;
+	p->ip.ttl = 64;
+	p->ip.protocol = IPPROTO_UDP;
+	p->ip.tot_len = htons(len - sizeof(p->eth));
+	p->ip.saddr = member_addr(c->rank);
+	p->ip.daddr = htonl(0x0a0000fe);
+	p->udp.source = htons(5000 + c->rank);
+	p->udp.dest = htons(XINA_UDP_PORT);
+	p->udp.len = htons(len - sizeof(p->eth) - sizeof(p->ip));
+	p->xh.version = XINA_WIRE_VERSION;
+	p->xh.type = XINA_T_CONTRIB;
+	p->xh.dtype = XINA_DTYPE_INT32;
+	p->xh.op = c->op ?: XINA_OP_SUM;
+	p->xh.exp = c->exp;
+	p->xh.count = htons(c->count);
+	p->xh.job = htonl(c->job ?: JOB);
+	p->xh.rank = htons(c->rank);
+	p->xh.slot = htonl(c->slot);
+	p->xh.round = htonl(c->round);
+	p->xh.key = htobe64(KEY);
+	p->xh.offset = htobe64(1234);
+	for (i = 0; i < c->count; i++)
+		p->el[i] = htonl(c->base + i);
+	return len;
+}
+
+/* Run one packet; returns the verdict, the packet as it came out in @out. */
+static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
+	       uint32_t *duration)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		.data_in = in,
+		.data_size_in = len,
+		.data_out = out,
+		.data_size_out = sizeof(*out),
+		.repeat = 1,
+	);
+	int err;
+
+	err = bpf_prog_test_run_opts(prog_fd, &opts);
+	if (err)
+		return -1000 + err;
+	if (duration)
+		*duration = opts.duration;
+	return opts.retval;
+}
+
+static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
+		   uint32_t slots, uint16_t elems)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	uint32_t addr;
+	int r, err;
+
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	xnl_put_u16(m, XINA_A_JOB_WORKERS, workers);
+	xnl_put_u32(m, XINA_A_JOB_SLOTS, slots);
+	xnl_put_u16(m, XINA_A_JOB_ELEMS, elems);
+	xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
+	for (r = 0; r < workers; r++) {
+		addr = member_addr(r);
+		xnl_nest_start(m, XINA_A_JOB_MEMBER);
+		xnl_put_u16(m, XINA_MEMBER_A_RANK, r);
+		xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
+		xnl_nest_end(m);
+	}
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
+}
+
+static int job_del(struct xnl *nl, uint32_t id)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_DEL);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
+}
+
+static long long sysfs_stat(const char *name)
+{
+	char path[128], buf[32];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), SYSFS "/jobs/%u/%s", JOB, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtoll(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static struct bpf_object *load(int *test_fd, int *nop_fd)
+{
+	struct bpf_object *obj;
+
+	obj = bpf_object__open_file(OBJ, NULL);
+	if (!obj)
+		return NULL;
+	if (bpf_object__load(obj)) {
+		bpf_object__close(obj);
+		return NULL;
+	}
+	*test_fd = bpf_program__fd(bpf_object__find_program_by_name(obj, "xina_kf_test"));
+	if (nop_fd)
+		*nop_fd = bpf_program__fd(bpf_object__find_program_by_name(obj, "xina_kf_nop"));
+	return obj;
+}
+
+FIXTURE(kf) {
+	struct xnl nl;
+	struct bpf_object *obj;
+	int fd;
+	struct pkt in, out;
+};
+
+FIXTURE_SETUP(kf)
+{
+	ASSERT_EQ(0, xnl_open(&self->nl));
+	job_del(&self->nl, JOB);
+	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, ELEMS));
+	self->obj = load(&self->fd, NULL);
+	ASSERT_NE(NULL, self->obj) {
+		TH_LOG("cannot load %s (module BTF, kfunc registration?)", OBJ);
+	}
+}
+
+FIXTURE_TEARDOWN(kf)
+{
+	bpf_object__close(self->obj);
+	job_del(&self->nl, JOB);
+	xnl_close(&self->nl);
+}
+
+/* Send @c and expect @verdict. */
+#define SEND(c, verdict) do {						\
+	struct contrib __c = c;						\
+	size_t __len = build(&self->in, &__c);				\
+									\
+	EXPECT_EQ(verdict, run(self->fd, &self->in, __len, &self->out,	\
+			       NULL));					\
+} while (0)
+
+static void expect_result(struct __test_metadata *_metadata,
+			  const struct pkt *p, uint16_t rank, int8_t exp,
+			  const int32_t *want, int n)
+{
+	int i;
+
+	EXPECT_EQ(XINA_T_RESULT, p->xh.type);
+	EXPECT_EQ(rank, ntohs(p->xh.rank));
+	EXPECT_EQ(exp, p->xh.exp);
+	EXPECT_EQ(1234, be64toh(p->xh.offset));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(want[i], (int32_t)ntohl(p->el[i]));
+}
+
+TEST_F(kf, rounds)
+{
+	/* Sums of base 100, -7 and INT32_MAX - 1: the last wraps. */
+	int32_t sum[ELEMS], max[ELEMS];
+	int i;
+
+	for (i = 0; i < ELEMS; i++) {
+		sum[i] = (int32_t)((uint32_t)(100 + i) + (uint32_t)(-7 + i) +
+				   (uint32_t)(INT32_MAX - 1 + i));
+		max[i] = 50 + i;
+	}
+
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .base = 100 }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .base = 100 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .base = -7 }), XINA_KF_ADDED);
+	/* A count other than the round's. */
+	SEND(((struct contrib){ .rank = 2, .count = 2, .base = 1 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 2, .count = ELEMS, .exp = -3,
+				.base = INT32_MAX - 1 }), XINA_KF_RESULT);
+	expect_result(_metadata, &self->out, 2, -3, sum, ELEMS);
+
+	/* A late retransmission gets the kept result, exp included. */
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .exp = 9, .base = -7 }),
+	     XINA_KF_ANSWER);
+	expect_result(_metadata, &self->out, 1, -3, sum, ELEMS);
+
+	/* Round 4 before round 2: out of range. */
+	SEND(((struct contrib){ .rank = 0, .round = 4, .count = ELEMS }), XINA_KF_DROP);
+	/* Round 2 reuses version 0; round 0 is stale from then on. */
+	SEND(((struct contrib){ .rank = 0, .round = 2, .count = ELEMS, .base = 1 }),
+	     XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 1, .round = 0, .count = ELEMS }), XINA_KF_DROP);
+
+	/* MAX on slot 1, round 1 (version 1). */
+	SEND(((struct contrib){ .rank = 0, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = ELEMS, .base = 50 }), XINA_KF_ADDED);
+	/* A SUM in a MAX round. */
+	SEND(((struct contrib){ .rank = 1, .slot = 1, .round = 1, .op = XINA_OP_SUM,
+				.count = ELEMS, .base = 60 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = ELEMS, .base = -50 }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 2, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = ELEMS, .base = 10 }), XINA_KF_RESULT);
+	expect_result(_metadata, &self->out, 2, 0, max, ELEMS);
+
+	/* Every outcome was counted once, in sysfs and in netlink. */
+	EXPECT_EQ(13, sysfs_stat("rx"));
+	EXPECT_EQ(7, sysfs_stat("contributions"));
+	EXPECT_EQ(2, sysfs_stat("completions"));
+	EXPECT_EQ(1, sysfs_stat("retransmissions"));
+	EXPECT_EQ(1, sysfs_stat("duplicates"));
+	EXPECT_EQ(1, sysfs_stat("stale"));
+	EXPECT_EQ(2, sysfs_stat("drop_range"));
+	EXPECT_EQ(1, sysfs_stat("drop_op"));
+	EXPECT_EQ(0, sysfs_stat("drop_key"));
+	EXPECT_EQ(0, sysfs_stat("drop_member"));
+}
+
+TEST_F(kf, job_checks)
+{
+	struct contrib c = { .rank = 0, .count = ELEMS };
+	size_t len;
+
+	/* Wrong key. */
+	len = build(&self->in, &c);
+	self->in.xh.key = htobe64(KEY + 1);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	/* Rank beyond the workers. */
+	SEND(((struct contrib){ .rank = WORKERS, .count = ELEMS }), XINA_KF_REJECT);
+	/* Rank 1 sending from rank 0's address. */
+	len = build(&self->in, &c);
+	self->in.xh.rank = htons(1);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	/* Slot beyond the pool, more elements than the job's. */
+	SEND(((struct contrib){ .rank = 0, .slot = SLOTS, .count = ELEMS }), XINA_KF_REJECT);
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS + 1 }), XINA_KF_REJECT);
+	/* Unknown dtype and op. */
+	len = build(&self->in, &c);
+	self->in.xh.dtype = 9;
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	SEND(((struct contrib){ .rank = 0, .op = 9, .count = ELEMS }), XINA_KF_REJECT);
+
+	EXPECT_EQ(7, sysfs_stat("rx"));
+	EXPECT_EQ(1, sysfs_stat("drop_key"));
+	EXPECT_EQ(2, sysfs_stat("drop_member"));
+	EXPECT_EQ(2, sysfs_stat("drop_range"));
+	EXPECT_EQ(2, sysfs_stat("drop_op"));
+	EXPECT_EQ(0, sysfs_stat("contributions"));
+}
+
+/* Malformed packets and unknown jobs leave the job untouched. */
+TEST_F(kf, malformed_and_no_job)
+{
+	struct contrib c = { .rank = 0, .count = ELEMS };
+	size_t len;
+
+	len = build(&self->in, &c);
+	self->in.xh.version = 2;
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.xh.type = XINA_T_RESULT;
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.xh.flags = 0x80;
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.xh.weight = htons(1);
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.xh.count = 0;
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	/* Truncated: one element short of count. */
+	len = build(&self->in, &c);
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len - 4, &self->out, NULL));
+	SEND(((struct contrib){ .job = JOB + 1, .rank = 0, .count = ELEMS }),
+	     XINA_KF_NO_JOB);
+
+	EXPECT_EQ(0, sysfs_stat("rx"));
+	EXPECT_EQ(0, sysfs_stat("contributions"));
+}
+
+/* The program holds the module; a job goes away under it cleanly. */
+TEST_F(kf, job_deleted_under_program)
+{
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS }), XINA_KF_ADDED);
+	ASSERT_EQ(0, job_del(&self->nl, JOB));
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS }), XINA_KF_NO_JOB);
+	/* A new job of the same id starts from clean slot memory. */
+	ASSERT_EQ(0, job_new(&self->nl, JOB, 1, SLOTS, ELEMS));
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .base = 5 }), XINA_KF_RESULT);
+	EXPECT_EQ(5, (int32_t)ntohl(self->out.el[0]));
+	EXPECT_EQ(1, sysfs_stat("completions"));
+}
+
+/*
+ * Benchmark: K workers take turns on slot 0, round after round, so that
+ * K - 1 of every K packets add and one completes (K = 1: every packet
+ * completes; K = 256: nearly all add).  One packet per BPF_PROG_TEST_RUN call (a repeated packet
+ * would be a duplicate); the kernel's per-run duration minus that of an
+ * empty program is the kfunc path.
+ */
+static int bench(int k, int elems, int packets)
+{
+	uint64_t sum = 0, nop_sum = 0;
+	int test_fd, nop_fd, i, v;
+	struct bpf_object *obj;
+	static struct pkt in, out;
+	struct xnl nl;
+	uint32_t d = 0;
+
+	if (xnl_open(&nl) || job_new(&nl, 99, k, 1, elems))
+		return 1;
+	obj = load(&test_fd, &nop_fd);
+	if (!obj)
+		return 1;
+	for (i = 0; i < packets; i++) {
+		struct contrib c = {
+			.job = 99, .rank = i % k, .round = i / k,
+			.count = elems, .base = i,
+		};
+		size_t len = build(&in, &c);
+
+		v = run(test_fd, &in, len, &out, &d);
+		if (v != ((i % k == k - 1) ? XINA_KF_RESULT : XINA_KF_ADDED))
+			return 1;
+		sum += d;
+		run(nop_fd, &in, len, &out, &d);
+		nop_sum += d;
+	}
+	printf("{\"path\": \"kfunc\", \"k\": %d, \"elems\": %d, \"packets\": %d, "
+	       "\"ns_run\": %.0f, \"ns_timer\": %.0f, \"ns_net\": %.0f}\n",
+	       k, elems, packets, (double)sum / packets,
+	       (double)nop_sum / packets, (double)(sum - nop_sum) / packets);
+	bpf_object__close(obj);
+	job_del(&nl, 99);
+	xnl_close(&nl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	cpu_set_t set;
+
+	if (argc > 1 && !strcmp(argv[1], "-b")) {
+		int k[] = { XINA_MAX_WORKERS, 4, 1 }, e[] = { 256, 1024 }, i, j;
+
+		CPU_ZERO(&set);
+		CPU_SET(0, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+		for (i = 0; i < 3; i++)
+			for (j = 0; j < 2; j++)
+				if (bench(k[i], e[j], argc > 2 ? atoi(argv[2]) : 2000))
+					return 1;
+		return 0;
+	}
+	return test_harness_run(argc, argv);
+}
