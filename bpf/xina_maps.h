@@ -9,6 +9,10 @@
  *   xina_jobs     HASH      __u32 job id          -> struct xina_job
  *   xina_members  HASH      struct xina_member_key -> struct xina_member
  *   xina_ports    HASH      struct xina_port_key  -> __u32 rank
+ *                           (learned by the fast path: the member last
+ *                            seen behind a port; xina_egress addresses
+ *                            results to it, so a job has at most one
+ *                            member behind each switch port)
  *   xina_meta     ARRAY     slot version index    -> struct xina_meta
  *   xina_vals     PERCPU_ARRAY slot version index -> struct xina_part
  *   xina_stats    PERCPU_ARRAY job idx            -> struct xina_counters
