@@ -228,7 +228,7 @@ class Report:
                          f"title '{TITLES[s]}'")
             data.append(dat)
         script = "\n".join([
-            "set terminal pngcairo size 900,560 font 'sans,11'",
+            "set terminal pngcairo size 900,560 font 'sans,11' noenhanced",
             f"set output '{png}'",
             f"set title '{title}'",
             f"set xlabel '{xlabel}'",
