@@ -113,7 +113,8 @@ VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
 	    $(VM_PROGS_OUT)/xina_kfunc.bpf.o
 
 .PHONY: vm-progs
-vm-progs: $(VM_PROGS)
+# With the user-space tools the guest's end-to-end tests use.
+vm-progs: $(VM_PROGS) $(O)/xinactl $(O)/xina-allreduce
 
 $(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
 			 include/uapi/linux/xina.h $(KMOD_LSRC)/.stamp
