@@ -700,6 +700,11 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	return xina_complete(ctx, pkt, m, idx, me, mine, &c, ctr);
 }
 
+#ifdef XINA_KFUNC
+/* Module backend: slot memory in xina.ko, see kmod/xina_kf.bpf.h. */
+#include "xina_kf.bpf.h"
+#endif
+
 SEC("xdp")
 int xina_xdp(struct xdp_md *ctx)
 {
@@ -718,6 +723,10 @@ int xina_xdp(struct xdp_md *ctx)
 		gstat_inc(XINA_GSTAT_MALFORMED);
 		return XDP_DROP;
 	}
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		return xina_kf_xdp(ctx, &pkt);
+#endif
 
 	id = bpf_ntohl(pkt.xh->job);
 	job = bpf_map_lookup_elem(&xina_jobs, &id);

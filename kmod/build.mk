@@ -133,3 +133,25 @@ $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
 	$(Q)$(CLANG) -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 		-I/usr/include/x86_64-linux-gnu -I$(ROOT)/include/uapi \
 		-c $< -o $@
+
+# The fast path with the module backend: bpf/xina.bpf.c with -DXINA_KFUNC
+# (kmod/xina_kf.bpf.h), and its skeleton under the same name "xina", so
+# that it has the layout of the map backend's (same maps and programs) and
+# xinactl can load either.
+$(O)/bpf/xina_kf.bpf.o: bpf/xina.bpf.c bpf/xina_maps.h kmod/xina_kf.bpf.h \
+			kmod/xina_kfunc.h include/uapi/linux/xina.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  BPF     $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DXINA_KFUNC -I$(ROOT)/kmod -c $< -o $@
+
+$(O)/bpf/xina_kf.skel.h: $(O)/bpf/xina_kf.bpf.o $(O)/bpf/xina.skel.h
+	@echo "  GENSKEL $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name xina > $@.tmp || \
+		{ rm -f $@.tmp; exit 1; }
+	$(Q)for s in '/^struct xina {/,/^};/p' '/struct xina__rodata {/,/}/p'; do \
+		sed -n "$$s" $(O)/bpf/xina.skel.h > $@.a; \
+		sed -n "$$s" $@.tmp > $@.b; \
+		cmp -s $@.a $@.b || { echo "$@: layout differs from xina.skel.h" >&2; \
+			rm -f $@.a $@.b $@.tmp; exit 1; }; \
+	done; rm -f $@.a $@.b
+	$(Q)mv $@.tmp $@

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause) */
+/*
+ * The module backend of the XDP fast path.  bpf/xina.bpf.c built with
+ * -DXINA_KFUNC includes this file and hands every well-formed xina packet
+ * to xina_kf_xdp() instead of its own job checks and aggregation: xina.ko
+ * checks the packet against the job it was configured with over netlink,
+ * adds it into module slot memory and counts it (kmod/kfunc.c).  Parsing,
+ * the switch-wide counters, member learning, the result broadcast through
+ * xina_tx and the egress program are those of the map backend, so the
+ * wire behaviour is the same.  Built as xina_kf.bpf.o; it only loads while
+ * xina.ko is loaded (the kfunc is resolved against the module's BTF).
+ */
+#ifndef _XINA_KF_BPF_H
+#define _XINA_KF_BPF_H
+
+#include "xina_kfunc.h"
+
+/* Offset of struct xina_hdr: xina_parse() accepts no IPv4 options. */
+#define XINA_KF_HDR_OFF	(XINA_PAYLOAD_OFF - sizeof(struct xina_hdr))
+
+extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
+			   __be16 sport) __ksym;
+
+/*
+ * Where the member is, for xina_egress.  Members are configured in xina.ko
+ * only, so the entry of xina_members is made here on the member's first
+ * packet (the module has just checked its address against the job).
+ */
+static __always_inline void xina_kf_learn(struct xdp_md *ctx,
+					  const struct xina_pkt *pkt)
+{
+	struct xina_member_key mkey = {
+		.job = bpf_ntohl(pkt->xh->job),
+		.rank = bpf_ntohs(pkt->xh->rank),
+	};
+	struct xina_job job = { .id = mkey.job };
+	struct xina_member fresh = { .addr = pkt->iph->saddr };
+	struct xina_member *m;
+
+	m = bpf_map_lookup_elem(&xina_members, &mkey);
+	if (!m) {
+		bpf_map_update_elem(&xina_members, &mkey, &fresh, BPF_NOEXIST);
+		m = bpf_map_lookup_elem(&xina_members, &mkey);
+		if (!m)
+			return;
+	}
+	/* The member of a rank may change with XINA_CMD_JOB_SET. */
+	if (m->addr != pkt->iph->saddr)
+		m->addr = pkt->iph->saddr;
+	xina_learn(ctx, &job, m, pkt);
+}
+
+/* xina.ko wrote the kept result into the packet: back to the sender. */
+static __always_inline int xina_kf_answer(struct xina_pkt *pkt)
+{
+	__u8 mac[ETH_ALEN];
+	__be32 addr;
+	__be16 port;
+
+	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
+	addr = pkt->iph->saddr;
+	pkt->iph->saddr = pkt->iph->daddr;
+	pkt->iph->daddr = addr;
+	port = pkt->udp->source;
+	pkt->udp->source = pkt->udp->dest;
+	pkt->udp->dest = port;
+	pkt->udp->check = 0;
+	ip_csum_set(pkt->iph);
+	return XDP_TX;
+}
+
+/*
+ * 1, but opaque to clang: the map backend's code stays in the object, so
+ * both objects have the same maps in the same order and xinactl can use
+ * one skeleton layout for both.  The verifier knows the constant and never
+ * walks that code.
+ */
+static __always_inline int xina_kf_on(void)
+{
+	__u64 on;
+
+	asm volatile("%[on] = 1" : [on] "=r"(on));
+	return on;
+}
+
+static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
+				       struct xina_pkt *pkt)
+{
+	int v;
+
+	v = xina_kf_contrib(ctx, XINA_KF_HDR_OFF, pkt->iph->saddr,
+			    pkt->udp->source);
+	switch (v) {
+	case XINA_KF_NO_JOB:
+		gstat_inc(XINA_GSTAT_NO_JOB);
+		return XDP_DROP;
+	case XINA_KF_MALFORMED:
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
+	if (!xina_kf_member(v))
+		return XDP_DROP;
+
+	xina_kf_learn(ctx, pkt);
+	if (v == XINA_KF_RESULT)
+		return xina_send_result(pkt);
+	if (v == XINA_KF_ANSWER)
+		return xina_kf_answer(pkt);
+	return XDP_DROP;
+}
+
+#endif /* _XINA_KF_BPF_H */
