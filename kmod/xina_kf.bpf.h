@@ -18,8 +18,8 @@
 /* Offset of struct xina_hdr: xina_parse() accepts no IPv4 options. */
 #define XINA_KF_HDR_OFF	(XINA_PAYLOAD_OFF - sizeof(struct xina_hdr))
 
-extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
-			   __be16 sport) __ksym;
+int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
+		    __be16 sport) __ksym;
 
 /*
  * Where the member is, for xina_egress.  Members are configured in xina.ko
