@@ -87,6 +87,13 @@ checkpatch: $(KMOD_LSRC)/.stamp
 check-vm: $(KMOD_DEPS)
 	$(Q)scripts/vm.sh
 
+# The fast path per packet, module backend against map backend, in the VM.
+.PHONY: bench-vm
+bench-vm: $(KMOD_DEPS) $(O)/bench/bin/xina-bench-fastpath
+	$(Q)scripts/vm.sh -t 900 -k -- xina_bench.sh
+	$(Q)grep -h '^# {' $(O)/vm/console.log | sed 's/^# //' > $(O)/vm/bench.json
+	@echo "  BENCH   $(O)/vm/bench.json"
+
 # For an operator: the module through dkms (rebuilt on kernel updates).
 DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf 2>/dev/null)
 DKMS_DIR := $(DESTDIR)/usr/src/xina-$(DKMS_VERSION)
@@ -123,9 +130,9 @@ $(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
 
 $(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c selftests/vm/xnl.h \
 			    kmod/xina_kfunc.h include/uapi/linux/xina.h \
-			    $(KMOD_LSRC)/.stamp
+			    $(O)/bpf/xina_kf.skel.h $(KMOD_LSRC)/.stamp
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(VM_CFLAGS) -o $@ $< -lbpf -lelf -lz
+	$(Q)$(CC) $(VM_CFLAGS) -I$(O) -o $@ $< -lbpf -lelf -lz
 
 $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
 				  include/uapi/linux/xina.h | $(KMOD_DEPS)

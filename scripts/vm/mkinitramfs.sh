@@ -34,7 +34,8 @@ add_bin() {
 	done
 }
 
-for b in ip tc bpftool setpriv; do
+# bash runs the tests: busybox sh runs its own applets (ip!) before PATH.
+for b in bash ip tc bpftool setpriv; do
 	p=$(command -v "$b") || { echo "mkinitramfs: $b not found" >&2; exit 1; }
 	add_bin "$p" "$p"
 done
@@ -47,6 +48,9 @@ for p in "$O"/vm-progs/*; do
 	*) add_bin "$p" "/xina/bin/$(basename "$p")" ;;
 	esac
 done
+if [ -f "$O/bench/bin/xina-bench-fastpath" ]; then
+	add_bin "$O/bench/bin/xina-bench-fastpath" /xina/bin/xina-bench-fastpath
+fi
 for p in xinactl xina-allreduce; do
 	if [ -f "$O/$p" ]; then add_bin "$O/$p" "/xina/bin/$p"; fi
 done

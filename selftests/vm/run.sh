@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
 # Guest side of "make check-vm": run the module selftests as a kselftest
@@ -21,8 +21,13 @@ i=0
 failed=0
 for t in $tests; do
 	i=$((i + 1))
-	# Every test starts without the module.
-	rmmod xina 2>/dev/null
+	# Every test starts without the module.  A BPF program that used
+	# its kfunc holds it until the program is freed, after a grace period.
+	n=0
+	while grep -q '^xina ' /proc/modules && [ $n -lt 50 ]; do
+		rmmod xina 2>/dev/null || sleep 0.1
+		n=$((n + 1))
+	done
 	if [ -x "/xina/bin/$t" ]; then
 		# C tests expect xina.ko loaded; shell tests load it themselves.
 		insmod /xina/modules/xina.ko || {
@@ -32,7 +37,7 @@ for t in $tests; do
 		}
 		cmd="/xina/bin/$t"
 	elif [ -f "./$t" ]; then
-		cmd="sh ./$t"
+		cmd="bash ./$t"
 	else
 		echo "ok $i $t # SKIP not in the initramfs"
 		continue

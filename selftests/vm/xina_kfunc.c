@@ -20,9 +20,12 @@
 #include <stdlib.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <net/if.h>
+#include <linux/bpf.h>
 
 #include "xnl.h"
 #include "../../kmod/xina_kfunc.h"
+#include "bpf/xina_kf.skel.h"
 #include "kselftest_harness.h"
 
 #define OBJ	"/xina/bpf/xina_kfunc.bpf.o"
@@ -365,65 +368,171 @@ TEST_F(kf, job_deleted_under_program)
 }
 
 /*
- * Benchmark: K workers take turns on slot 0, round after round, so that
- * K - 1 of every K packets add and one completes (K = 1: every packet
- * completes; K = 256: nearly all add).  One packet per BPF_PROG_TEST_RUN call (a repeated packet
+ * Benchmarks (-b).  K workers take turns on slot 0, round after round, so
+ * that K - 1 of every K packets add and one completes (K = 1: every packet
+ * completes).  One packet per BPF_PROG_TEST_RUN call (a repeated packet
  * would be a duplicate); the kernel's per-run duration minus that of an
- * empty program is the kfunc path.
+ * empty program is the cost of the path.  Two paths:
+ *   kfunc    the test program: xina_kf_contrib() alone
+ *   fastpath the fast path with the module backend (xina_kf.bpf.o: parse,
+ *            kfunc, learn, broadcast), rank r entering on device p<r>, as
+ *            the map backend's xina-bench-fastpath does.
  */
-static int bench(int k, int elems, int packets)
+struct bench {
+	const char *path;
+	int fd, nop_fd;
+	int k, elems, packets;
+	int ifindex[4];
+	int want_add, want_result;
+};
+
+static int cmp_u32(const void *a, const void *b)
 {
-	uint64_t sum = 0, nop_sum = 0;
-	int test_fd, nop_fd, i, v;
-	struct bpf_object *obj;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of the runs minus median of the empty program's runs. */
+static int bench_run(const struct bench *b)
+{
+	static uint32_t ns[100000], nop[100000];
 	static struct pkt in, out;
-	struct xnl nl;
+	int i, v, want, n;
 	uint32_t d = 0;
 
-	if (xnl_open(&nl) || job_new(&nl, 99, k, 1, elems))
-		return 1;
-	obj = load(&test_fd, &nop_fd);
-	if (!obj)
-		return 1;
-	for (i = 0; i < packets; i++) {
+	for (i = 0; i < b->packets; i++) {
 		struct contrib c = {
-			.job = 99, .rank = i % k, .round = i / k,
-			.count = elems, .base = i,
+			.job = 99, .rank = i % b->k, .round = i / b->k,
+			.count = b->elems, .base = i,
 		};
 		size_t len = build(&in, &c);
+		LIBBPF_OPTS(bpf_test_run_opts, opts,
+			.data_in = &in, .data_size_in = len,
+			.data_out = &out, .data_size_out = sizeof(out),
+			.repeat = 1,
+		);
+		struct xdp_md md = {
+			.data_end = len,
+			.ingress_ifindex = b->ifindex[c.rank % 4],
+		};
 
-		v = run(test_fd, &in, len, &out, &d);
-		if (v != ((i % k == k - 1) ? XINA_KF_RESULT : XINA_KF_ADDED))
-			return 1;
-		sum += d;
-		run(nop_fd, &in, len, &out, &d);
-		nop_sum += d;
+		if (b->ifindex[0]) {
+			opts.ctx_in = &md;
+			opts.ctx_size_in = sizeof(md);
+		}
+		if (bpf_prog_test_run_opts(b->fd, &opts))
+			return -errno;
+		want = c.rank == b->k - 1 ? b->want_result : b->want_add;
+		v = opts.retval;
+		if (v != want) {
+			fprintf(stderr, "%s K=%d packet %d: verdict %d, expected %d\n",
+				b->path, b->k, i, v, want);
+			return -EIO;
+		}
+		if (c.rank == b->k - 1 &&
+		    (int32_t)ntohl(out.el[0]) !=
+		    (int32_t)((b->k * (2 * (i - c.rank) + b->k - 1)) / 2)) {
+			fprintf(stderr, "%s K=%d packet %d: wrong sum\n",
+				b->path, b->k, i);
+			return -EIO;
+		}
+		ns[i] = opts.duration;
+		if (run(b->nop_fd, &in, len, &out, &d) < 0)
+			return -EIO;
+		nop[i] = d;
 	}
-	printf("{\"path\": \"kfunc\", \"k\": %d, \"elems\": %d, \"packets\": %d, "
-	       "\"ns_run\": %.0f, \"ns_timer\": %.0f, \"ns_net\": %.0f}\n",
-	       k, elems, packets, (double)sum / packets,
-	       (double)nop_sum / packets, (double)(sum - nop_sum) / packets);
-	bpf_object__close(obj);
-	job_del(&nl, 99);
-	xnl_close(&nl);
+	n = b->packets;
+	qsort(ns, n, sizeof(ns[0]), cmp_u32);
+	qsort(nop, n, sizeof(nop[0]), cmp_u32);
+	printf("{\"path\": \"%s\", \"k\": %d, \"elems\": %d, \"packets\": %d, "
+	       "\"ns_median\": %u, \"ns_p25\": %u, \"ns_p75\": %u, "
+	       "\"ns_timer\": %u, \"ns_net\": %d}\n",
+	       b->path, b->k, b->elems, n, ns[n / 2], ns[n / 4], ns[3 * n / 4],
+	       nop[n / 2], (int)ns[n / 2] - (int)nop[n / 2]);
 	return 0;
+}
+
+static int bench_all(int packets)
+{
+	static const int elems[] = { 64, 256, 358 };
+	struct bpf_object *obj;
+	struct bench b = {};
+	struct xina *skel;
+	struct xnl nl;
+	char dev[16];
+	unsigned int e;
+	int i, err = 0;
+
+	if (xnl_open(&nl))
+		return -ENOENT;
+	obj = load(&b.fd, &b.nop_fd);
+	skel = xina__open();
+	if (!obj || !skel)
+		return -ENOENT;
+	skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	if (xina__load(skel))
+		return -ENOENT;
+	for (i = 0; i < 4; i++) {
+		snprintf(dev, sizeof(dev), "p%d", i);
+		b.ifindex[i] = if_nametoindex(dev);
+		if (!b.ifindex[i])
+			return -ENODEV;
+	}
+	b.packets = packets > 100000 ? 100000 : packets;
+	for (e = 0; e < sizeof(elems) / sizeof(elems[0]) && !err; e++) {
+		static const int ks[] = { XINA_MAX_WORKERS, 4, 1 };
+		unsigned int j;
+
+		b.elems = elems[e];
+		for (j = 0; j < 3 && !err; j++) {
+			struct bench kb = b;
+
+			kb.k = ks[j];
+			err = job_new(&nl, 99, kb.k, 1, kb.elems);
+			if (err)
+				break;
+			/* The kfunc alone (any device: the test program does
+			 * not learn).
+			 */
+			kb.path = "kfunc";
+			kb.want_add = XINA_KF_ADDED;
+			kb.want_result = XINA_KF_RESULT;
+			err = bench_run(&kb);
+			job_del(&nl, 99);
+			/* The whole fast path, K <= 4 (one device per rank). */
+			if (err || kb.k > 4)
+				continue;
+			err = job_new(&nl, 99, kb.k, 1, kb.elems);
+			if (err)
+				break;
+			kb.path = "fastpath-module";
+			kb.fd = bpf_program__fd(skel->progs.xina_xdp);
+			kb.want_add = XDP_DROP;
+			kb.want_result = XDP_REDIRECT;
+			err = bench_run(&kb);
+			job_del(&nl, 99);
+		}
+	}
+	xina__destroy(skel);
+	bpf_object__close(obj);
+	xnl_close(&nl);
+	return err;
 }
 
 int main(int argc, char **argv)
 {
 	cpu_set_t set;
+	int err;
 
 	if (argc > 1 && !strcmp(argv[1], "-b")) {
-		int k[] = { XINA_MAX_WORKERS, 4, 1 }, e[] = { 256, 1024 }, i, j;
-
 		CPU_ZERO(&set);
 		CPU_SET(0, &set);
 		sched_setaffinity(0, sizeof(set), &set);
-		for (i = 0; i < 3; i++)
-			for (j = 0; j < 2; j++)
-				if (bench(k[i], e[j], argc > 2 ? atoi(argv[2]) : 2000))
-					return 1;
-		return 0;
+		err = bench_all(argc > 2 ? atoi(argv[2]) : 2000);
+		if (err)
+			fprintf(stderr, "xina_kfunc -b: %s\n", strerror(-err));
+		return err ? 1 : 0;
 	}
 	return test_harness_run(argc, argv);
 }
