@@ -162,3 +162,6 @@ $(O)/bpf/xina_kf.skel.h: $(O)/bpf/xina_kf.bpf.o $(O)/bpf/xina.skel.h
 			rm -f $@.a $@.b $@.tmp; exit 1; }; \
 	done; rm -f $@.a $@.b
 	$(Q)mv $@.tmp $@
+
+# xinactl's module backend embeds the module-backend fast path.
+$(O)/user/xinactl/xinactl_nl.o: $(O)/bpf/xina_kf.skel.h

@@ -137,6 +137,9 @@ int xmaps_pin_dir_setup(struct xinactl *x);
 int xmaps_lock(struct xinactl *x);
 void xmaps_unlock(int lock_fd);
 int xmaps_skel_open(struct xinactl *x, struct xina **skelp);
+/* xinactl_nl.c: the module backend's object (xina_kf.bpf.o), same layout */
+struct bpf_object_open_opts;
+struct xina *xinactl_nl_skel_open(const struct bpf_object_open_opts *opts);
 int xmaps_skel_load(struct xinactl *x, struct xina *skel);
 int xmaps_not_loaded(struct xinactl *x);
 void xmaps_log_reset(void);

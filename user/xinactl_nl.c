@@ -8,6 +8,11 @@
  *
  * Raw netlink sockets, no libmnl: one request at a time, the kernel's
  * extack message is what the user sees when it rejects one.
+ *
+ * The ports run the fast path built for this backend, xina_kf.bpf.o
+ * (bpf/xina.bpf.c with -DXINA_KFUNC): its skeleton has the name and the
+ * layout of the map backend's (checked when it is generated), so the
+ * rest of xinactl handles it as the same struct xina.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +25,7 @@
 #include <linux/netlink.h>
 
 #include "xinactl.h"
+#include "bpf/xina_kf.skel.h"
 
 #define XNL_BUFSZ	(64 * 1024)
 
@@ -492,6 +498,12 @@ static int xnl_gstats_get(struct xinactl *x, struct xinactl_gstats *st)
 	ret = xinactl_maps_backend.gstats_get(x, st);
 	x->be_priv = n;
 	return ret;
+}
+
+/* Open the embedded module-backend object instead of the map backend's. */
+struct xina *xinactl_nl_skel_open(const struct bpf_object_open_opts *opts)
+{
+	return xina__open_opts(opts);
 }
 
 const struct xinactl_backend xinactl_nl_backend = {
