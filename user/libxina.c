@@ -244,6 +244,40 @@ static void xina_txq_push(struct xina *x, uint32_t s)
 	x->txq[x->txq_len++] = s;
 }
 
+/*
+ * Retransmission timeout of a fresh packet: RFC 6298 over the round trip
+ * to the result, which includes waiting for the slowest peer; opts.rto_us
+ * is the floor, opts.rto_max_us the cap.  A fixed short timeout resends
+ * most of a large window on a loaded host, each resend costing the switch
+ * an answer.
+ */
+static uint32_t xina_rto(const struct xina *x)
+{
+	uint64_t rto;
+
+	if (!x->srtt_us)
+		return x->o.rto_us;
+	rto = x->srtt_us + 4ull * x->rttvar_us;
+	if (rto < x->o.rto_us)
+		rto = x->o.rto_us;
+	return rto > x->o.rto_max_us ? x->o.rto_max_us : rto;
+}
+
+static void xina_rtt_sample(struct xina *x, uint64_t ns)
+{
+	uint32_t r = ns / 1000 ? ns / 1000 : 1;
+	uint32_t d;
+
+	if (!x->srtt_us) {
+		x->srtt_us = r;
+		x->rttvar_us = r / 2;
+		return;
+	}
+	d = r > x->srtt_us ? r - x->srtt_us : x->srtt_us - r;
+	x->rttvar_us = x->rttvar_us - x->rttvar_us / 4 + d / 4;
+	x->srtt_us = x->srtt_us - x->srtt_us / 8 + r / 8;
+}
+
 /* Build the packet of @block in slot @s's transmit buffer and queue it. */
 static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 		      uint64_t block)
@@ -277,7 +311,9 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	x->slot[s].busy = true;
 	x->slot[s].block = block;
 	x->slot[s].round = x->next_round[s]++;
-	x->slot[s].rto_us = x->o.rto_us;
+	x->slot[s].rto_us = xina_rto(x);
+	x->slot[s].resent = false;
+	x->slot[s].sent_ns = 0;
 	x->st.sent++;
 	xina_txq_push(x, s);
 }
@@ -325,6 +361,8 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	x->st.results++;
 	c->done++;
 	c->progress_ns = xina_now_ns();
+	if (!sl->resent && sl->sent_ns)
+		xina_rtt_sample(x, c->progress_ns - sl->sent_ns);
 	if (block + x->o.slots < c->nblocks)
 		xina_fill(x, c, s, block + x->o.slots);
 }
@@ -348,6 +386,7 @@ static void xina_timers(struct xina *x, uint64_t now)
 		}
 		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
 		h->flags |= XINA_F_RETRANS;
+		sl->resent = true;
 		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
 			     x->o.rto_max_us : sl->rto_us * 2;
 		x->st.timeouts++;

@@ -68,7 +68,7 @@ extern "C" {
 
 #define XINA_EXP_ZERO		(-128)	/* block exponent of an all-zero block */
 #define XINA_DEF_TIMEOUT_MS	3000
-#define XINA_DEF_RTO_US		2000
+#define XINA_DEF_RTO_US		10000	/* floor; see xina_rto() */
 #define XINA_DEF_RTO_MAX_US	200000
 
 enum xina_opt_flags {

@@ -66,14 +66,21 @@ static int xina_scale(const struct xina *x, int32_t e)
 	return 31 - (int)x->headroom - e;
 }
 
+/*
+ * Adding and subtracting 1.5 * 2^52 rounds a double of magnitude below
+ * 2^51 to the nearest integer, ties to even, like rint() in the default
+ * rounding mode, but inline and vectorisable: rint()/lrintf() calls
+ * dominated the float path.
+ */
+#define XINA_RINT_MAGIC	6755399441055744.0
+
 static void xina_quantise(struct xina *x, const float *buf, size_t n,
 			  int32_t *q, const int32_t *exps, uint64_t nblocks)
 {
-	const long lim = (1l << (31 - x->headroom)) - 1;
+	const double lim = (double)((1l << (31 - x->headroom)) - 1);
 	size_t i, off, end;
+	double scale, v;
 	uint64_t b;
-	long v;
-	int s;
 
 	for (b = 0; b < nblocks; b++) {
 		off = b * x->o.elems;
@@ -82,22 +89,28 @@ static void xina_quantise(struct xina *x, const float *buf, size_t n,
 			memset(q + off, 0, (end - off) * sizeof(*q));
 			continue;
 		}
-		s = xina_scale(x, exps[b]);
+		/* 2^s may not be a float, but is a double: x * 2^s is exact. */
+		scale = ldexp(1.0, xina_scale(x, exps[b]));
 		for (i = off; i < end; i++) {
-			/* Exact: scaling by a power of two stays normal. */
-			v = lrintf(ldexpf(buf[i], s));
-			q[i] = v > lim ? lim : v < -lim ? -lim : v;
+			v = (double)buf[i] * scale;
+			v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
+			v = v > lim ? lim : v < -lim ? -lim : v;
+			q[i] = (int32_t)v;
 		}
 	}
 }
 
+/*
+ * Q * 2^-s is exact in double; the conversion to float is the one
+ * rounding, the same on every worker.
+ */
 static void xina_dequantise(struct xina *x, float *buf, size_t n,
 			    const int32_t *q, const int32_t *exps,
 			    uint64_t nblocks)
 {
 	size_t i, off, end;
+	double scale;
 	uint64_t b;
-	int s;
 
 	for (b = 0; b < nblocks; b++) {
 		off = b * x->o.elems;
@@ -107,9 +120,9 @@ static void xina_dequantise(struct xina *x, float *buf, size_t n,
 				buf[i] = 0.0f;
 			continue;
 		}
-		s = xina_scale(x, exps[b]);
+		scale = ldexp(1.0, -xina_scale(x, exps[b]));
 		for (i = off; i < end; i++)
-			buf[i] = ldexpf((float)q[i], -s);
+			buf[i] = (float)((double)q[i] * scale);
 	}
 }
 

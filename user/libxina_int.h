@@ -19,7 +19,9 @@ struct xina_slot {
 	uint32_t	round;		/* round of the outstanding packet */
 	uint32_t	rto_us;		/* current (backed off) timeout */
 	uint64_t	block;		/* block index the packet carries */
+	uint64_t	sent_ns;	/* first transmission, for RTT samples */
 	bool		busy;
+	bool		resent;		/* no RTT sample from it (Karn) */
 	bool		queued;		/* in the transmit queue */
 };
 
@@ -34,6 +36,8 @@ struct xina {
 	bool			gro;	/* UDP_GRO enabled */
 	bool			refused;	/* ICMP port unreachable seen */
 	uint64_t		next_timer_ns;	/* earliest slot deadline */
+	uint32_t		srtt_us;	/* RFC 6298 estimator, 0: no sample yet */
+	uint32_t		rttvar_us;
 
 	struct xina_slot	*slot;
 	uint32_t		*next_round;	/* per slot, persists across calls */

@@ -193,6 +193,8 @@ static void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt)
 	for (i = from; i < from + cnt; i++) {
 		sl = &x->slot[x->txq[i]];
 		sl->queued = false;
+		if (!sl->sent_ns)
+			sl->sent_ns = now;
 		dl = now + (uint64_t)sl->rto_us * 1000;
 		sl->deadline_ns = dl;
 		if (dl < x->next_timer_ns)
@@ -200,17 +202,24 @@ static void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt)
 	}
 }
 
-/* Handle a sendmmsg error; 0 means "try again", <0 is fatal. */
+/*
+ * A sendmmsg error on the first message of a batch.  Returns 0 to retry
+ * it, 1 to drop it as lost (the slots' timers resend it), 2 to stop until
+ * the socket has room, or a negative errno when the path is broken.
+ */
 static int xina_tx_error(struct xina *x, int e)
 {
 	switch (e) {
 	case EAGAIN:
 	case ENOBUFS:
-		return 1;	/* leave the rest queued; poll for POLLOUT */
+		return 2;
 	case ECONNREFUSED:
 		/* Pending ICMP error of an earlier datagram: noted, retried. */
 		x->refused = true;
 		return 0;
+	case EPERM:
+		/* A firewall dropped it: loss like any other. */
+		return 1;
 	case EINVAL:
 	case EIO:
 	case EMSGSIZE:
@@ -242,8 +251,12 @@ int xina_tx_flush(struct xina *x)
 			ret = xina_tx_error(x, errno);
 			if (ret < 0)
 				return ret;
-			if (ret > 0)
+			if (ret == 2)
 				break;
+			if (ret == 1) {
+				xina_tx_done(x, done, b.nslots[0]);
+				done += b.nslots[0];
+			}
 			continue;
 		}
 		x->st.tx_syscalls++;
@@ -251,8 +264,6 @@ int xina_tx_flush(struct xina *x)
 			sent += b.nslots[i];
 		xina_tx_done(x, done, sent);
 		done += sent;
-		if ((unsigned int)ret < nmsg)
-			break;
 	}
 	/* Keep what the socket did not take, in order. */
 	memmove(x->txq, x->txq + done, (x->txq_len - done) * sizeof(*x->txq));

@@ -456,6 +456,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		  double *secs, uint32_t *done, struct ar_result *res)
 {
+	int32_t barrier = 0;
 	double t0;
 	uint32_t it;
 	int err;
@@ -463,6 +464,14 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 	res->checksum = 0xcbf29ce484222325ull;
 	for (it = 0; it < c->iters; it++) {
 		ar_fill(c, buf, n, it);
+		/*
+		 * A one-element allreduce through the switch is a barrier:
+		 * without it the time of a call includes waiting for peers
+		 * still busy verifying the previous iteration.
+		 */
+		err = xina_allreduce_i32(x, &barrier, 1, XINA_OP_SUM);
+		if (err)
+			return err;
 		t0 = ar_now();
 		err = c->f32 ? xina_allreduce_f32(x, buf, n) :
 		      xina_allreduce_i32(x, buf, n, c->op);

@@ -382,16 +382,20 @@ static void sw_tx_send(struct swagg *sw, struct sw_txb *t)
 
 	for (i = 0; i < t->nmsg; i += ret) {
 		ret = sendmmsg(sw->fd, t->msg + i, t->nmsg - i, 0);
-		if (ret <= 0) {
-			/* Lost results are recovered by the workers' timers. */
-			sw->tx_err++;
-			if (ret < 0 && errno == EINVAL && sw->gso) {
-				fprintf(stderr, "xina-swagg: UDP GSO refused; sending datagrams one by one\n");
-				sw->gso = false;
-			}
-			break;
+		if (ret > 0) {
+			sw->tx_calls++;
+			continue;
 		}
-		sw->tx_calls++;
+		/*
+		 * Skip the message that failed (firewall, GSO refused, ...):
+		 * the workers' timers recover lost results.
+		 */
+		sw->tx_err++;
+		if (ret < 0 && errno == EINVAL && sw->gso) {
+			fprintf(stderr, "xina-swagg: UDP GSO refused; sending datagrams one by one\n");
+			sw->gso = false;
+		}
+		ret = 1;
 	}
 	t->nmsg = t->niov = 0;
 }
