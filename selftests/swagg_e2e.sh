@@ -17,6 +17,7 @@ ksft_skip=4
 O=${O:-build}
 SWAGG=$O/xina-swagg
 AR=$O/xina-allreduce
+LIBTEST=$O/xina-libtest
 PORT=9277
 JOB=7
 KEY=0x5eed
@@ -273,11 +274,43 @@ test_bad_key()
 	log_test $rc "wrong key: dropped and counted, never added"
 }
 
+test_api()
+{
+	local rc=0
+
+	"$LIBTEST" api > "$tmp/api.out" 2>&1 || rc=1
+	grep "^not ok" "$tmp/api.out" >> "$tmp/why"
+	log_test $rc "libxina API: options and input validation ($(grep -c '^ok' "$tmp/api.out") checks)"
+}
+
+# One malformed or foreign packet of each kind: each counted, none added.
+test_bad_packets()
+{
+	local rc=0 c want
+
+	start_swagg 1 || { log_test 1 "bad packets"; return; }
+	ip -n "$ns" addr add 127.0.2.1/8 dev lo 2>/dev/null
+	ip netns exec "$ns" "$LIBTEST" packets 127.0.0.1:$PORT 127.0.1.1 127.0.2.1 \
+		> "$tmp/pkt.out" 2>&1 || { why "$(cat "$tmp/pkt.out")"; rc=1; }
+	# then a real allreduce: the bad packets left every slot clean
+	start_workers 1 i32 $((4 * ELEMS * 2)) 2
+	check_workers 1 || rc=1
+	stop_swagg
+	for c in malformed=6 no_job=1 drop_key=1 drop_member=2 drop_range=3 drop_op=2; do
+		want=${c#*=}
+		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||
+			{ why "${c%=*} is $(swagg_stat "${c%=*}"), want $want"; rc=1; }
+	done
+	log_test $rc "bad packets: each dropped into its counter, slots untouched"
+}
+
 [ "$(id -u)" -eq 0 ] || skip_all "needs root for network namespaces"
 for t in ip ss nft; do
 	command -v $t >/dev/null || skip_all "$t not installed"
 done
-[ -x "$SWAGG" ] && [ -x "$AR" ] || skip_all "$SWAGG or $AR not built (make user)"
+for t in "$SWAGG" "$AR" "$LIBTEST"; do
+	[ -x "$t" ] || skip_all "$t not built (make user)"
+done
 
 tmp=$(mktemp -d)
 ns=xina-swagg-$$-$RANDOM
@@ -288,6 +321,8 @@ ip -n "$ns" link set lo up
 : > "$tmp/why"
 
 echo "TAP version 13"
+test_api
+test_bad_packets
 run_job "2 workers i32, 1 element" 2 i32 4 2
 run_job "2 workers i32, last packet partial" 2 i32 $((4 * (ELEMS * 3 + 5))) 3
 run_job "2 workers f32, last packet partial" 2 f32 $((4 * (ELEMS * 5 + 77))) 3

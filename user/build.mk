@@ -32,7 +32,12 @@ $(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
 $(O)/xina-swagg: $(O)/user/xina_swagg.o
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
-user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg
+# Negative tests of libxina and of the aggregators, run by selftests.
+$(O)/xina-libtest: $(O)/user/xina_libtest.o $(O)/libxina.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
+
+user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg \
+      $(O)/xina-libtest
 # ---- end of libxina, xina-allreduce, xina-swagg -----------------------------
 
 # ---- xinactl ----------------------------------------------------------------

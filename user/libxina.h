@@ -27,29 +27,32 @@
  *      XINA_EXP_ZERO for a block of zeros, and the workers agree on
  *      E_b = max over workers of e with an int32 MAX allreduce.
  *   2. With L = ceil(log2(workers)) and s = 31 - L - E_b, every element is
- *      quantised to q = rint(x * 2^s), clamped to +-(2^(31-L) - 1), so that
- *      the int32 sum of all workers cannot overflow.  The int32 SUM is
- *      dequantised with the same exact power of two: r = (float)Q * 2^-s.
+ *      quantised to q = rint(x * 2^s) (ties to even), clamped to
+ *      +-(2^(31-L) - 1), so that the int32 sum of all workers cannot
+ *      overflow.  The int32 SUM Q is dequantised with the same exact power
+ *      of two: r = (float)(Q * 2^-s), the product taken in double (exact).
  *
  * The result is a function of the integer sum only, so all workers get
  * bitwise identical floats whatever the order in which contributions
  * reached the switch.
  *
  * Error bound.  Let u = 2^-s = 2^(E_b - 31 + L) be the quantum of block b.
- * A float with |x| < 2^E_b is M * 2^(E_b - 24) with an integer M < 2^24,
- * so x * 2^s = M * 2^(7 - L) exactly: rint() errs by at most 1/2 and the
- * clamp only ever moves a value that rint() pushed up to 2^(31-L), so it
- * stays within 1/2 as well.  Each worker is off by at most u/2, and Q * u
- * is off the exact sum by at most W * u / 2.  Converting the exact integer
- * Q to float rounds to nearest (relative 2^-24) and scaling by 2^-s is
- * exact unless the result is subnormal (absolute 2^-150).  So, per element,
+ * A float of the block is x = M * 2^(e - 24) with an integer |M| < 2^24
+ * and e <= E_b, so x * 2^s = M * 2^(e - E_b + 7 - L) is exact in double
+ * and below 2^(31-L) in magnitude: rint() errs by at most 1/2, and the
+ * clamp only ever moves a value that rint() pushed up to 2^(31-L)
+ * (possible for L = 8 only), so it stays within 1/2 as well.
+ * Each worker is off by at most u/2, and Q * u is off the exact sum by at
+ * most W * u / 2.  The one rounding of Q * u to float errs by at most
+ * 2^-24 * |Q * u| for a normal result and 2^-150 for a subnormal one.
+ * So, per element,
  *
  *   |r - sum_w x_w| <= W * 2^(E_b - 32 + L) + 2^-24 * |Q * u| + 2^-150
  *                  <= W * 2^(E_b - 32 + L) + 2^-23 * |r| + 2^-149
  *
- * (second line: |Q * u| <= |r| (1 + 2^-24)).  xina_f32_bound() evaluates
+ * (second line: |Q * u| <= |r| / (1 - 2^-24)).  xina_f32_bound() evaluates
  * it.  Compared with the block's largest magnitude 2^E_b the absolute error
- * is about W * 2^(L - 32), i.e. 2^-29 relative for 8 workers: elements much
+ * is at most W * 2^(L - 32), i.e. 2^-26 relative for 8 workers: elements much
  * smaller than the block's largest lose relative precision, as in SwitchML.
  */
 #ifndef LIBXINA_H
