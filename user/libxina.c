@@ -249,17 +249,18 @@ static void xina_txq_push(struct xina *x, uint32_t s)
  * to the result, which includes waiting for the slowest peer; opts.rto_us
  * is the floor, opts.rto_max_us the cap.  A fixed short timeout resends
  * most of a large window on a loaded host, each resend costing the switch
- * an answer.
+ * an answer.  As in TCP (RFC 6298 5.5-5.7), an expiry also backs off the
+ * timeout of packets sent later, until a fresh sample arrives: resent
+ * packets give no samples (Karn), so without that, a peer descheduled
+ * for longer than the RTO makes every later packet expire as well.
  */
 static uint32_t xina_rto(const struct xina *x)
 {
-	uint64_t rto;
+	uint64_t rto = x->o.rto_us;
 
-	if (!x->srtt_us)
-		return x->o.rto_us;
-	rto = x->srtt_us + 4ull * x->rttvar_us;
-	if (rto < x->o.rto_us)
-		rto = x->o.rto_us;
+	if (x->srtt_us && x->srtt_us + 4ull * x->rttvar_us > rto)
+		rto = x->srtt_us + 4ull * x->rttvar_us;
+	rto <<= x->backoff;
 	return rto > x->o.rto_max_us ? x->o.rto_max_us : rto;
 }
 
@@ -268,6 +269,7 @@ static void xina_rtt_sample(struct xina *x, uint64_t ns)
 	uint32_t r = ns / 1000 ? ns / 1000 : 1;
 	uint32_t d;
 
+	x->backoff = 0;
 	if (!x->srtt_us) {
 		x->srtt_us = r;
 		x->rttvar_us = r / 2;
@@ -391,6 +393,8 @@ static void xina_timers(struct xina *x, uint64_t now)
 			     x->o.rto_max_us : sl->rto_us * 2;
 		x->st.timeouts++;
 		x->st.retrans++;
+		if (x->backoff < 8)
+			x->backoff++;
 		xina_txq_push(x, s);
 	}
 	x->next_timer_ns = next;

@@ -38,6 +38,7 @@ struct xina {
 	uint64_t		next_timer_ns;	/* earliest slot deadline */
 	uint32_t		srtt_us;	/* RFC 6298 estimator, 0: no sample yet */
 	uint32_t		rttvar_us;
+	uint32_t		backoff;	/* shift of the RTO after expiries */
 
 	struct xina_slot	*slot;
 	uint32_t		*next_round;	/* per slot, persists across calls */
