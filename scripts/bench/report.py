@@ -102,6 +102,19 @@ class Report:
                        f" | {100 * (max(v) - min(v)) / max(v):.0f}% |")
         return "\n".join(out)
 
+    def link_table(self):
+        ws = self.values("workers")
+        out = ["| system | " + " | ".join(f"{n} workers" for n in ws) + " |",
+               "|---|" + "---:|" * len(ws)]
+        for s in SYSTEMS:
+            row = []
+            for n in ws:
+                r = [r for r in self.runs if r["system"] == s and r["workers"] == n
+                     and r["loss"] == 0 and "port_rx_per_tensor_byte" in r]
+                row.append(f"{r[0]['port_rx_per_tensor_byte']:.2f}" if r else "–")
+            out.append(f"| {TITLES[s]} | " + " | ".join(row) + " |")
+        return "\n".join(out)
+
     def loss_table(self):
         out = ["| workers | dtype | size | loss | goodput MB/s | of lossless | "
                "retransmissions | sent | dropped batches (both dtypes) |",
@@ -262,7 +275,10 @@ class Report:
             f"{m['elapsed_s']:.0f} s): {m['cpus']} CPUs ({m['cpu_model']}), "
             f"kernel {m['kernel']}, rack of network namespaces with a bridge, "
             f"MTU {m['mtu']}, {m['openmpi']}, {m['torch']}, xina with "
-            f"{m['xina']['slots']} slots of {m['xina']['elems_per_packet']} elements. "
+            f"{m['xina']['slots']} slots of {m['xina']['elems_per_packet']} elements; "
+            f"1-minute load average {' -> '.join(str(x) for x in m.get('loadavg_1min', []))} "
+            "(start -> end; the machine is shared, and other work shows in the "
+            "host-wide CPU figures). "
             "Goodput is tensor bytes per second per worker (median over the "
             "iterations, each the slowest worker's time; ± is half the "
             "interquartile range in percent of the median).",
@@ -289,6 +305,14 @@ class Report:
             "the switch adds, for the peers the same count of reduced "
             "inputs, for comparison.", "",
             self.elems_table("f32", big), "",
+        ]
+        parts += [
+            "### Bytes each worker puts on its link, per tensor byte", "",
+            "From the switch ports' receive counters over each launch "
+            "(headers, warm-up and barriers included).  A ring or "
+            "Rabenseifner allreduce sends 2(N-1)/N of the tensor; xina sends "
+            "it once, whatever the number of workers.", "",
+            self.link_table(), "",
         ]
         if loss_runs:
             parts += ["## xina under loss", "", self.loss_table(), ""]
