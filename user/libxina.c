@@ -438,9 +438,21 @@ static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 	return (until - now + 999999) / 1000000;
 }
 
+static void xina_log_call(struct xina *x, const struct xina_call *c,
+			  uint64_t t0, uint64_t resent)
+{
+	xina_log(x, XINA_LOG_DEBUG,
+		 "%s of %zu elements: %llu blocks in %.3f ms, %llu resends, rto %u us",
+		 c->exps ? "f32 sum" : c->op == XINA_OP_SUM ? "sum" : "max",
+		 c->n, (unsigned long long)c->nblocks,
+		 (xina_now_ns() - t0) / 1e6,
+		 (unsigned long long)(x->st.retrans - resent), xina_rto(x));
+}
+
 int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
 		       enum xina_op op, const int32_t *exps)
 {
+	uint64_t t0 = xina_now_ns(), resent = x->st.retrans;
 	struct xina_call c = {
 		.buf = buf, .n = n, .op = op, .exps = exps,
 		.nblocks = (n + x->o.elems - 1) / x->o.elems,
@@ -448,7 +460,7 @@ int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
 	uint64_t now, b;
 	int err;
 
-	c.progress_ns = xina_now_ns();
+	c.progress_ns = t0;
 	x->next_timer_ns = UINT64_MAX;
 	for (b = 0; b < c.nblocks && b < x->o.slots; b++)
 		xina_fill(x, &c, b, b);
@@ -469,6 +481,7 @@ int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);
 	}
+	xina_log_call(x, &c, t0, resent);
 	return 0;
 }
 

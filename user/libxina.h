@@ -78,6 +78,7 @@ enum xina_opt_flags {
 	XINA_OPT_F_NO_GSO = 1 << 0,	/* one datagram per packet on send */
 	XINA_OPT_F_NO_GRO = 1 << 1,	/* do not ask for UDP_GRO on receive */
 };
+
 #define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO)
 
 /* Verbosity levels passed to the log callback. */
@@ -145,10 +146,11 @@ LIBXINA_API void xina_close(struct xina *x);
 
 /* In place: @buf holds this worker's @n elements and receives the result. */
 LIBXINA_API int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op);
+				   enum xina_op op);
 LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);
 
-LIBXINA_API int xina_get_stats(const struct xina *x, struct xina_worker_stats *st);
+LIBXINA_API int xina_get_stats(const struct xina *x,
+			       struct xina_worker_stats *st);
 LIBXINA_API const char *xina_last_error(const struct xina *x);
 
 /*

@@ -381,7 +381,7 @@ static double ar_now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int ar_cmp_dbl(const void *a, const void *b)

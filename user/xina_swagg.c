@@ -221,7 +221,8 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	if (!members)
 		return -ENOMEM;
 	sw->port = XINA_UDP_PORT;
-	sw->gso = sw->gro = true;
+	sw->gso = true;
+	sw->gro = true;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -397,7 +398,8 @@ static void sw_tx_send(struct swagg *sw, struct sw_txb *t)
 		}
 		ret = 1;
 	}
-	t->nmsg = t->niov = 0;
+	t->nmsg = 0;
+	t->niov = 0;
 }
 
 /* Open a message to @to with room for SW_GSO_MAX datagrams. */
@@ -539,7 +541,7 @@ static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 
 /* Start round @round in version @vi with this first contribution. */
 static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
-		     uint32_t round, uint16_t rank)
+		     uint32_t round)
 {
 	struct sw_ver *v = &sw->ver[vi];
 
@@ -582,6 +584,22 @@ static int sw_classify(const struct sw_ver *v, uint32_t round, bool *start)
 	return -1;
 }
 
+/* Pseudo counter: a completed round's contributor asks again. */
+#define SW_ANSWER	XINA_STAT_MAX
+
+/* May this contribution add to the round version @v is in? */
+static int sw_join(const struct sw_ver *v, const struct xina_hdr *h,
+		   uint16_t rank)
+{
+	if (v->seen[rank / 64] & (1ull << (rank % 64)))
+		return v->complete ? SW_ANSWER : XINA_STAT_DUP;
+	if (h->op != v->op)
+		return XINA_STAT_DROP_OP;
+	if (ntohs(h->count) != v->count || be64toh(h->offset) != v->offset)
+		return XINA_STAT_DROP_RANGE;
+	return -1;
+}
+
 static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		       const struct sockaddr_in *from)
 {
@@ -618,27 +636,20 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	vi = slot * 2 + (round & 1);
 	v = &sw->ver[vi];
 	st = sw_classify(v, round, &start);
+	if (st < 0 && !start)
+		st = sw_join(v, h, rank);
+	if (st == SW_ANSWER) {
+		sw_answer(sw, vi, rank, from);
+		return;
+	}
 	if (st >= 0) {
 		sw->stat[st]++;
 		return;
 	}
-	if (start) {
-		sw_start(sw, vi, h, round, rank);
-	} else if (v->seen[rank / 64] & (1ull << (rank % 64))) {
-		if (v->complete)
-			sw_answer(sw, vi, rank, from);
-		else
-			sw->stat[XINA_STAT_DUP]++;
-		return;
-	} else if (h->op != v->op) {
-		sw->stat[XINA_STAT_DROP_OP]++;
-		return;
-	} else if (count != v->count || be64toh(h->offset) != v->offset) {
-		sw->stat[XINA_STAT_DROP_RANGE]++;
-		return;
-	} else {
+	if (start)
+		sw_start(sw, vi, h, round);
+	else
 		sw_add(sw, vi, h, false);
-	}
 	v->seen[rank / 64] |= 1ull << (rank % 64);
 	sw->stat[XINA_STAT_CONTRIB]++;
 	if (++v->ncontrib == sw->workers)
