@@ -121,7 +121,8 @@ VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
 
 .PHONY: vm-progs
 # With the user-space tools the guest's end-to-end tests use.
-vm-progs: $(VM_PROGS) $(O)/xinactl $(O)/xina-allreduce
+vm-progs: $(VM_PROGS) $(O)/xinactl $(O)/xina-allreduce bpf \
+	  $(O)/bpf/xina_kf.bpf.o
 
 $(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
 			 include/uapi/linux/xina.h $(KMOD_LSRC)/.stamp

@@ -39,6 +39,7 @@ static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_MEMBER]	= NLA_POLICY_NESTED(xina_member_policy),
 	[XINA_A_JOB_MEM_BYTES]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_STATS]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_RX_CPU]	= { .type = NLA_REJECT },
 };
 
 static struct genl_family xina_genl_family;
@@ -248,7 +249,9 @@ out_unlock:
 static size_t xina_nl_stats_size(void)
 {
 	return nla_total_size(0) +
-	       XINA_STAT_MAX * nla_total_size_64bit(sizeof(u64));
+	       XINA_STAT_MAX * nla_total_size_64bit(sizeof(u64)) +
+	       nla_total_size(0) +
+	       nr_cpu_ids * nla_total_size_64bit(sizeof(u64));
 }
 
 static size_t xina_nl_job_size(const struct xina_job *job)
@@ -280,6 +283,30 @@ static int xina_nl_put_stats(struct sk_buff *skb, const struct xina_job *job)
 	for (i = 0; i < XINA_STAT_MAX; i++)
 		if (nla_put_u64_64bit(skb, i + 1, sum.c[i], XINA_STAT_A_UNSPEC))
 			goto err_cancel;
+	nla_nest_end(skb, nest);
+	return 0;
+
+err_cancel:
+	nla_nest_cancel(skb, nest);
+	return -EMSGSIZE;
+}
+
+/* Packets per CPU: shows whether RSS (or veth senders) spread the job. */
+static int xina_nl_put_rx_cpu(struct sk_buff *skb, const struct xina_job *job)
+{
+	const struct xina_counters *c;
+	struct nlattr *nest;
+	int cpu;
+
+	nest = nla_nest_start(skb, XINA_A_JOB_RX_CPU);
+	if (!nest)
+		return -EMSGSIZE;
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(job->stats, cpu);
+		if (nla_put_u64_64bit(skb, cpu + 1, READ_ONCE(c->c[XINA_STAT_RX]),
+				      0))
+			goto err_cancel;
+	}
 	nla_nest_end(skb, nest);
 	return 0;
 
@@ -346,6 +373,8 @@ static int xina_nl_fill(struct sk_buff *skb, const struct xina_job *job,
 	if (cmd == XINA_CMD_JOB_GET && xina_nl_put_config(skb, job))
 		goto err_cancel;
 	if (xina_nl_put_stats(skb, job))
+		goto err_cancel;
+	if (cmd == XINA_CMD_STATS_GET && xina_nl_put_rx_cpu(skb, job))
 		goto err_cancel;
 	genlmsg_end(skb, hdr);
 	return 0;

@@ -352,6 +352,19 @@ static void xnl_parse_stats(const struct nlattr *nest, struct xinactl_stats *st)
 			st->c[a->nla_type - 1] = xnl_uint(a);
 }
 
+static void xnl_parse_rx_cpu(const struct nlattr *nest, struct xinactl_stats *st)
+{
+	const struct nlattr *a;
+
+	xnl_for_each_attr(a, xnl_data(nest), xnl_len(nest)) {
+		if (a->nla_type < 1 || a->nla_type > XINACTL_MAX_CPUS)
+			continue;
+		st->rx_cpu[a->nla_type - 1] = xnl_uint(a);
+		if (st->ncpus < a->nla_type)
+			st->ncpus = a->nla_type;
+	}
+}
+
 /* A JOB_GET or STATS_GET reply into @job and/or @st. */
 static void xnl_parse_job(const struct nlmsghdr *h, struct xinactl_job *job,
 			  struct xinactl_stats *st)
@@ -366,9 +379,11 @@ static void xnl_parse_job(const struct nlmsghdr *h, struct xinactl_job *job,
 			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
 		int type = a->nla_type & NLA_TYPE_MASK;
 
-		if (type == XINA_A_JOB_STATS) {
-			if (st)
+		if (type == XINA_A_JOB_STATS || type == XINA_A_JOB_RX_CPU) {
+			if (st && type == XINA_A_JOB_STATS)
 				xnl_parse_stats(a, st);
+			else if (st)
+				xnl_parse_rx_cpu(a, st);
 			continue;
 		}
 		if (!job)

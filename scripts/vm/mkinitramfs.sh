@@ -17,10 +17,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODDIR=/lib/modules/$KVER
 
 # Modules the guest tests need besides xina.ko, in load order.
-GUEST_MODULES="veth sch_netem bridge"
+GUEST_MODULES="veth bridge sch_netem ifb sch_ingress cls_u32 act_mirred"
 
 mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,tmp,run,etc}
-mkdir -p "$R/xina/bin" "$R/xina/bpf" "$R/xina/selftests" "$R/xina/modules"
+mkdir -p "$R/xina/bin" "$R/xina/bpf" "$R/xina/selftests" "$R/xina/modules" \
+	 "$R/xina/o"
 cp "$(command -v busybox)" "$R/bin/busybox"
 install -m 755 "$ROOT/scripts/vm/init" "$R/init"
 
@@ -39,6 +40,10 @@ for b in bash ip tc bpftool setpriv; do
 	p=$(command -v "$b") || { echo "mkinitramfs: $b not found" >&2; exit 1; }
 	add_bin "$p" "$p"
 done
+# What the end-to-end tests of selftests/ use, when installed.
+for b in jq nft; do
+	p=$(command -v "$b") && add_bin "$p" "$p"
+done
 
 # The module and the test programs.
 install -m 644 "$O/kmod/xina.ko" "$R/xina/modules/xina.ko"
@@ -52,14 +57,22 @@ if [ -f "$O/bench/bin/xina-bench-fastpath" ]; then
 	add_bin "$O/bench/bin/xina-bench-fastpath" /xina/bin/xina-bench-fastpath
 fi
 for p in xinactl xina-allreduce; do
-	if [ -f "$O/$p" ]; then add_bin "$O/$p" "/xina/bin/$p"; fi
+	if [ -f "$O/$p" ]; then
+		add_bin "$O/$p" "/xina/bin/$p"
+		ln -sf "/xina/bin/$p" "$R/xina/o/$p"
+	fi
 done
 for p in "$O"/bpf/*.bpf.o; do
 	if [ -e "$p" ]; then install -m 644 "$p" "$R/xina/bpf/"; fi
 done
+ln -s /xina/bpf "$R/xina/o/bpf"
+# The host selftests and the rack, run in the guest against xina.ko
+# (XINA_ROOT=/xina/root, O=/xina/o).
+mkdir -p "$R/xina/root/selftests" "$R/xina/root/scripts"
+cp "$ROOT"/selftests/*.sh "$R/xina/root/selftests/"
+cp "$ROOT"/scripts/rack.sh "$R/xina/root/scripts/"
 cp "$ROOT"/selftests/vm/*.sh "$R/xina/selftests/"
 : # guest tests have their own lib.sh (selftests/vm)
-if [ -e "$ROOT/scripts/rack.sh" ]; then install -m 755 "$ROOT/scripts/rack.sh" "$R/xina/bin/rack.sh"; fi
 
 # Kernel modules, uncompressed (busybox insmod takes plain .ko), with the
 # order modprobe would load them in.

@@ -155,7 +155,7 @@ enum xina_cmd {
 				 * its rank); WORKERS, SLOTS, ELEMS cannot
 				 * change (EOPNOTSUPP) */
 	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump):
-				 * JOB_ID and STATS */
+				 * JOB_ID, STATS and RX_CPU */
 
 	__XINA_CMD_MAX,
 };
@@ -175,6 +175,10 @@ enum xina_attr {
 	XINA_A_JOB_STATS,	/* nest, enum xina_stat_attr (get/stats only;
 				 * rejected in requests) */
 	XINA_A_PAD,		/* padding of the u64 attributes */
+	XINA_A_JOB_RX_CPU,	/* nest of u64, attribute type cpu + 1 for each
+				 * possible CPU: xina packets of the job seen on
+				 * that CPU (STATS_GET replies only; rejected in
+				 * requests) */
 
 	__XINA_A_MAX,
 };

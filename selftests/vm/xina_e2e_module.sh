@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The end-to-end allreduce with the module backend: xina.ko loaded, xinactl
+# picks it by itself, the ports run xina_kf.bpf.o, the slots are module
+# memory.  Runs the host's selftests/xina_e2e.sh and xina_loss.sh (netem
+# loss, duplication, reordering) unchanged inside the VM, with smaller
+# tensors (TCG is slow), then checks what xina.ko counted.
+. ./lib.sh
+
+export XINA_ROOT=/xina/root O=/xina/o
+export XINA_E2E_MAX_BYTES=${XINA_E2E_MAX_BYTES:-$((64 << 10))}
+export XINA_LOSS_BYTES=${XINA_LOSS_BYTES:-$((256 << 10))}
+
+insmod /xina/modules/xina.ko || exit 1
+xinactl backend | grep -qx "backend: module"
+log_test $? "xinactl picks the module backend"
+
+# Each host test's own TAP, indented.
+host_test() {
+	local t=$1 rc
+
+	bash "$XINA_ROOT/selftests/$t" > "/tmp/$t.out" 2>&1
+	rc=$?
+	sed 's/^/  /' "/tmp/$t.out"
+	[ $rc -eq 4 ] && grep -q "SKIP" "/tmp/$t.out" && return 4
+	return $rc
+}
+
+host_test xina_e2e.sh
+log_test $? "selftests/xina_e2e.sh on the module backend"
+host_test xina_loss.sh
+log_test $? "selftests/xina_loss.sh (netem) on the module backend"
+
+# Jobs lived in the racks' switch namespaces and went with them.
+check_eq "$(ls /sys/kernel/xina/jobs | wc -l)" 0
+log_test $? "no job left after the racks are gone"
+check_eq "$(cat /sys/kernel/xina/mem_used)" 0
+log_test $? "no slot memory left"
+exit $RET
