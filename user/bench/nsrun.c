@@ -237,8 +237,11 @@ static int supervise(pid_t child, int lfd, int port, const char *cpu_file)
 	sigaddset(&mask, SIGTERM);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
+		/* Nothing to wait on but the child: stop it and reap it. */
 		perror("xina-nsrun: signalfd");
 		kill(child, SIGTERM);
+		wait4(child, &status, 0, &ru);
+		return 2;
 	}
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = lfd, .events = POLLIN };
