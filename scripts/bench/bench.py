@@ -379,20 +379,15 @@ class Bench:
                 time.sleep(0.05)
             if sw.poll() is not None:
                 raise BenchError(f"xina-swagg exited: {sw.stderr.read().strip()}")
-            pid = self.child_pid(sw.pid)
+            # ip netns exec execs its command: the pid is the aggregator's
             self.xina("xina-swagg", n, sizes, iters,
-                      switch_args=["--switch-pid", str(pid)])
+                      switch_args=["--switch-pid", str(sw.pid)])
         finally:
             sw.send_signal(signal.SIGTERM)
             try:
                 sw.communicate(timeout=10)
             except subprocess.TimeoutExpired:
                 sw.kill()
-
-    @staticmethod
-    def child_pid(pid):
-        """ip netns exec execs its command: the pid is the aggregator's."""
-        return pid
 
     def xdp(self, n, sizes, iters, loss=0.0):
         self.rack.xctl("job", "add", str(JOB), "workers", str(n), "slots",
