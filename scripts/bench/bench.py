@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import signal
 import subprocess
 import sys
