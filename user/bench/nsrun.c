@@ -88,7 +88,7 @@ static int ns_path(const char *arg, char *buf, size_t len)
 /* mpirun passes its PMIx server as "...;tcp4://127.0.0.1:PORT". */
 static int pmix_port(void)
 {
-	static const char *vars[] = {
+	static const char * const vars[] = {
 		"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
 		"PMIX_SERVER_URI21", "PMIX_SERVER_URI2",
 	};
