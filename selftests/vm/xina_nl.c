@@ -339,6 +339,8 @@ TEST_F(nl, new_bad_values)
 		{ "flags bit 31", XINA_A_JOB_FLAGS, 1U << 31, 4, -EINVAL, "reserved bit set" },
 		{ "mem_bytes from user", XINA_A_JOB_MEM_BYTES, 1, 8, -EINVAL,
 		  "Attribute failed policy validation" },
+		{ "rx_cpu from user", XINA_A_JOB_RX_CPU, 1, 8, -EINVAL,
+		  "Attribute failed policy validation" },
 		{ "unknown attribute", XINA_A_MAX + 1, 1, 4, -EINVAL, "Unknown attribute type" },
 	};
 	unsigned int i;
