@@ -198,12 +198,18 @@ rack_nft_loss()
 {
 	local w=$1 pm=$2 port=${XINA_PORT:-9277}
 
+	# Contributions are dropped at the device (netdev egress), where the
+	# sender does not see it (an output-hook drop fails sendmsg with
+	# EPERM); results in the input hook.  Both hooks see GSO/GRO batches
+	# whole: per-packet loss needs the workers' --no-gso --no-gro.
 	ip netns exec "$w" nft -f - <<-EOF
-	table inet xina_impair {
+	table netdev xina_impair {
 		chain out {
-			type filter hook output priority 0; policy accept;
+			type filter hook egress device eth0 priority 0; policy accept;
 			udp dport $port numgen random mod 1000 < $pm counter drop
 		}
+	}
+	table inet xina_impair {
 		chain in {
 			type filter hook input priority 0; policy accept;
 			udp sport $port numgen random mod 1000 < $pm counter drop
@@ -215,8 +221,9 @@ rack_nft_loss()
 # Packets the impairment dropped at worker $2 (nft path only).
 rack_impair_drops()
 {
-	ip netns exec "$1-w$2" nft -j list table inet xina_impair 2>/dev/null |
-		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add // 0'
+	ip netns exec "$1-w$2" nft -j list ruleset 2>/dev/null |
+		jq '[.nftables[].rule? // empty | select(.table == "xina_impair") |
+		     .expr[] | .counter? // empty | .packets] | add // 0'
 }
 
 # rack_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the rack's

@@ -99,7 +99,7 @@ require_cmd()
 	local c
 
 	for c in "$@"; do
-		if ! command -v "$c" >/dev/null 2>&1 && [ ! -x "$c" ]; then
+		if ! command -v "$c" >/dev/null 2>&1 && [ ! -e "$c" ]; then
 			echo "1..0 # SKIP $c not found"
 			exit $ksft_skip
 		fi

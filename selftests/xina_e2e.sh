@@ -37,7 +37,7 @@ xctl()
 
 stat_of()	# stat_of JOB NAME
 {
-	xctl -j stats job "$1" | jq -r ".jobs[0].counters.$2 // .counters.$2 // empty"
+	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
 }
 
 # Check all workers' JSON lines: verified, and float results identical.
@@ -70,6 +70,7 @@ run_case()
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes "$bytes" --iters 2 --timeout-ms 5000
 	check_err $? "$? of $n workers failed: $(cat "$dir"/w*.err | sort -u | head -n3 | tr '\n' ' ')"
+	[ "$ret" -ne 0 ] && log_info "switch: $(xctl -j stats job "$JOB")"
 	check_workers "$n" "$dir"
 
 	# Without loss every completion is made of exactly n contributions,
@@ -150,7 +151,7 @@ if [ "$(nproc)" -ge 2 ]; then
 		--elems "$ELEMS" --dtype i32 --bytes $((4 << 20)) --iters 3
 	check_err $? "workers on different CPUs failed"
 	check_workers 2 "$run_case_dir"
-	cpus=$(xctl -j stats job 999 | jq -r '[.jobs[0].per_cpu_rx // [] | .[] | select(. > 0)] | length')
+	cpus=$(xctl -j stats job 999 | jq -r '[.jobs[0].rx_cpu // [] | .[] | select(. > 0)] | length')
 	[ "${cpus:-0}" -ge 2 ]
 	check_err $? "contributions reached the switch on $cpus CPU(s), want 2"
 	log_test "contributions to one slot from both CPUs"

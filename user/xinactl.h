@@ -46,8 +46,13 @@ struct xinactl_job {
 	struct xinactl_member member[XINA_MAX_WORKERS];
 };
 
+#define XINACTL_MAX_CPUS	256
+
 struct xinactl_stats {
 	__u64	c[XINA_STAT_MAX];	/* enum xina_stat */
+	/* packets of the job received on each CPU (0 cpus: not known) */
+	__u32	ncpus;
+	__u64	rx_cpu[XINACTL_MAX_CPUS];
 };
 
 struct xinactl_gstats {

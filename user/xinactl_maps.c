@@ -901,7 +901,8 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 
 /* ---- counters ----------------------------------------------------------- */
 
-static int xm_counters_sum(struct xm *m, __u32 idx, __u64 *sum, __u32 nr)
+static int xm_counters_sum(struct xm *m, __u32 idx, __u64 *sum, __u32 nr,
+			   struct xinactl_stats *st)
 {
 	size_t stride = ROUND8(sizeof(struct xina_counters));
 	struct xina_counters *c;
@@ -921,7 +922,12 @@ static int xm_counters_sum(struct xm *m, __u32 idx, __u64 *sum, __u32 nr)
 		c = (struct xina_counters *)(buf + cpu * stride);
 		for (i = 0; i < nr; i++)
 			sum[i] += c->c[i];
+		if (st && cpu < XINACTL_MAX_CPUS)
+			st->rx_cpu[cpu] = c->c[XINA_STAT_RX];
 	}
+	if (st)
+		st->ncpus = m->ncpus < XINACTL_MAX_CPUS ? m->ncpus :
+			    XINACTL_MAX_CPUS;
 out:
 	free(buf);
 	return ret;
@@ -941,7 +947,7 @@ static int xm_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
 			xerr("cannot read job %u: %s", id, strerror(-ret));
 		return ret;
 	}
-	ret = xm_counters_sum(m, j.idx, st->c, XINA_STAT_MAX);
+	ret = xm_counters_sum(m, j.idx, st->c, XINA_STAT_MAX, st);
 	if (ret)
 		xerr("cannot read the counters of job %u: %s", id,
 		     strerror(-ret));
@@ -953,7 +959,7 @@ static int xm_gstats_get(struct xinactl *x, struct xinactl_gstats *st)
 	int ret;
 
 	ret = xm_counters_sum(x->be_priv, XINA_MAX_JOBS, st->c,
-			      XINA_GSTAT_MAX);
+			      XINA_GSTAT_MAX, NULL);
 	if (ret)
 		xerr("cannot read the switch counters: %s", strerror(-ret));
 	return ret;

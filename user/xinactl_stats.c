@@ -36,11 +36,27 @@ static void stats_print_counters(const __u64 *c, unsigned int nr,
 	}
 }
 
+/* Where the job's packets arrived: explains one hot CPU or an idle one. */
+static void stats_print_rx_cpu(const struct xinactl_stats *st)
+{
+	__u32 cpu;
+
+	if (!st->ncpus)
+		return;
+	xp_text("\trx per cpu");
+	xp_open_arr("rx_cpu");
+	for (cpu = 0; cpu < st->ncpus; cpu++)
+		xp_uint(XP_ANY, NULL, " %llu", st->rx_cpu[cpu]);
+	xp_close_arr();
+	xp_nl();
+}
+
 static void stats_print_job(__u32 id, const struct xinactl_stats *st)
 {
 	xp_open_obj(NULL);
 	xp_uint(XP_ANY, "id", "job %llu\n", id);
 	stats_print_counters(st->c, XINA_STAT_MAX, xstat_name);
+	stats_print_rx_cpu(st);
 	xp_close_obj();
 }
 
