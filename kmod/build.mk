@@ -7,6 +7,7 @@
 #   make checkpatch      scripts/checkpatch.pl --strict over kmod/
 #   make check-vm        boot Debian's 6.1 kernel under qemu, run selftests/vm
 #   make install-module  xina.ko through dkms on this machine
+#                        (DKMS_KVER=<kernel> for another than the running one)
 #
 # Debian's headers ship neither vmlinux nor resolve_btfids, which kbuild
 # needs for module BTF: vmlinux is extracted from the packaged vmlinuz and
@@ -107,8 +108,8 @@ install-module:
 	$(Q)install -m 644 include/uapi/linux/xina.h $(DKMS_DIR)/include/uapi/linux/
 	$(Q)install -m 755 scripts/dkms-btf.sh $(DKMS_DIR)/scripts/
 	$(Q)dkms add xina/$(DKMS_VERSION) 2>/dev/null || true
-	$(Q)dkms build xina/$(DKMS_VERSION)
-	$(Q)dkms install xina/$(DKMS_VERSION)
+	$(Q)dkms build xina/$(DKMS_VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))
+	$(Q)dkms install xina/$(DKMS_VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))
 
 # Programs the guest runs (selftests/vm), built here for the Debian guest.
 VM_PROGS_OUT := $(O)/vm-progs
