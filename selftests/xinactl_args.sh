@@ -294,7 +294,7 @@ json_ok x -j stats 'j["backend"] == "maps" and
 	[k["id"] for k in j["jobs"]] == [2, 3] and
 	set(j["jobs"][0]) == {"id", "rx", "contrib", "complete",
 		"retrans_answered", "dup", "stale", "drop_key", "drop_member",
-		"drop_range", "drop_op"} and
+		"drop_range", "drop_op", "rx_cpu"} and
 	set(j["switch"]) == {"malformed", "no_job", "pass"}'
 log_test "stats: every job, every counter, switch counters"
 
