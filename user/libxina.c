@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,7 +436,8 @@ static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 	if (until <= now)
 		return 0;
 	/* Round up: waking before the deadline just loops once more. */
-	return (until - now + 999999) / 1000000;
+	until = (until - now + 999999) / 1000000;
+	return until > INT_MAX ? INT_MAX : (int)until;
 }
 
 static void xina_log_call(struct xina *x, const struct xina_call *c,

@@ -54,6 +54,8 @@
  * it.  Compared with the block's largest magnitude 2^E_b the absolute error
  * is at most W * 2^(L - 32), i.e. 2^-26 relative for 8 workers: elements much
  * smaller than the block's largest lose relative precision, as in SwitchML.
+ * A sum beyond the float range becomes an infinity, as it would in float
+ * arithmetic.
  */
 #ifndef LIBXINA_H
 #define LIBXINA_H
