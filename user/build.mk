@@ -16,15 +16,18 @@ $(O)/user/%.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 
 $(O)/user/%.pic.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fPIC -fvisibility=hidden \
-		-DLIBXINA_SHARED -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(O)/libxina.a: $(LIBXINA_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(O)/libxina.so: $(LIBXINA_PIC)
+# Only the LIBXINA_API symbols are exported (hidden visibility otherwise).
+$(O)/libxina.so.0: $(LIBXINA_PIC)
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libxina.so.0 -o $@ $^ -lm
+
+$(O)/libxina.so: $(O)/libxina.so.0
+	$(Q)ln -sf libxina.so.0 $@
 
 $(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
