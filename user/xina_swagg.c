@@ -86,6 +86,7 @@ struct swagg {
 	uint32_t		*comp;	/* versions completed in this batch */
 	uint32_t		ncomp;
 	uint32_t		*ans_ver;	/* retransmissions to answer */
+	struct xina_hdr		*ans_hdr;
 	struct sockaddr_in	*ans_to;
 	uint32_t		nans;
 
@@ -332,8 +333,9 @@ static int sw_setup(struct swagg *sw, const struct sockaddr_in *bind_sa)
 	sw->comp = calloc(nver, sizeof(*sw->comp));
 	sw->ans_ver = calloc(SW_ANS_MAX, sizeof(*sw->ans_ver));
 	sw->ans_to = calloc(SW_ANS_MAX, sizeof(*sw->ans_to));
+	sw->ans_hdr = calloc(SW_ANS_MAX, sizeof(*sw->ans_hdr));
 	if (!sw->ver || !sw->vals || !sw->res || !sw->comp || !sw->ans_ver ||
-	    !sw->ans_to) {
+	    !sw->ans_to || !sw->ans_hdr) {
 		fprintf(stderr, "xina-swagg: out of memory for %u slots of %u elements\n",
 			sw->slots, sw->elems);
 		return -ENOMEM;
@@ -427,6 +429,20 @@ static void sw_tx_add(struct swagg *sw, struct sw_txb *t, struct msghdr *mh,
 	sw->tx_dgrams++;
 }
 
+/* Answer @c: its own header, then the kept result's elements. */
+static void sw_tx_answer(struct swagg *sw, struct sw_txb *t, struct msghdr *mh,
+			 uint32_t c)
+{
+	uint32_t vi = sw->ans_ver[c];
+
+	t->iov[t->niov].iov_base = &sw->ans_hdr[c];
+	t->iov[t->niov++].iov_len = sizeof(struct xina_hdr);
+	t->iov[t->niov].iov_base = sw_res(sw, vi) + 1;
+	t->iov[t->niov++].iov_len = sw_res_len(sw, vi) - sizeof(struct xina_hdr);
+	mh->msg_iovlen = 2;
+	sw->tx_dgrams++;
+}
+
 static void sw_tx_gso(struct sw_txb *t, struct msghdr *mh, size_t seg)
 {
 	struct cmsghdr *cm;
@@ -470,7 +486,7 @@ static void sw_flush(struct swagg *sw)
 	}
 	for (c = 0; c < sw->nans; c++) {
 		mh = sw_tx_msg(sw, &t, &sw->ans_to[c]);
-		sw_tx_add(sw, &t, mh, sw->ans_ver[c]);
+		sw_tx_answer(sw, &t, mh, c);
 	}
 	if (t.nmsg)
 		sw_tx_send(sw, &t);
@@ -504,9 +520,14 @@ static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
 		      const struct sockaddr_in *to)
 {
+	struct xina_hdr *h;
+
 	if (sw->nans == SW_ANS_MAX)
 		sw_flush(sw);
-	sw_res(sw, vi)->rank = htons(rank);
+	/* Its own header: the kept result may go to all members as well. */
+	h = &sw->ans_hdr[sw->nans];
+	*h = *sw_res(sw, vi);
+	h->rank = htons(rank);
 	sw->ans_ver[sw->nans] = vi;
 	sw->ans_to[sw->nans++] = *to;
 	sw->stat[XINA_STAT_RETRANS_ANSWERED]++;
