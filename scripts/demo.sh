@@ -27,8 +27,13 @@ done
 RACK=xdemo$$
 PIN=$(rack_pin_dir "$RACK")
 KEY=0x600dcafe
-SLOTS=128
-ELEMS=256
+# Jumbo-ish frames: 832 int32 per packet (3410-byte IP packets) is the
+# largest multiple of 64 that XDP on veth takes in one buffer, and cuts the
+# per-packet cost of the rack 3.3x against 256 per packet at MTU 1500.  32
+# slots keep the veth rings (256 frames) from overflowing with 4-8 workers.
+MTU=3500
+SLOTS=32
+ELEMS=832
 TMP=$(mktemp -d)
 fail=0
 
@@ -55,8 +60,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-say "rack: switch namespace $RACK-sw (bridge br0 $RACK_SWITCH_IP), $N workers on veth ports"
-rack_up "$RACK" "$N" || exit 1
+say "rack: switch namespace $RACK-sw (bridge br0 $RACK_SWITCH_IP), $N workers on veth ports, MTU $MTU"
+rack_up "$RACK" "$N" mtu "$MTU" || exit 1
 rack_xdp "$RACK" "$N" "$PIN" || exit 1
 # One job per run: a job's slot rounds continue where its last worker
 # process left them, so a new training run gets a fresh job (as SwitchML's

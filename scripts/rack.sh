@@ -74,11 +74,14 @@ rack_ns_setup()
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1
 }
 
+# rack_up RACK N [ mtu M ]
 rack_up()
 {
-	local rack=$1 n=$2 mtu=${3:-1500} sw i w
+	local rack=$1 n=$2 mtu=1500 sw i w
 
-	[ -n "$rack" ] && [ -n "$n" ] || { rack_die "usage: up RACK N [MTU]"; return 1; }
+	[ "${3:-}" = mtu ] && mtu=$4
+
+	[ -n "$rack" ] && [ -n "$n" ] || { rack_die "usage: up RACK N [ mtu M ]"; return 1; }
 	[ "$n" -ge 1 ] && [ "$n" -le 200 ] 2>/dev/null ||
 		{ rack_die "workers '$n' out of range 1..200"; return 1; }
 	rack_down "$rack"
@@ -274,7 +277,7 @@ rack_main()
 
 	shift
 	case "$cmd" in
-	up) rack_up "$1" "$2" "${4:-${3:-1500}}" ;;
+	up) rack_up "$@" ;;
 	xdp) rack_xdp "$@" ;;
 	impair) rack_impair "$@" ;;
 	down) rack_down "$@" ;;
