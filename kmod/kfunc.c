@@ -9,14 +9,28 @@
  * hit the same slot version at once, but needs no per-CPU partials, no
  * fold by the completing CPU and memory independent of the CPU count.
  * The behaviour on the wire is that of the BPF map backend.
+ *
+ * The xina header follows Ethernet, IPv4 and UDP (42 bytes): its 32-bit
+ * fields and the elements are only 2-byte aligned, hence the unaligned
+ * accessors (plain loads on x86 and arm64).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bpf.h>
 #include <linux/btf.h>
 #include <linux/btf_ids.h>
+#include <linux/module.h>
 #include <linux/netdevice.h>
 #include <net/xdp.h>
+#ifdef XINA_HAVE_LINUX_UNALIGNED	/* 6.12 moved it; see kmod/Kbuild */
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
+#ifdef CONFIG_X86_64
+#include <asm/fpu/api.h>
+#endif
 
 #include "xina.h"
 #include "xina_kfunc.h"
@@ -32,7 +46,29 @@ static void xina_val_init(u32 *val, const __be32 *el, u16 count)
 	u16 i;
 
 	for (i = 0; i < count; i++)
-		val[i] = be32_to_cpu(el[i]);
+		val[i] = get_unaligned_be32(&el[i]);
+}
+
+static bool xina_simd __read_mostly;
+module_param_named(simd, xina_simd, bool, 0644);
+MODULE_PARM_DESC(simd, "add with SSE2/SSSE3 under kernel_fpu_begin() (x86-64; for measurements)");
+
+/*
+ * The vector loop, if asked for and the FPU is usable here (XDP runs in
+ * softirq context: kernel_fpu_begin() saves the interrupted task's state).
+ */
+static bool xina_val_add_simd(u32 *val, const __be32 *el, u16 count)
+{
+#ifdef CONFIG_X86_64
+	if (!READ_ONCE(xina_simd) || !irq_fpu_usable())
+		return false;
+	kernel_fpu_begin();
+	xina_simd_add(val, el, count);
+	kernel_fpu_end();
+	return true;
+#else
+	return false;
+#endif
 }
 
 /* int32 wraps (two's complement), hence the u32 arithmetic. */
@@ -41,12 +77,14 @@ static void xina_val_add(u32 *val, const __be32 *el, u16 count, u8 op)
 	u16 i;
 
 	if (op == XINA_OP_SUM) {
+		if (xina_val_add_simd(val, el, count))
+			return;
 		for (i = 0; i < count; i++)
-			val[i] += be32_to_cpu(el[i]);
+			val[i] += get_unaligned_be32(&el[i]);
 		return;
 	}
 	for (i = 0; i < count; i++)
-		val[i] = max_t(s32, val[i], be32_to_cpu(el[i]));
+		val[i] = max_t(s32, val[i], get_unaligned_be32(&el[i]));
 }
 
 static void xina_val_out(__be32 *el, const u32 *val, u16 count)
@@ -54,7 +92,7 @@ static void xina_val_out(__be32 *el, const u32 *val, u16 count)
 	u16 i;
 
 	for (i = 0; i < count; i++)
-		el[i] = cpu_to_be32(val[i]);
+		put_unaligned_be32(val[i], &el[i]);
 }
 
 /* Start round @round in @sv with the contribution in @h. */
@@ -81,8 +119,8 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 			     u32 *val, struct xina_hdr *h, u16 rank,
 			     enum xina_stat *stat)
 {
-	u16 count = be16_to_cpu(h->count);
-	u32 round = be32_to_cpu(h->round);
+	u16 count = get_unaligned_be16(&h->count);
+	u32 round = get_unaligned_be32(&h->round);
 	s32 ahead = round - sv->round;
 
 	if (!sv->used || (ahead == XINA_SLOT_VERSIONS && sv->complete)) {
@@ -137,18 +175,18 @@ static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
 {
 	const struct xina_member_cfg *m;
 	const struct xina_job_cfg *cfg;
-	u16 rank = be16_to_cpu(h->rank);
+	u16 rank = get_unaligned_be16(&h->rank);
 
 	cfg = rcu_dereference(job->cfg);
-	if (be64_to_cpu(h->key) != cfg->key)
+	if (get_unaligned_be64(&h->key) != cfg->key)
 		return XINA_STAT_DROP_KEY;
 	if (rank >= job->workers)
 		return XINA_STAT_DROP_MEMBER;
 	m = &cfg->member[rank];
 	if (!m->addr || m->addr != saddr || (m->port && m->port != sport))
 		return XINA_STAT_DROP_MEMBER;
-	if (be32_to_cpu(h->slot) >= job->slots ||
-	    be16_to_cpu(h->count) > job->elems)
+	if (get_unaligned_be32(&h->slot) >= job->slots ||
+	    get_unaligned_be16(&h->count) > job->elems)
 		return XINA_STAT_DROP_RANGE;
 	if (h->dtype != XINA_DTYPE_INT32 ||
 	    (h->op != XINA_OP_SUM && h->op != XINA_OP_MAX))
@@ -171,12 +209,12 @@ static int xina_job_contrib(struct xina_job *job, struct xina_hdr *h,
 		return XINA_KF_REJECT;
 	}
 
-	idx = be32_to_cpu(h->slot) * XINA_SLOT_VERSIONS +
-	      (be32_to_cpu(h->round) & 1);
+	idx = get_unaligned_be32(&h->slot) * XINA_SLOT_VERSIONS +
+	      (get_unaligned_be32(&h->round) & 1);
 	sv = &job->slotv[idx];
 	spin_lock(&sv->lock);
 	ret = xina_slot_contrib(job, sv, (u32 *)xina_job_val(job, idx), h,
-				be16_to_cpu(h->rank), &stat);
+				get_unaligned_be16(&h->rank), &stat);
 	spin_unlock(&sv->lock);
 	xina_count(job, stat);
 	if (ret == XINA_KF_RESULT)
@@ -214,7 +252,7 @@ noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
 		return XINA_KF_MALFORMED;
 	h = xdp->data + off;
 	if ((void *)(h + 1) > xdp->data_end || !h->count ||
-	    (void *)(h + 1) + be16_to_cpu(h->count) * sizeof(__be32) >
+	    (void *)(h + 1) + get_unaligned_be16(&h->count) * sizeof(__be32) >
 	    xdp->data_end)
 		return XINA_KF_MALFORMED;
 	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
@@ -222,7 +260,7 @@ noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
 		return XINA_KF_MALFORMED;
 
 	rcu_read_lock();
-	job = xina_job_find(dev_net(xdp->rxq->dev), be32_to_cpu(h->job));
+	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
 	if (job)
 		ret = xina_job_contrib(job, h, saddr, sport);
 	else

@@ -130,4 +130,7 @@ void xina_genl_exit(void);
 /* kfunc.c */
 int xina_kfunc_init(void);
 
+/* simd.c (x86-64), between kernel_fpu_begin() and kernel_fpu_end() */
+void xina_simd_add(u32 *val, const __be32 *el, u16 count);
+
 #endif /* _XINA_H */

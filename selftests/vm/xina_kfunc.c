@@ -354,6 +354,47 @@ TEST_F(kf, malformed_and_no_job)
 	EXPECT_EQ(0, sysfs_stat("contributions"));
 }
 
+static int set_simd(int on)
+{
+	FILE *f = fopen("/sys/module/xina/parameters/simd", "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fprintf(f, "%d\n", on) < 0 ? -EIO : 0;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * The SSE add loop (module parameter simd) sums as the scalar one does:
+ * 37 elements are nine vector steps and a tail, the values wrap.
+ */
+TEST_F(kf, simd_sums)
+{
+	int32_t want[37];
+	int r, i;
+
+	ASSERT_EQ(0, job_del(&self->nl, JOB));
+	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, 37));
+	ASSERT_EQ(0, set_simd(1));
+	for (i = 0; i < 37; i++)
+		want[i] = (int32_t)(3U * (uint32_t)(INT32_MAX - 40 + i) + 3U);
+	for (r = 0; r < WORKERS; r++) {
+		struct contrib c = {
+			.rank = r, .count = 37, .base = INT32_MAX - 40 + r,
+		};
+		size_t len = build(&self->in, &c);
+
+		EXPECT_EQ(r == WORKERS - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
+			  run(self->fd, &self->in, len, &self->out, NULL));
+	}
+	EXPECT_EQ(0, set_simd(0));
+	for (i = 0; i < 37; i++)
+		EXPECT_EQ(want[i], (int32_t)ntohl(self->out.el[i]));
+}
+
 /* The program holds the module; a job goes away under it cleanly. */
 TEST_F(kf, job_deleted_under_program)
 {
@@ -500,6 +541,15 @@ static int bench_all(int packets)
 			kb.want_result = XINA_KF_RESULT;
 			err = bench_run(&kb);
 			job_del(&nl, 99);
+			/* The same with the SSE add loop. */
+			if (!err && !set_simd(1)) {
+				err = job_new(&nl, 99, kb.k, 1, kb.elems);
+				kb.path = "kfunc-simd";
+				if (!err)
+					err = bench_run(&kb);
+				job_del(&nl, 99);
+				set_simd(0);
+			}
 			/* The whole fast path, K <= 4 (one device per rank). */
 			if (err || kb.k > 4)
 				continue;
