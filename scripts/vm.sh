@@ -7,7 +7,7 @@
 #
 #   scripts/vm.sh [-t TIMEOUT] [-k] [-- TEST...]
 #
-#   -t TIMEOUT  seconds for the whole guest run (default 480)
+#   -t TIMEOUT  seconds for the whole guest run (default 540)
 #   -k          keep the initramfs and the console log in $O/vm
 #   TEST...     only these selftests/vm tests (names as in run.sh)
 #
@@ -23,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
 case "$O" in /*) ;; *) O="$ROOT/$O" ;; esac
 VMDIR="$O/vm"
-TIMEOUT=480
+TIMEOUT=540
 KEEP=0
 
 usage() {
