@@ -221,12 +221,21 @@ rack_nft_loss()
 	EOF
 }
 
-# Packets the impairment dropped at worker $2 (nft path only).
+# Packets the impairment dropped at worker $2: netem's drops on eth0 and
+# ifb0, or the nftables rules' counters.
 rack_impair_drops()
 {
-	ip netns exec "$1-w$2" nft -j list ruleset 2>/dev/null |
-		jq '[.nftables[].rule? // empty | select(.table == "xina_impair") |
-		     .expr[] | .counter? // empty | .packets] | add // 0'
+	local w=$1-w$2 n=0 d dev
+
+	for dev in eth0 ifb0; do
+		d=$(ip netns exec "$w" tc -s -j qdisc show dev "$dev" 2>/dev/null |
+		    jq '[.[] | select(.kind == "netem") | .drops] | add // 0')
+		n=$((n + ${d:-0}))
+	done
+	d=$(ip netns exec "$w" nft -j list ruleset 2>/dev/null |
+	    jq '[.nftables[].rule? // empty | select(.table == "xina_impair") |
+		 .expr[] | .counter? // empty | .packets] | add // 0')
+	echo $((n + ${d:-0}))
 }
 
 # rack_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the rack's

@@ -9,7 +9,7 @@
 # Each test is a program of its own; its output (TAP of its subtests) is
 # shown indented with "# ".  Exit status of a test: 0 pass, 4 skip, else fail.
 
-ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_attached.sh xina_e2e_module.sh xina_dmesg.sh"
+ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_attached.sh xina_e2e_module.sh xina_netem_maps.sh xina_dmesg.sh"
 tests=${*:-$ALL}
 
 n=0
