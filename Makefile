@@ -52,9 +52,13 @@ demo: all
 	$(Q)scripts/demo.sh
 
 check: check-host check-vm
+	$(Q)cat $(O)/check-host.result $(O)/check-vm.result 2>/dev/null | \
+		awk '{ p += $$1; f += $$2; s += $$3 } \
+		     END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }'
 
 # The host half: BPF map backend, on this kernel, in namespaces.
 check-host: all selftests
+	$(Q)rm -f $(O)/check-host.result
 	$(Q)selftests/run.sh
 
 clean:

@@ -59,7 +59,7 @@ BUSYBOX=$(command -v busybox || true)
 make -C "$ROOT" -s --no-print-directory O="$O" module vm-progs KVER="$KVER"
 VMLINUX="$O/vmlinux-$KVER"
 
-rm -rf "$VMDIR"
+rm -rf "$VMDIR" "$O/check-vm.result"
 mkdir -p "$VMDIR"
 INITRD="$VMDIR/initramfs.cpio.gz"
 CONSOLE="$VMDIR/console.log"
@@ -97,4 +97,12 @@ if [ "$result" -ne 0 ]; then
 fi
 [ "$KEEP" -eq 1 ] || rm -rf "$VMDIR/root" "$INITRD"
 echo "vm.sh: guest tests passed (console in $CONSOLE)"
+# The guest's top-level TAP lines, counted for the closing line of make check.
+tr -d '\r' < "$CONSOLE" | awk '
+	/^ok .*# SKIP/ { s++; next }
+	/^ok / { p++ }
+	/^not ok / { f++ }
+	END { printf "%d %d %d\n", p, f, s }' > "$O/check-vm.result"
+read -r p f s < "$O/check-vm.result"
+echo "vm: $p passed, $f failed, $s skipped"
 exit 0

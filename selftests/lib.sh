@@ -123,3 +123,21 @@ unique_name()
 {
 	echo "$1$$$(printf '%04x' $((RANDOM)))"
 }
+
+# rack_test_init PREFIX: the rack of a test (scripts/rack.sh must be
+# sourced): RACK, its pin directory PIN, a scratch directory TMP, all
+# removed on exit, also when interrupted.
+rack_test_init()
+{
+	RACK=$(unique_name "$1")
+	PIN=$(rack_pin_dir "$RACK")
+	TMP=$(mktemp -d)
+	trap 'rack_down "$RACK"; rm -rf "$TMP"' EXIT
+	trap 'exit 1' INT TERM
+}
+
+# xctl ARGS...: xinactl in the rack's switch namespace.
+xctl()
+{
+	ip netns exec "$RACK-sw" "$O/xinactl" -P "$PIN" "$@"
+}

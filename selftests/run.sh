@@ -48,4 +48,5 @@ for t in "$@"; do
 	esac
 done
 echo "$pass passed, $fail failed, $skip skipped"
+[ -d "$O" ] && echo "$pass $fail $skip" > "$O/check-host.result"
 [ "$fail" -eq 0 ]

@@ -10,19 +10,9 @@ require_root
 require_cmd "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
-RACK=$(unique_name xd)
-PIN=$(rack_pin_dir "$RACK")
+rack_test_init xd
 N=4
 TIMEOUT_MS=2000
-TMP=$(mktemp -d)
-
-cleanup()
-{
-	rack_down "$RACK"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 tap_begin 2
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&

@@ -14,26 +14,11 @@ require_root
 require_cmd jq "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
-RACK=$(unique_name xe)
-PIN=$(rack_pin_dir "$RACK")
+rack_test_init xe
 ELEMS=${XINA_E2E_ELEMS:-256}
 SLOTS=${XINA_E2E_SLOTS:-128}
 MAX_BYTES=${XINA_E2E_MAX_BYTES:-$((64 << 20))}
-TMP=$(mktemp -d)
 JOB=100
-
-cleanup()
-{
-	rack_down "$RACK"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-xctl()
-{
-	ip netns exec "$RACK-sw" "$O/xinactl" -P "$PIN" "$@"
-}
 
 stat_of()	# stat_of JOB NAME
 {

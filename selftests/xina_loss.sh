@@ -11,25 +11,10 @@ require_root
 require_cmd jq nft "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
-RACK=$(unique_name xl)
-PIN=$(rack_pin_dir "$RACK")
+rack_test_init xl
 N=4
 PERMILLE=${XINA_LOSS_PERMILLE:-10}
 BYTES=${XINA_LOSS_BYTES:-$((8 << 20))}
-TMP=$(mktemp -d)
-
-cleanup()
-{
-	rack_down "$RACK"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-xctl()
-{
-	ip netns exec "$RACK-sw" "$O/xinactl" -P "$PIN" "$@"
-}
 
 tap_begin 2
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&

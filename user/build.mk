@@ -32,7 +32,7 @@ $(O)/libxina.so: $(O)/libxina.so.0
 $(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
 
-$(O)/xina-swagg: $(O)/user/xina_swagg.o
+$(O)/xina-swagg: $(O)/user/xina_swagg.o $(O)/user/xina_names.o
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 # Negative tests of libxina and of the aggregators, run by selftests.
@@ -49,9 +49,10 @@ user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg \
 # picked up once it exists.
 XINACTL_SRCS := user/xinactl.c user/xinactl_job.c user/xinactl_dev.c \
 		user/xinactl_stats.c user/xinactl_maps.c user/xina_json.c \
+		user/xina_names.c \
 		$(wildcard user/xinactl_nl.c)
 XINACTL_OBJS := $(XINACTL_SRCS:user/%.c=$(O)/user/xinactl/%.o)
-XINACTL_HDRS := user/xinactl.h user/xina_json.h bpf/xina_maps.h \
+XINACTL_HDRS := user/xinactl.h user/xina_json.h user/xina_names.h bpf/xina_maps.h \
 		include/uapi/linux/xina.h $(O)/bpf/xina.skel.h
 XINACTL_CFLAGS := $(if $(wildcard user/xinactl_nl.c),-DXINACTL_HAVE_NL)
 

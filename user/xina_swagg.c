@@ -36,6 +36,8 @@
 
 #include <linux/xina.h>
 
+#include "xina_names.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT	103
 #endif
@@ -96,25 +98,6 @@ struct swagg {
 };
 
 static volatile sig_atomic_t sw_stop;
-
-static const char *const sw_stat_name[XINA_STAT_MAX] = {
-	[XINA_STAT_RX] = "rx",
-	[XINA_STAT_CONTRIB] = "contrib",
-	[XINA_STAT_COMPLETE] = "complete",
-	[XINA_STAT_RETRANS_ANSWERED] = "retrans_answered",
-	[XINA_STAT_DUP] = "dup",
-	[XINA_STAT_STALE] = "stale",
-	[XINA_STAT_DROP_KEY] = "drop_key",
-	[XINA_STAT_DROP_MEMBER] = "drop_member",
-	[XINA_STAT_DROP_RANGE] = "drop_range",
-	[XINA_STAT_DROP_OP] = "drop_op",
-};
-
-static const char *const sw_gstat_name[XINA_GSTAT_MAX] = {
-	[XINA_GSTAT_MALFORMED] = "malformed",
-	[XINA_GSTAT_NO_JOB] = "no_job",
-	[XINA_GSTAT_PASS] = "pass",
-};
 
 static void sw_usage(FILE *f)
 {
@@ -792,10 +775,10 @@ static void sw_print(const struct swagg *sw, bool json)
 	if (json) {
 		printf("{\"job\":%u", sw->job);
 		for (i = 0; i < XINA_STAT_MAX; i++)
-			printf(",\"%s\":%llu", sw_stat_name[i],
+			printf(",\"%s\":%llu", xina_stat_name(i),
 			       (unsigned long long)sw->stat[i]);
 		for (i = 0; i < XINA_GSTAT_MAX; i++)
-			printf(",\"%s\":%llu", sw_gstat_name[i],
+			printf(",\"%s\":%llu", xina_gstat_name(i),
 			       (unsigned long long)sw->gstat[i]);
 		printf(",\"rx_dgrams\":%llu,\"rx_calls\":%llu,\"tx_dgrams\":%llu,"
 		       "\"tx_calls\":%llu,\"tx_err\":%llu,\"gso\":%s,\"gro\":%s}\n",
@@ -809,10 +792,10 @@ static void sw_print(const struct swagg *sw, bool json)
 	}
 	printf("job %u:", sw->job);
 	for (i = 0; i < XINA_STAT_MAX; i++)
-		printf(" %s %llu", sw_stat_name[i], (unsigned long long)sw->stat[i]);
+		printf(" %s %llu", xina_stat_name(i), (unsigned long long)sw->stat[i]);
 	printf("\nswitch:");
 	for (i = 0; i < XINA_GSTAT_MAX; i++)
-		printf(" %s %llu", sw_gstat_name[i], (unsigned long long)sw->gstat[i]);
+		printf(" %s %llu", xina_gstat_name(i), (unsigned long long)sw->gstat[i]);
 	printf("\nio: rx_dgrams %llu rx_calls %llu tx_dgrams %llu tx_calls %llu tx_err %llu gso %s gro %s\n",
 	       (unsigned long long)sw->rx_dgrams, (unsigned long long)sw->rx_calls,
 	       (unsigned long long)sw->tx_dgrams, (unsigned long long)sw->tx_calls,

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause)
+/* Counter names shared by the user-space tools; see xina_names.h. */
+#include <linux/xina.h>
+
+#include "xina_names.h"
+
+static const char *const stat_names[XINA_STAT_MAX] = {
+	[XINA_STAT_RX]			= "rx",
+	[XINA_STAT_CONTRIB]		= "contrib",
+	[XINA_STAT_COMPLETE]		= "complete",
+	[XINA_STAT_RETRANS_ANSWERED]	= "retrans_answered",
+	[XINA_STAT_DUP]			= "dup",
+	[XINA_STAT_STALE]		= "stale",
+	[XINA_STAT_DROP_KEY]		= "drop_key",
+	[XINA_STAT_DROP_MEMBER]		= "drop_member",
+	[XINA_STAT_DROP_RANGE]		= "drop_range",
+	[XINA_STAT_DROP_OP]		= "drop_op",
+};
+
+static const char *const gstat_names[XINA_GSTAT_MAX] = {
+	[XINA_GSTAT_MALFORMED]	= "malformed",
+	[XINA_GSTAT_NO_JOB]	= "no_job",
+	[XINA_GSTAT_PASS]	= "pass",
+};
+
+const char *xina_stat_name(unsigned int stat)
+{
+	return stat < XINA_STAT_MAX && stat_names[stat] ? stat_names[stat] : "?";
+}
+
+const char *xina_gstat_name(unsigned int gstat)
+{
+	return gstat < XINA_GSTAT_MAX && gstat_names[gstat] ?
+	       gstat_names[gstat] : "?";
+}

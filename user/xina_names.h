@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause) */
+/*
+ * Names of the counters of include/uapi/linux/xina.h, as every tool prints
+ * them (xinactl, xina-swagg) and as sysfs names its files: lower case, the
+ * enum name without its prefix.  JSON keys are built from them: never
+ * rename one.
+ */
+#ifndef XINA_NAMES_H
+#define XINA_NAMES_H
+
+/* "?" for a value this build does not know. */
+const char *xina_stat_name(unsigned int stat);	/* enum xina_stat */
+const char *xina_gstat_name(unsigned int gstat);	/* enum xina_gstat */
+
+#endif /* XINA_NAMES_H */
