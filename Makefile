@@ -61,5 +61,21 @@ check-host: all selftests
 	$(Q)rm -f $(O)/check-host.result
 	$(Q)selftests/run.sh
 
+# xinactl embeds the fast path (and xina_kf.bpf.o for the module backend);
+# xina_pass.bpf.o is for the peers of veth ports (see README).
+PREFIX ?= /usr/local
+install: all
+	install -D -m 0755 $(O)/xinactl $(DESTDIR)$(PREFIX)/sbin/xinactl
+	install -D -m 0755 $(O)/xina-allreduce $(DESTDIR)$(PREFIX)/bin/xina-allreduce
+	install -D -m 0755 $(O)/xina-swagg $(DESTDIR)$(PREFIX)/bin/xina-swagg
+	install -D -m 0644 $(O)/libxina.a $(DESTDIR)$(PREFIX)/lib/libxina.a
+	install -D -m 0755 $(O)/libxina.so.0 $(DESTDIR)$(PREFIX)/lib/libxina.so.0
+	ln -sf libxina.so.0 $(DESTDIR)$(PREFIX)/lib/libxina.so
+	install -D -m 0644 user/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
+	install -D -m 0644 include/uapi/linux/xina.h \
+		$(DESTDIR)$(PREFIX)/include/linux/xina.h
+	install -D -m 0644 $(O)/bpf/xina_pass.bpf.o \
+		$(DESTDIR)$(PREFIX)/lib/xina/xina_pass.bpf.o
+
 clean:
 	rm -rf $(O)
