@@ -175,7 +175,6 @@ void xina_close(struct xina *x)
 	free(x->tx);
 	free(x->txq);
 	free(x->rx);
-	free(x->qbuf);
 	free(x->exps);
 	free(x);
 }
@@ -228,12 +227,13 @@ err_out:
 
 /* State of one call of the engine. */
 struct xina_call {
-	int32_t		*buf;
+	void		*buf;		/* int32_t, or float with @exps */
 	size_t		n;
 	uint64_t	nblocks;
 	uint64_t	done;
 	uint64_t	progress_ns;	/* last time a result was accepted */
-	const int32_t	*exps;		/* per block, or NULL */
+	struct xina_worker_stats st0;	/* handle counters at the start */
+	const int32_t	*exps;		/* float32: per block; NULL: int32 */
 	enum xina_op	op;
 };
 
@@ -281,6 +281,23 @@ static void xina_rtt_sample(struct xina *x, uint64_t ns)
 	x->srtt_us = x->srtt_us - x->srtt_us / 8 + r / 8;
 }
 
+/* One int32 block to and from network byte order. */
+static void xina_i32_pack(uint32_t *dst, const int32_t *src, size_t cnt)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		dst[i] = htonl((uint32_t)src[i]);
+}
+
+static void xina_i32_unpack(int32_t *dst, const uint32_t *src, size_t cnt)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		dst[i] = (int32_t)ntohl(src[i]);
+}
+
 /* Build the packet of @block in slot @s's transmit buffer and queue it. */
 static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 		      uint64_t block)
@@ -288,7 +305,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	struct xina_hdr *h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
 	uint64_t off = block * x->o.elems;
 	uint32_t *v = (uint32_t *)(h + 1);
-	size_t i, cnt;
+	size_t cnt;
 	int e;
 
 	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
@@ -308,8 +325,11 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->round = htonl(x->next_round[s]);
 	h->key = htobe64(x->o.key);
 	h->offset = htobe64(off);
-	for (i = 0; i < cnt; i++)
-		v[i] = htonl((uint32_t)c->buf[off + i]);
+	if (c->exps)
+		xina_f32_pack(x, v, (const float *)c->buf + off, cnt,
+			      c->exps[block]);
+	else
+		xina_i32_pack(v, (const int32_t *)c->buf + off, cnt);
 
 	x->slot[s].busy = true;
 	x->slot[s].block = block;
@@ -330,7 +350,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	struct xina_call *c = ctx;
 	uint64_t off, block;
 	struct xina_slot *sl;
-	size_t i, cnt;
+	size_t cnt;
 	uint32_t s;
 
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
@@ -358,8 +378,11 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		x->st.malformed++;
 		return;
 	}
-	for (i = 0; i < cnt; i++)
-		c->buf[off + i] = (int32_t)ntohl(v[i]);
+	if (c->exps)
+		xina_f32_unpack(x, (float *)c->buf + off, v, cnt,
+				c->exps[block]);
+	else
+		xina_i32_unpack((int32_t *)c->buf + off, v, cnt);
 	sl->busy = false;
 	x->st.results++;
 	c->done++;
@@ -416,12 +439,21 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 					"%sslot %u round %u", k > 1 ? ", " : "",
 					s, x->slot[s].round);
 	}
+	/*
+	 * What this call sent and heard tells the cases apart: resends
+	 * without any answer point at the path or the switch, answers that
+	 * were ignored or malformed point at the two ends disagreeing.
+	 */
 	xina_fail(x,
 		  "job %u rank %u: no result from switch %s:%u for %u ms; "
-		  "%llu of %llu blocks done, %u outstanding (%s%s); %s",
+		  "%llu of %llu blocks done, %u outstanding (%s%s); "
+		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
 		  x->o.timeout_ms, (unsigned long long)c->done,
 		  (unsigned long long)c->nblocks, k, list, k > 8 ? ", ..." : "",
+		  (unsigned long long)(x->st.retrans - c->st0.retrans),
+		  (unsigned long long)(x->st.ignored - c->st0.ignored),
+		  (unsigned long long)(x->st.malformed - c->st0.malformed),
 		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
 		  "a peer stopped contributing, the switch is gone, or the job is not configured for this rank");
 	return -ETIMEDOUT;
@@ -441,23 +473,24 @@ static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 }
 
 static void xina_log_call(struct xina *x, const struct xina_call *c,
-			  uint64_t t0, uint64_t resent)
+			  uint64_t t0)
 {
 	xina_log(x, XINA_LOG_DEBUG,
 		 "%s of %zu elements: %llu blocks in %.3f ms, %llu resends, rto %u us",
 		 c->exps ? "f32 sum" : c->op == XINA_OP_SUM ? "sum" : "max",
 		 c->n, (unsigned long long)c->nblocks,
 		 (xina_now_ns() - t0) / 1e6,
-		 (unsigned long long)(x->st.retrans - resent), xina_rto(x));
+		 (unsigned long long)(x->st.retrans - c->st0.retrans), xina_rto(x));
 }
 
-int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op, const int32_t *exps)
+int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
+		       const int32_t *exps)
 {
-	uint64_t t0 = xina_now_ns(), resent = x->st.retrans;
+	uint64_t t0 = xina_now_ns();
 	struct xina_call c = {
 		.buf = buf, .n = n, .op = op, .exps = exps,
 		.nblocks = (n + x->o.elems - 1) / x->o.elems,
+		.st0 = x->st,
 	};
 	uint64_t now, b;
 	int err;
@@ -483,7 +516,7 @@ int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);
 	}
-	xina_log_call(x, &c, t0, resent);
+	xina_log_call(x, &c, t0);
 	return 0;
 }
 

@@ -31,6 +31,8 @@
  *      +-(2^(31-L) - 1), so that the int32 sum of all workers cannot
  *      overflow.  The int32 SUM Q is dequantised with the same exact power
  *      of two: r = (float)(Q * 2^-s), the product taken in double (exact).
+ *      Each block is quantised when its packet is built and dequantised
+ *      when its result arrives: no scratch copy of the tensor.
  *
  * The result is a function of the integer sum only, so all workers get
  * bitwise identical floats whatever the order in which contributions
@@ -146,7 +148,11 @@ struct xina;
 LIBXINA_API int xina_open(const struct xina_opts *opts, struct xina **out);
 LIBXINA_API void xina_close(struct xina *x);
 
-/* In place: @buf holds this worker's @n elements and receives the result. */
+/*
+ * In place: @buf holds this worker's @n elements and receives the result.
+ * Results are written block by block as they arrive: after a failure the
+ * contents of @buf are unspecified (part input, part result).
+ */
 LIBXINA_API int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
 				   enum xina_op op);
 LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);

@@ -3,6 +3,7 @@
  * libxina float32 allreduce: SwitchML block floating point over the int32
  * engine.  The derivation of the error bound is in libxina.h.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +25,51 @@ static int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 	return 0;
 }
 
+/* Lanes of the max loop below: independent accumulators vectorise. */
+#define XINA_MAX_LANES	8
+
+/*
+ * Largest magnitude of @cnt floats, as the bits of |x|: for finite floats
+ * the order of those bits as integers is the order of the magnitudes, and
+ * NaN and infinities compare above every finite value.  No branch and no
+ * early exit in the loop, so that it vectorises; the caller checks
+ * finiteness once per block on the result.
+ */
+static uint32_t xina_max_abs_bits(const float *src, size_t cnt)
+{
+	uint32_t acc[XINA_MAX_LANES] = {}, m = 0, b;
+	size_t i = 0, k;
+
+	for (; i + XINA_MAX_LANES <= cnt; i += XINA_MAX_LANES) {
+		for (k = 0; k < XINA_MAX_LANES; k++) {
+			memcpy(&b, &src[i + k], sizeof(b));
+			b &= 0x7fffffff;
+			acc[k] = b > acc[k] ? b : acc[k];
+		}
+	}
+	for (; i < cnt; i++) {
+		memcpy(&b, &src[i], sizeof(b));
+		b &= 0x7fffffff;
+		m = b > m ? b : m;
+	}
+	for (k = 0; k < XINA_MAX_LANES; k++)
+		m = acc[k] > m ? acc[k] : m;
+	return m;
+}
+
+/* The slow path of a block known to hold a NaN or an infinity. */
+static int xina_not_finite(struct xina *x, const float *buf, size_t off,
+			   size_t end)
+{
+	size_t i;
+
+	for (i = off; i < end && isfinite(buf[i]); i++)
+		;
+	xina_fail(x, "element %zu is %s: float allreduce needs finite input",
+		  i, isnan(buf[i]) ? "NaN" : "infinite");
+	return -EINVAL;
+}
+
 /*
  * Per block: the frexpf exponent of the largest magnitude (|x| < 2^e), or
  * XINA_EXP_ZERO.  Refuses NaN and infinities before anything is sent,
@@ -32,7 +78,8 @@ static int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 static int xina_block_exps(struct xina *x, const float *buf, size_t n,
 			   int32_t *exps, uint64_t nblocks)
 {
-	size_t i, off, end;
+	size_t off, end;
+	uint32_t bits;
 	uint64_t b;
 	float m;
 	int e;
@@ -40,20 +87,14 @@ static int xina_block_exps(struct xina *x, const float *buf, size_t n,
 	for (b = 0; b < nblocks; b++) {
 		off = b * x->o.elems;
 		end = n - off < x->o.elems ? n : off + x->o.elems;
-		m = 0.0f;
-		for (i = off; i < end; i++) {
-			if (!isfinite(buf[i])) {
-				xina_fail(x, "element %zu is %s: float allreduce needs finite input",
-					  i, isnan(buf[i]) ? "NaN" : "infinite");
-				return -EINVAL;
-			}
-			if (fabsf(buf[i]) > m)
-				m = fabsf(buf[i]);
-		}
-		if (m == 0.0f) {
+		bits = xina_max_abs_bits(buf + off, end - off);
+		if (bits >= 0x7f800000)
+			return xina_not_finite(x, buf, off, end);
+		if (!bits) {
 			exps[b] = XINA_EXP_ZERO;
 			continue;
 		}
+		memcpy(&m, &bits, sizeof(m));
 		frexpf(m, &e);
 		exps[b] = e;
 	}
@@ -74,56 +115,50 @@ static int xina_scale(const struct xina *x, int32_t e)
  */
 #define XINA_RINT_MAGIC	6755399441055744.0
 
-static void xina_quantise(struct xina *x, const float *buf, size_t n,
-			  int32_t *q, const int32_t *exps, uint64_t nblocks)
+/*
+ * Quantise one block straight into its packet (network order), called
+ * just before the block is sent: the floats are read once, while they are
+ * still in the cache, and no scratch tensor is written and read back.
+ */
+void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
+		   size_t cnt, int32_t exp)
 {
 	const double lim = (double)((1l << (31 - x->headroom)) - 1);
-	size_t i, off, end;
 	double scale, v;
-	uint64_t b;
+	size_t i;
 
-	for (b = 0; b < nblocks; b++) {
-		off = b * x->o.elems;
-		end = n - off < x->o.elems ? n : off + x->o.elems;
-		if (exps[b] == XINA_EXP_ZERO) {
-			memset(q + off, 0, (end - off) * sizeof(*q));
-			continue;
-		}
-		/* 2^s may not be a float, but is a double: x * 2^s is exact. */
-		scale = ldexp(1.0, xina_scale(x, exps[b]));
-		for (i = off; i < end; i++) {
-			v = (double)buf[i] * scale;
-			v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
-			v = v > lim ? lim : v < -lim ? -lim : v;
-			q[i] = (int32_t)v;
-		}
+	if (exp == XINA_EXP_ZERO) {
+		memset(dst, 0, cnt * sizeof(*dst));
+		return;
+	}
+	/* 2^s may not be a float, but is a double: x * 2^s is exact. */
+	scale = ldexp(1.0, xina_scale(x, exp));
+	for (i = 0; i < cnt; i++) {
+		v = (double)src[i] * scale;
+		v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
+		v = v > lim ? lim : v < -lim ? -lim : v;
+		dst[i] = htonl((uint32_t)(int32_t)v);
 	}
 }
 
 /*
- * Q * 2^-s is exact in double; the conversion to float is the one
- * rounding, the same on every worker.
+ * Dequantise one result as it arrives.  Q * 2^-s is exact in double; the
+ * conversion to float is the one rounding, the same on every worker.
  */
-static void xina_dequantise(struct xina *x, float *buf, size_t n,
-			    const int32_t *q, const int32_t *exps,
-			    uint64_t nblocks)
+void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,
+		     size_t cnt, int32_t exp)
 {
-	size_t i, off, end;
 	double scale;
-	uint64_t b;
+	size_t i;
 
-	for (b = 0; b < nblocks; b++) {
-		off = b * x->o.elems;
-		end = n - off < x->o.elems ? n : off + x->o.elems;
-		if (exps[b] == XINA_EXP_ZERO) {
-			for (i = off; i < end; i++)
-				buf[i] = 0.0f;
-			continue;
-		}
-		scale = ldexp(1.0, -xina_scale(x, exps[b]));
-		for (i = off; i < end; i++)
-			buf[i] = (float)((double)q[i] * scale);
+	if (exp == XINA_EXP_ZERO) {
+		for (i = 0; i < cnt; i++)
+			dst[i] = 0.0f;
+		return;
 	}
+	scale = ldexp(1.0, -xina_scale(x, exp));
+	for (i = 0; i < cnt; i++)
+		dst[i] = (float)((double)(int32_t)ntohl(src[i]) * scale);
 }
 
 /* A peer can only send what passed xina_block_exps() on its side. */
@@ -158,9 +193,9 @@ int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 		return -EINVAL;
 	}
 	nblocks = (n + x->o.elems - 1) / x->o.elems;
-	if (xina_grow((void **)&x->qbuf, &x->qbuf_len, n, sizeof(*x->qbuf)) ||
-	    xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
-		xina_fail(x, "out of memory for %zu elements", n);
+	if (xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
+		xina_fail(x, "out of memory for the exponents of %llu blocks",
+			  (unsigned long long)nblocks);
 		return -ENOMEM;
 	}
 	err = xina_block_exps(x, buf, n, x->exps, nblocks);
@@ -173,11 +208,9 @@ int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 		err = xina_check_exps(x, x->exps, nblocks);
 	if (err)
 		goto err_broken;
-	xina_quantise(x, buf, n, x->qbuf, x->exps, nblocks);
-	err = xina_reduce_blocks(x, x->qbuf, n, XINA_OP_SUM, x->exps);
+	err = xina_reduce_blocks(x, buf, n, XINA_OP_SUM, x->exps);
 	if (err)
 		goto err_broken;
-	xina_dequantise(x, buf, n, x->qbuf, x->exps, nblocks);
 	x->st.calls++;
 	return 0;
 

@@ -49,13 +49,11 @@ struct xina {
 	size_t			rx_buf_sz;
 	unsigned int		rx_batch;
 
-	int32_t			*qbuf;	/* float quantisation scratch */
-	size_t			qbuf_len;
-	int32_t			*exps;
+	int32_t			*exps;	/* float32: agreed exponent per block */
 	size_t			exps_len;
 
 	struct xina_worker_stats st;
-	char			err[512];
+	char			err[768];
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -73,8 +71,21 @@ typedef void (*xina_rx_fn)(struct xina *x, const uint8_t *p, size_t len,
 int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx);
 int xina_resolve(struct xina *x);
 
-/* libxina.c: the windowed int32 engine float32 builds upon. */
-int xina_reduce_blocks(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op, const int32_t *exps);
+/*
+ * libxina.c: the windowed int32 engine float32 builds upon.  Without
+ * @exps, @buf holds n int32 elements reduced in place with @op.  With
+ * @exps (one agreed exponent per block), @buf holds n floats: each block is
+ * quantised into its packet just before it is sent and the result is
+ * dequantised into @buf as it arrives, so the tensor is touched once each
+ * way, as for int32.
+ */
+int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
+		       const int32_t *exps);
+
+/* libxina_f32.c: one block of float32 to and from the wire. */
+void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
+		   size_t cnt, int32_t exp);
+void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,
+		     size_t cnt, int32_t exp);
 
 #endif /* LIBXINA_INT_H */

@@ -499,7 +499,7 @@ int main(int argc, char **argv)
 	struct ar_result res = {};
 	struct ar_cfg c = {};
 	struct xina *x = NULL;
-	char error[600] = "";
+	char error[900] = "";
 	uint32_t done = 0;
 	double *secs;
 	void *buf;
