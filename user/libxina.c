@@ -142,6 +142,8 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 		o->switch_port = XINA_UDP_PORT;
 	if (!o->timeout_ms)
 		o->timeout_ms = XINA_DEF_TIMEOUT_MS;
+	if (!o->join_timeout_ms)
+		o->join_timeout_ms = o->timeout_ms;
 	if (!o->rto_us)
 		o->rto_us = XINA_DEF_RTO_US;
 	if (!o->rto_max_us)
@@ -424,6 +426,20 @@ static void xina_timers(struct xina *x, uint64_t now)
 	x->next_timer_ns = next;
 }
 
+/*
+ * How long the call may go without a result.  Before its first result
+ * some peer may not have reached the call yet (a straggler, not a
+ * failure): opts.join_timeout_ms.  Once a block completed, every peer is
+ * in the call and a stall means loss or death: opts.timeout_ms.  A float32
+ * call has two engine passes; each starts with the join timeout.
+ */
+static uint64_t xina_call_timeout_ns(const struct xina *x,
+				     const struct xina_call *c)
+{
+	return (uint64_t)(c->done ? x->o.timeout_ms : x->o.join_timeout_ms) *
+	       1000000;
+}
+
 static int xina_timeout_error(struct xina *x, struct xina_call *c)
 {
 	char list[256] = "";
@@ -445,11 +461,13 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 	 * were ignored or malformed point at the two ends disagreeing.
 	 */
 	xina_fail(x,
-		  "job %u rank %u: no result from switch %s:%u for %u ms; "
+		  "job %u rank %u: no result from switch %s:%u for %llu ms%s; "
 		  "%llu of %llu blocks done, %u outstanding (%s%s); "
 		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
-		  x->o.timeout_ms, (unsigned long long)c->done,
+		  (unsigned long long)(xina_call_timeout_ns(x, c) / 1000000),
+		  c->done ? "" : " (join timeout: a peer may not have reached this call)",
+		  (unsigned long long)c->done,
 		  (unsigned long long)c->nblocks, k, list, k > 8 ? ", ..." : "",
 		  (unsigned long long)(x->st.retrans - c->st0.retrans),
 		  (unsigned long long)(x->st.ignored - c->st0.ignored),
@@ -461,7 +479,7 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 
 static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 {
-	uint64_t until = c->progress_ns + (uint64_t)x->o.timeout_ms * 1000000;
+	uint64_t until = c->progress_ns + xina_call_timeout_ns(x, c);
 
 	if (x->next_timer_ns < until)
 		until = x->next_timer_ns;
@@ -511,7 +529,7 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 			return err;
 		now = xina_now_ns();
 		if (c.done < c.nblocks &&
-		    now - c.progress_ns >= (uint64_t)x->o.timeout_ms * 1000000)
+		    now - c.progress_ns >= xina_call_timeout_ns(x, &c))
 			return xina_timeout_error(x, &c);
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);

@@ -120,6 +120,13 @@ struct xina_opts {
 	xina_log_fn	log;		/* optional */
 	void		*log_ctx;
 	enum xina_log_level log_level;	/* highest level passed to @log */
+	/*
+	 * Give up a call none of whose blocks completed after this long;
+	 * 0: timeout_ms.  Until its first result, a call also waits for
+	 * peers still busy with what the application does between calls,
+	 * which may take longer than a stall of a running call should.
+	 */
+	uint32_t	join_timeout_ms;
 	size_t		:0;
 };
 

@@ -47,7 +47,8 @@ static void ar_usage(FILE *f)
 	fprintf(f,
 		"Usage: xina-allreduce --switch IP[:PORT] --job ID --key K --rank R --workers N\n"
 		"                      --slots S --elems E [--dtype i32|f32] [--op sum|max]\n"
-		"                      [--bytes N] [--iters I] [--timeout-ms T] [--rto-us U]\n"
+		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
+		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n");
 }
 
@@ -97,6 +98,7 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
+	OPT_JOIN_TIMEOUT,
 };
 
 static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
@@ -138,6 +140,10 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_TIMEOUT:
 		err = ar_u64("--timeout-ms", arg, 1, UINT32_MAX, &v);
 		o->timeout_ms = v;
+		break;
+	case OPT_JOIN_TIMEOUT:
+		err = ar_u64("--join-timeout-ms", arg, 1, UINT32_MAX, &v);
+		o->join_timeout_ms = v;
 		break;
 	case OPT_RTO:
 		err = ar_u64("--rto-us", arg, 1, UINT32_MAX, &v);
@@ -187,6 +193,22 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	return err;
 }
 
+/*
+ * Between two calls every worker checks its whole result, which takes
+ * longer the bigger the tensor and the busier its CPU; the barrier that
+ * starts the next iteration waits for the slowest one.  A worker that
+ * gave up there would leave its barrier contribution in the switch: the
+ * others would complete the barrier and hang in the next call instead.
+ * So the first result of a call gets four times --timeout-ms by default.
+ */
+static void ar_join_timeout(struct xina_opts *o)
+{
+	uint64_t t = o->timeout_ms ? o->timeout_ms : XINA_DEF_TIMEOUT_MS;
+
+	if (!o->join_timeout_ms)
+		o->join_timeout_ms = 4 * t > UINT32_MAX ? UINT32_MAX : 4 * t;
+}
+
 static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -202,6 +224,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "bytes", required_argument, NULL, OPT_BYTES },
 		{ "iters", required_argument, NULL, OPT_ITERS },
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+		{ "join-timeout-ms", required_argument, NULL, OPT_JOIN_TIMEOUT },
 		{ "rto-us", required_argument, NULL, OPT_RTO },
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
@@ -244,6 +267,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		fprintf(stderr, "xina-allreduce: --dtype f32 supports --op sum only\n");
 		goto usage;
 	}
+	ar_join_timeout(&c->o);
 	return 0;
 usage:
 	ar_usage(stderr);
