@@ -142,8 +142,6 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 		o->switch_port = XINA_UDP_PORT;
 	if (!o->timeout_ms)
 		o->timeout_ms = XINA_DEF_TIMEOUT_MS;
-	if (!o->join_timeout_ms)
-		o->join_timeout_ms = o->timeout_ms;
 	if (!o->rto_us)
 		o->rto_us = XINA_DEF_RTO_US;
 	if (!o->rto_max_us)
@@ -213,6 +211,7 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 	err = xina_sock_open(x);
 	if (err)
 		goto err_out;
+	x->idle_since_ns = xina_now_ns();
 	*out = x;
 	return 0;
 
@@ -234,6 +233,7 @@ struct xina_call {
 	uint64_t	nblocks;
 	uint64_t	done;
 	uint64_t	progress_ns;	/* last time a result was accepted */
+	uint64_t	join_ns;	/* timeout until the first result */
 	struct xina_worker_stats st0;	/* handle counters at the start */
 	const int32_t	*exps;		/* float32: per block; NULL: int32 */
 	enum xina_op	op;
@@ -427,17 +427,28 @@ static void xina_timers(struct xina *x, uint64_t now)
 }
 
 /*
- * How long the call may go without a result.  Before its first result
- * some peer may not have reached the call yet (a straggler, not a
- * failure): opts.join_timeout_ms.  Once a block completed, every peer is
- * in the call and a stall means loss or death: opts.timeout_ms.  A float32
- * call has two engine passes; each starts with the join timeout.
+ * How long a call may wait for its first result: some peer may not have
+ * reached the call yet.  See join_timeout_ms in libxina.h.  The float32
+ * value pass follows its exponent pass closely, so it gets little more
+ * than timeout_ms.
+ */
+static uint64_t xina_join_ns(const struct xina *x, uint64_t t0)
+{
+	if (x->o.join_timeout_ms)
+		return (uint64_t)x->o.join_timeout_ms * 1000000;
+	return (uint64_t)x->o.timeout_ms * 1000000 +
+	       2 * (t0 - x->idle_since_ns);
+}
+
+/*
+ * How long the call may go without a result: the join timeout before its
+ * first one; once a block completed, every peer is in the call and a
+ * stall means loss or death: opts.timeout_ms.
  */
 static uint64_t xina_call_timeout_ns(const struct xina *x,
 				     const struct xina_call *c)
 {
-	return (uint64_t)(c->done ? x->o.timeout_ms : x->o.join_timeout_ms) *
-	       1000000;
+	return c->done ? (uint64_t)x->o.timeout_ms * 1000000 : c->join_ns;
 }
 
 static int xina_timeout_error(struct xina *x, struct xina_call *c)
@@ -514,6 +525,7 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 	int err;
 
 	c.progress_ns = t0;
+	c.join_ns = xina_join_ns(x, t0);
 	x->next_timer_ns = UINT64_MAX;
 	for (b = 0; b < c.nblocks && b < x->o.slots; b++)
 		xina_fill(x, &c, b, b);
@@ -535,6 +547,7 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 			xina_timers(x, now);
 	}
 	xina_log_call(x, &c, t0);
+	x->idle_since_ns = xina_now_ns();
 	return 0;
 }
 

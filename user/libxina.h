@@ -121,10 +121,13 @@ struct xina_opts {
 	void		*log_ctx;
 	enum xina_log_level log_level;	/* highest level passed to @log */
 	/*
-	 * Give up a call none of whose blocks completed after this long;
-	 * 0: timeout_ms.  Until its first result, a call also waits for
-	 * peers still busy with what the application does between calls,
-	 * which may take longer than a stall of a running call should.
+	 * Give up a call none of whose blocks completed after this long.
+	 * Until its first result a call also waits for peers still busy
+	 * with what the application does between calls (a straggler is no
+	 * failure).  0: timeout_ms plus twice the time this worker itself
+	 * spent since its previous call returned (or since xina_open()):
+	 * data-parallel peers do the same work in between, so that much
+	 * skew is expected, and a dead peer is still found in bounded time.
 	 */
 	uint32_t	join_timeout_ms;
 	size_t		:0;

@@ -39,6 +39,7 @@ struct xina {
 	uint32_t		srtt_us;	/* RFC 6298 estimator, 0: no sample yet */
 	uint32_t		rttvar_us;
 	uint32_t		backoff;	/* shift of the RTO after expiries */
+	uint64_t		idle_since_ns;	/* last call returned (or open) */
 
 	struct xina_slot	*slot;
 	uint32_t		*next_round;	/* per slot, persists across calls */

@@ -193,22 +193,6 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	return err;
 }
 
-/*
- * Between two calls every worker checks its whole result, which takes
- * longer the bigger the tensor and the busier its CPU; the barrier that
- * starts the next iteration waits for the slowest one.  A worker that
- * gave up there would leave its barrier contribution in the switch: the
- * others would complete the barrier and hang in the next call instead.
- * So the first result of a call gets four times --timeout-ms by default.
- */
-static void ar_join_timeout(struct xina_opts *o)
-{
-	uint64_t t = o->timeout_ms ? o->timeout_ms : XINA_DEF_TIMEOUT_MS;
-
-	if (!o->join_timeout_ms)
-		o->join_timeout_ms = 4 * t > UINT32_MAX ? UINT32_MAX : 4 * t;
-}
-
 static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -267,7 +251,6 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		fprintf(stderr, "xina-allreduce: --dtype f32 supports --op sum only\n");
 		goto usage;
 	}
-	ar_join_timeout(&c->o);
 	return 0;
 usage:
 	ar_usage(stderr);
