@@ -24,11 +24,16 @@ rack_allreduce "$RACK" "$N" "$TMP/run" --job 5 --key 0xdead --slots 64 \
 	--elems 256 --dtype i32 --bytes $((256 << 20)) --iters 50 \
 	--timeout-ms "$TIMEOUT_MS" &
 runner=$!
-busywait 20 pgrep -f -- "--rank 3 --workers $N" >/dev/null
+# Worker 3 is whatever runs in its namespace (and nothing else on the box).
+worker3_running()
+{
+	[ -n "$(ip netns pids "$RACK-w3" 2>/dev/null)" ]
+}
+busywait 20 worker3_running
 check_err $? "worker 3 never started"
 sleep 1
 start=$SECONDS
-pkill -9 -f -- "--rank 3 --workers $N"
+ip netns pids "$RACK-w3" | xargs -r kill -9
 wait $runner
 fails=$?
 took=$((SECONDS - start))

@@ -54,7 +54,8 @@ run_case()
 	rack_allreduce "$RACK" "$n" "$dir" --job "$JOB" --key 0x5ec7e7 \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes "$bytes" --iters 2 --timeout-ms 5000
-	check_err $? "$? of $n workers failed: $(cat "$dir"/w*.err | sort -u | head -n3 | tr '\n' ' ')"
+	check_err $? "$? of $n workers failed: $(for f in "$dir"/w*.err; do
+		[ -s "$f" ] && echo "[$(basename "$f" .err)] $(tail -n1 "$f")"; done | tr '\n' ' ')"
 	[ "$ret" -ne 0 ] && log_info "switch: $(xctl -j stats job "$JOB")"
 	check_workers "$n" "$dir"
 
