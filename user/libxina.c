@@ -338,9 +338,43 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	x->slot[s].round = x->next_round[s]++;
 	x->slot[s].rto_us = xina_rto(x);
 	x->slot[s].resent = false;
+	x->slot[s].fast = false;
 	x->slot[s].sent_ns = 0;
 	x->st.sent++;
 	xina_txq_push(x, s);
+}
+
+/*
+ * Fast retransmit, as TCP's after three duplicate ACKs: results come back
+ * in about the order the blocks went out, so a block still waiting when
+ * the result of a block XINA_REORDER places later arrived was most likely
+ * lost, by this worker or by a peer.  Resend it now rather than at its
+ * timer (whose floor is far above the rack's round trip); if only a
+ * peer's copy was lost, the switch drops this one as a duplicate.  Once
+ * per transmission: the timer stays the backstop.
+ */
+#define XINA_REORDER	3
+
+static void xina_fast_retransmit(struct xina *x, uint64_t block)
+{
+	struct xina_slot *sl;
+	struct xina_hdr *h;
+	uint32_t s;
+
+	if (block < XINA_REORDER)
+		return;
+	for (s = 0; s < x->o.slots; s++) {
+		sl = &x->slot[s];
+		if (!sl->busy || sl->queued || sl->fast ||
+		    sl->block + XINA_REORDER > block)
+			continue;
+		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h->flags |= XINA_F_RETRANS;
+		sl->resent = true;
+		sl->fast = true;
+		x->st.retrans++;
+		xina_txq_push(x, s);
+	}
 }
 
 /* Is @p the result our slot waits for?  Place it and refill the slot. */
@@ -391,6 +425,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	c->progress_ns = xina_now_ns();
 	if (!sl->resent && sl->sent_ns)
 		xina_rtt_sample(x, c->progress_ns - sl->sent_ns);
+	xina_fast_retransmit(x, block);
 	if (block + x->o.slots < c->nblocks)
 		xina_fill(x, c, s, block + x->o.slots);
 }

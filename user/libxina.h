@@ -75,7 +75,13 @@ extern "C" {
 
 #define XINA_EXP_ZERO		(-128)	/* block exponent of an all-zero block */
 #define XINA_DEF_TIMEOUT_MS	3000
-#define XINA_DEF_RTO_US		10000	/* floor; see xina_rto() */
+/*
+ * Floor of the adaptive retransmission timeout (see xina_rto()).  2 ms:
+ * with a 10 ms floor, 1% loss cost 4 workers 80% of their goodput on the
+ * veth rack; at 2 ms (and with fast retransmit) about 10%, without more
+ * spurious resends when nothing is lost.
+ */
+#define XINA_DEF_RTO_US		2000
 #define XINA_DEF_RTO_MAX_US	200000
 
 enum xina_opt_flags {

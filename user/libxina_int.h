@@ -23,6 +23,7 @@ struct xina_slot {
 	bool		busy;
 	bool		resent;		/* no RTT sample from it (Karn) */
 	bool		queued;		/* in the transmit queue */
+	bool		fast;		/* fast-retransmitted since last sent */
 };
 
 struct xina {
