@@ -634,6 +634,27 @@ static __always_inline int xina_send_result(struct xina_pkt *pkt)
 	return bpf_redirect_map(&xina_tx, 0, BPF_F_BROADCAST);
 }
 
+/* Turn the packet around, back to its sender out of the port it came in. */
+static __always_inline int xina_reply(struct xina_pkt *pkt)
+{
+	__u8 mac[ETH_ALEN];
+	__be32 addr;
+	__be16 port;
+
+	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
+	addr = pkt->iph->saddr;
+	pkt->iph->saddr = pkt->iph->daddr;
+	pkt->iph->daddr = addr;
+	port = pkt->udp->source;
+	pkt->udp->source = pkt->udp->dest;
+	pkt->udp->dest = port;
+	pkt->udp->check = 0;
+	ip_csum_set(pkt->iph);
+	return XDP_TX;
+}
+
 /* Answer a retransmission to a completed round: the kept result, to the
  * sender alone. */
 static __always_inline int xina_answer(struct xdp_md *ctx,
@@ -643,9 +664,6 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 {
 	struct xina_hdr *xh = pkt->xh;
 	struct xina_part *res;
-	__u8 mac[ETH_ALEN];
-	__be32 addr;
-	__be16 port;
 
 	res = xina_part_of(idx, kept->result_cpu);
 	if (!res || !res->valid || res->round != kept->round)
@@ -663,19 +681,8 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 
 	xh->type = XINA_T_RESULT;
 	xh->exp = kept->exp;
-	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
-	addr = pkt->iph->saddr;
-	pkt->iph->saddr = pkt->iph->daddr;
-	pkt->iph->daddr = addr;
-	port = pkt->udp->source;
-	pkt->udp->source = pkt->udp->dest;
-	pkt->udp->dest = port;
-	pkt->udp->check = 0;
-	ip_csum_set(pkt->iph);
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
-	return XDP_TX;
+	return xina_reply(pkt);
 stale:
 	stat_inc(ctr, XINA_STAT_STALE);
 	return XDP_DROP;

@@ -50,27 +50,6 @@ static __always_inline void xina_kf_learn(struct xdp_md *ctx,
 	xina_learn(ctx, &job, m, pkt);
 }
 
-/* xina.ko wrote the kept result into the packet: back to the sender. */
-static __always_inline int xina_kf_answer(struct xina_pkt *pkt)
-{
-	__u8 mac[ETH_ALEN];
-	__be32 addr;
-	__be16 port;
-
-	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
-	addr = pkt->iph->saddr;
-	pkt->iph->saddr = pkt->iph->daddr;
-	pkt->iph->daddr = addr;
-	port = pkt->udp->source;
-	pkt->udp->source = pkt->udp->dest;
-	pkt->udp->dest = port;
-	pkt->udp->check = 0;
-	ip_csum_set(pkt->iph);
-	return XDP_TX;
-}
-
 /*
  * 1, but opaque to clang: the map backend's code stays in the object, so
  * both objects have the same maps in the same order and xinactl can use
@@ -107,7 +86,7 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 	if (v == XINA_KF_RESULT)
 		return xina_send_result(pkt);
 	if (v == XINA_KF_ANSWER)
-		return xina_kf_answer(pkt);
+		return xina_reply(pkt);
 	return XDP_DROP;
 }
 
