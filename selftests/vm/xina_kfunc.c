@@ -55,11 +55,6 @@ struct contrib {
 	int32_t base;		/* element i is base + i */
 };
 
-static uint32_t member_addr(uint16_t rank)
-{
-	return htonl(0x0a000001 + rank);
-}
-
 static size_t build(struct pkt *p, const struct contrib *c)
 {
 	size_t len = sizeof(*p) - sizeof(p->el) + c->count * 4;
@@ -72,7 +67,7 @@ static size_t build(struct pkt *p, const struct contrib *c)
 	p->ip.ttl = 64;
 	p->ip.protocol = IPPROTO_UDP;
 	p->ip.tot_len = htons(len - sizeof(p->eth));
-	p->ip.saddr = member_addr(c->rank);
+	p->ip.saddr = xnl_member_addr(c->rank);
 	p->ip.daddr = htonl(0x0a0000fe);
 	p->udp.source = htons(5000 + c->rank);
 	p->udp.dest = htons(XINA_UDP_PORT);
@@ -129,24 +124,12 @@ static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
 	xnl_put_u16(m, XINA_A_JOB_ELEMS, elems);
 	xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
 	for (r = 0; r < workers; r++) {
-		addr = member_addr(r);
+		addr = xnl_member_addr(r);
 		xnl_nest_start(m, XINA_A_JOB_MEMBER);
 		xnl_put_u16(m, XINA_MEMBER_A_RANK, r);
 		xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
 		xnl_nest_end(m);
 	}
-	err = xnl_do(nl, m);
-	free(m);
-	return err;
-}
-
-static int job_del(struct xnl *nl, uint32_t id)
-{
-	struct xnl_msg *m = malloc(sizeof(*m));
-	int err;
-
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_DEL);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
 	err = xnl_do(nl, m);
 	free(m);
 	return err;
@@ -195,7 +178,7 @@ FIXTURE(kf) {
 FIXTURE_SETUP(kf)
 {
 	ASSERT_EQ(0, xnl_open(&self->nl));
-	job_del(&self->nl, JOB);
+	xnl_job_del(&self->nl, JOB);
 	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, ELEMS));
 	self->obj = load(&self->fd, NULL);
 	ASSERT_NE(NULL, self->obj) {
@@ -206,7 +189,7 @@ FIXTURE_SETUP(kf)
 FIXTURE_TEARDOWN(kf)
 {
 	bpf_object__close(self->obj);
-	job_del(&self->nl, JOB);
+	xnl_job_del(&self->nl, JOB);
 	xnl_close(&self->nl);
 }
 
@@ -376,7 +359,7 @@ TEST_F(kf, simd_sums)
 	int32_t want[37];
 	int r, i;
 
-	ASSERT_EQ(0, job_del(&self->nl, JOB));
+	ASSERT_EQ(0, xnl_job_del(&self->nl, JOB));
 	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, 37));
 	ASSERT_EQ(0, set_simd(1));
 	for (i = 0; i < 37; i++)
@@ -399,7 +382,7 @@ TEST_F(kf, simd_sums)
 TEST_F(kf, job_deleted_under_program)
 {
 	SEND(((struct contrib){ .rank = 0, .count = ELEMS }), XINA_KF_ADDED);
-	ASSERT_EQ(0, job_del(&self->nl, JOB));
+	ASSERT_EQ(0, xnl_job_del(&self->nl, JOB));
 	SEND(((struct contrib){ .rank = 1, .count = ELEMS }), XINA_KF_NO_JOB);
 	/* A new job of the same id starts from clean slot memory. */
 	ASSERT_EQ(0, job_new(&self->nl, JOB, 1, SLOTS, ELEMS));
@@ -540,14 +523,14 @@ static int bench_all(int packets)
 			kb.want_add = XINA_KF_ADDED;
 			kb.want_result = XINA_KF_RESULT;
 			err = bench_run(&kb);
-			job_del(&nl, 99);
+			xnl_job_del(&nl, 99);
 			/* The same with the SSE add loop. */
 			if (!err && !set_simd(1)) {
 				err = job_new(&nl, 99, kb.k, 1, kb.elems);
 				kb.path = "kfunc-simd";
 				if (!err)
 					err = bench_run(&kb);
-				job_del(&nl, 99);
+				xnl_job_del(&nl, 99);
 				set_simd(0);
 			}
 			/* The whole fast path, K <= 4 (one device per rank). */
@@ -561,7 +544,7 @@ static int bench_all(int packets)
 			kb.want_add = XDP_DROP;
 			kb.want_result = XDP_REDIRECT;
 			err = bench_run(&kb);
-			job_del(&nl, 99);
+			xnl_job_del(&nl, 99);
 		}
 	}
 	xina__destroy(skel);

@@ -47,11 +47,6 @@ static void put_member(struct xnl_msg *m, uint16_t rank, uint32_t addr,
 	xnl_nest_end(m);
 }
 
-static uint32_t member_addr(uint16_t rank)
-{
-	return htonl(0x0a000001 + rank);
-}
-
 static void build_new(struct xnl *nl, struct xnl_msg *m,
 		      const struct job_spec *s, struct offs *o)
 {
@@ -68,7 +63,7 @@ static void build_new(struct xnl *nl, struct xnl_msg *m,
 	o->key = xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
 	o->member0 = (char *)xnl_tail(m) - m->buf;
 	for (r = 0; r < s->members; r++)
-		put_member(m, r, member_addr(r), 9000 + r);
+		put_member(m, r, xnl_member_addr(r), 9000 + r);
 }
 
 static int job_new(struct xnl *nl, const struct job_spec *s)
@@ -77,18 +72,6 @@ static int job_new(struct xnl *nl, const struct job_spec *s)
 	int err;
 
 	build_new(nl, m, s, NULL);
-	err = xnl_do(nl, m);
-	free(m);
-	return err;
-}
-
-static int job_del(struct xnl *nl, uint32_t id)
-{
-	struct xnl_msg *m = malloc(sizeof(*m));
-	int err;
-
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_DEL);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
 	err = xnl_do(nl, m);
 	free(m);
 	return err;
@@ -159,7 +142,7 @@ static void del_all(struct xnl *nl)
 		}
 	}
 	for (i = 0; i < n; i++)
-		job_del(nl, ids[i]);
+		xnl_job_del(nl, ids[i]);
 	free(m);
 }
 
@@ -226,7 +209,7 @@ TEST_F(nl, new_get_sysfs)
 				mt[b->nla_type] = b;
 		ASSERT_NE(NULL, mt[XINA_MEMBER_A_RANK]);
 		ASSERT_NE(NULL, mt[XINA_MEMBER_A_ADDR]);
-		EXPECT_EQ(member_addr(members),
+		EXPECT_EQ(xnl_member_addr(members),
 			  *(uint32_t *)xnl_data(mt[XINA_MEMBER_A_ADDR]));
 		EXPECT_EQ(9000 + members,
 			  *(uint16_t *)xnl_data(mt[XINA_MEMBER_A_PORT]));
@@ -245,7 +228,7 @@ TEST_F(nl, new_get_sysfs)
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/contributions"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/drop_key"));
 
-	ASSERT_EQ(0, job_del(&self->nl, 1));
+	ASSERT_EQ(0, xnl_job_del(&self->nl, 1));
 	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/1/id"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
 }
@@ -366,7 +349,7 @@ TEST_F(nl, new_bad_members)
 {
 	struct xnl_msg *m = self->m;
 	struct job_spec s = job1;
-	uint32_t addr = member_addr(0);
+	uint32_t addr = xnl_member_addr(0);
 	int off;
 
 	/* Rank beyond the job's workers. */
@@ -420,7 +403,7 @@ TEST_F(nl, new_bad_members)
 
 	/* The same rank twice. */
 	build_new(&self->nl, m, &s, NULL);
-	put_member(m, 1, member_addr(1), 1);
+	put_member(m, 1, xnl_member_addr(1), 1);
 	xnl_nest_start(m, XINA_A_JOB_MEMBER);
 	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, 1);
 	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
@@ -474,7 +457,7 @@ TEST_F(nl, set)
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
 	xnl_put_u64(m, XINA_A_JOB_KEY, 42);
-	put_member(m, 3, member_addr(3), 0);
+	put_member(m, 3, xnl_member_addr(3), 0);
 	ASSERT_EQ(0, xnl_do(&self->nl, m));
 	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
 	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
@@ -498,8 +481,8 @@ TEST_F(nl, set)
 	/* A bad member leaves the job as it was. */
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	put_member(m, 2, member_addr(2), 0);
-	put_member(m, 9, member_addr(9), 0);
+	put_member(m, 2, xnl_member_addr(2), 0);
+	put_member(m, 9, xnl_member_addr(9), 0);
 	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
 	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
 }
@@ -588,7 +571,7 @@ TEST_F(nl, mem_limit)
 	EXPECT_EQ(0, job_new(&self->nl, &big));
 	EXPECT_EQ(sysfs_num(SYSFS "/jobs/9/mem_bytes"),
 		  sysfs_num(SYSFS "/mem_used"));
-	EXPECT_EQ(0, job_del(&self->nl, 9));
+	EXPECT_EQ(0, xnl_job_del(&self->nl, 9));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
 	ASSERT_EQ(0, sysfs_write(param, limit));
 }

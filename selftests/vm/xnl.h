@@ -8,6 +8,7 @@
 #ifndef XNL_H
 #define XNL_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -267,6 +268,27 @@ static inline void xnl_attrs(const struct nlmsghdr *h, struct nlattr **tb,
 			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN))
 		if ((a->nla_type & NLA_TYPE_MASK) <= max)
 			tb[a->nla_type & NLA_TYPE_MASK] = a;
+}
+
+/* The address of member @rank in the tests' jobs: 10.0.0.(rank + 1). */
+static inline uint32_t xnl_member_addr(uint16_t rank)
+{
+	return htonl(0x0a000001 + rank);
+}
+
+/* XINA_CMD_JOB_DEL of job @id; 0 or the negative errno of the reply. */
+static inline int xnl_job_del(struct xnl *nl, uint32_t id)
+{
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_DEL);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	return err;
 }
 
 #endif /* XNL_H */
