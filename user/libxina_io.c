@@ -21,12 +21,6 @@
 
 #include "libxina_int.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT	103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO		104
-#endif
 #ifndef SOL_UDP
 #define SOL_UDP		17
 #endif

@@ -38,12 +38,6 @@
 
 #include "xina_names.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT	103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO		104
-#endif
 
 #define SW_RX_BATCH	32
 #define SW_RX_BUF	65536
