@@ -108,3 +108,17 @@ long long parse_size(const char *s)
 		end += 2;
 	return *end ? -1 : v;
 }
+
+void bench_fill(void *buf, size_t n, int rank, int f32)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int32_t v = (rank + 1) * (int32_t)(i % 251 + 1);
+
+		if (f32)
+			((float *)buf)[i] = v;
+		else
+			((int32_t *)buf)[i] = v;
+	}
+}

@@ -27,5 +27,7 @@ void host_cpu_sub(struct host_cpu *d, const struct host_cpu *a,
 double quantile(double *v, size_t n, double q);
 /* Parses a size with an optional K/M/G (binary) suffix; -1 on error. */
 long long parse_size(const char *s);
+/* Input of rank @rank at element i: (rank + 1) * (i % 251 + 1), exact in f32. */
+void bench_fill(void *buf, size_t n, int rank, int f32);
 
 #endif /* XINA_BENCH_UTIL_H */

@@ -135,21 +135,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		o->iters[o->niters++] = 5;
 }
 
-/* Input of rank r at element i: (r + 1) * (i % 251 + 1), exact in f32. */
-static void fill(void *buf, size_t n, int rank, int f32)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int32_t v = (rank + 1) * (int32_t)(i % 251 + 1);
-
-		if (f32)
-			((float *)buf)[i] = v;
-		else
-			((int32_t *)buf)[i] = v;
-	}
-}
-
 static int check(const void *buf, size_t n, int size, int f32)
 {
 	int32_t ranks = size * (size + 1) / 2;
@@ -206,7 +191,7 @@ static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	fill(sbuf, n, rank, r->f32);
+	bench_fill(sbuf, n, rank, r->f32);
 	memset(rbuf, 0, r->bytes);
 
 	/* Connections are set up lazily: keep that out of the timing. */

@@ -279,20 +279,6 @@ static void parse(int argc, char **argv, struct cfg *c)
 	c->o.bind_addr = c->bind_addr[0] ? c->bind_addr : NULL;
 }
 
-static void fill(void *buf, size_t n, int rank, int f32)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int32_t v = (rank + 1) * (int32_t)(i % 251 + 1);
-
-		if (f32)
-			((float *)buf)[i] = v;
-		else
-			((int32_t *)buf)[i] = v;
-	}
-}
-
 /*
  * After @calls in-place allreduces every element i is
  * S * N^(calls - 1) * (i % 251 + 1), S = N (N + 1) / 2: the first call sums
@@ -360,7 +346,7 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 	size_t n = bytes / 4;
 	int i, err;
 
-	fill(buf, n, c->o.rank, f32);
+	bench_fill(buf, n, c->o.rank, f32);
 	for (i = 0; i < c->warmup; i++) {
 		err = reduce(x, buf, n, f32);
 		if (err)
