@@ -586,23 +586,32 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 	return 0;
 }
 
-int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op)
+/* The checks every allreduce starts with, before anything is sent. */
+int xina_call_check(struct xina *x, const void *buf, size_t n)
 {
-	int err;
-
 	if (!x)
 		return -EINVAL;
 	if (x->broken) {
 		xina_fail(x, "handle unusable after an earlier failure; reopen it and restart the job");
 		return -ENOTRECOVERABLE;
 	}
-	if (op != XINA_OP_SUM && op != XINA_OP_MAX) {
-		xina_fail(x, "op %d is neither XINA_OP_SUM nor XINA_OP_MAX", op);
-		return -EINVAL;
-	}
 	if (n && !buf) {
 		xina_fail(x, "NULL buffer for %zu elements", n);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
+		       enum xina_op op)
+{
+	int err;
+
+	err = xina_call_check(x, buf, n);
+	if (err)
+		return err;
+	if (op != XINA_OP_SUM && op != XINA_OP_MAX) {
+		xina_fail(x, "op %d is neither XINA_OP_SUM nor XINA_OP_MAX", op);
 		return -EINVAL;
 	}
 	err = xina_reduce_blocks(x, buf, n, op, NULL);

@@ -182,16 +182,9 @@ int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 	uint64_t nblocks;
 	int err;
 
-	if (!x)
-		return -EINVAL;
-	if (x->broken) {
-		xina_fail(x, "handle unusable after an earlier failure; reopen it and restart the job");
-		return -ENOTRECOVERABLE;
-	}
-	if (n && !buf) {
-		xina_fail(x, "NULL buffer for %zu elements", n);
-		return -EINVAL;
-	}
+	err = xina_call_check(x, buf, n);
+	if (err)
+		return err;
 	nblocks = (n + x->o.elems - 1) / x->o.elems;
 	if (xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
 		xina_fail(x, "out of memory for the exponents of %llu blocks",

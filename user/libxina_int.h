@@ -73,6 +73,9 @@ typedef void (*xina_rx_fn)(struct xina *x, const uint8_t *p, size_t len,
 int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx);
 int xina_resolve(struct xina *x);
 
+/* Checks every allreduce starts with; negative errno, nothing sent. */
+int xina_call_check(struct xina *x, const void *buf, size_t n);
+
 /*
  * libxina.c: the windowed int32 engine float32 builds upon.  Without
  * @exps, @buf holds n int32 elements reduced in place with @op.  With

@@ -27,16 +27,6 @@
 #include "xina_names.h"
 #include "xinactl.h"
 
-const char *xstat_name(unsigned int stat)
-{
-	return xina_stat_name(stat);
-}
-
-const char *xgstat_name(unsigned int gstat)
-{
-	return xina_gstat_name(gstat);
-}
-
 void xerr(const char *fmt, ...)
 {
 	va_list ap;

@@ -112,8 +112,6 @@ int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,
 	       __u32 *out);
 int xparse_u64(const char *what, const char *s, __u64 *out);
 int xparse_dev(const char *s, unsigned int *ifindex);
-const char *xstat_name(unsigned int stat);
-const char *xgstat_name(unsigned int gstat);
 
 /*
  * Move to the value of the keyword in argv[0]; return from the calling

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "xina_json.h"
+#include "xina_names.h"
 #include "xinactl.h"
 
 #define STATS_PER_LINE	6
@@ -55,7 +56,7 @@ static void stats_print_job(__u32 id, const struct xinactl_stats *st)
 {
 	xp_open_obj(NULL);
 	xp_uint(XP_ANY, "id", "job %llu\n", id);
-	stats_print_counters(st->c, XINA_STAT_MAX, xstat_name);
+	stats_print_counters(st->c, XINA_STAT_MAX, xina_stat_name);
 	stats_print_rx_cpu(st);
 	xp_close_obj();
 }
@@ -85,7 +86,7 @@ static int stats_switch(struct xinactl *x)
 		return ret;
 	xp_open_obj("switch");
 	xp_text("switch\n");
-	stats_print_counters(g.c, XINA_GSTAT_MAX, xgstat_name);
+	stats_print_counters(g.c, XINA_GSTAT_MAX, xina_gstat_name);
 	xp_close_obj();
 	return 0;
 }
