@@ -61,39 +61,52 @@ def quantile(v, q):
 
 
 def measure(a, nbytes, iters, dtype):
-    """One size and dtype; returns the number of wrong elements (all ranks)."""
+    """One size and dtype; returns the number of wrong elements (all ranks).
+
+    Every call starts from the restored input and its result is checked
+    after it; neither is timed or charged: the CPU windows span the barrier
+    before each call to a barrier after it.
+    """
     n = nbytes // 4
     dt = torch.float32 if dtype == "f32" else torch.int32
     # Input of rank r at element i: (r + 1) * (i % 251 + 1), exact in f32.
     src = ((torch.arange(n, dtype=torch.int32) % 251 + 1) * (a.rank + 1)).to(dt)
+    want = ((torch.arange(n, dtype=torch.int32) % 251 + 1) *
+            (a.workers * (a.workers + 1) // 2)).to(dt)
     buf = src.clone()
+
+    def wrong():
+        w = buf != want
+        bad = int(w.sum())
+        if bad:
+            i = int(w.nonzero()[0])
+            print(f"gloo_allreduce: rank {a.rank}: element {i} is {buf[i].item()}, "
+                  f"expected {want[i].item()}", file=sys.stderr)
+        return bad
+
+    bad = 0
     for _ in range(a.warmup):
         buf.copy_(src)
         dist.all_reduce(buf)
+        bad += wrong()
 
     t = []
-    dist.barrier()
-    h0 = host_cpu()
-    c0 = self_cpu()
+    cpu = busy = softirq = 0.0
     for _ in range(iters):
         buf.copy_(src)          # in place: restore the input, not timed
         dist.barrier()
+        h0 = host_cpu()
+        c0 = self_cpu()
         t0 = time.perf_counter()
         dist.all_reduce(buf)
         t.append(time.perf_counter() - t0)
-    cpu = self_cpu() - c0
-    dist.barrier()
-    h1 = host_cpu()
-
-    del src
-    want = (torch.arange(n, dtype=torch.int32) % 251 + 1) * (a.workers * (a.workers + 1) // 2)
-    wrong = buf != want.to(dt)
-    bad = int(wrong.sum())
-    if bad:
-        i = int(wrong.nonzero()[0])
-        print(f"gloo_allreduce: rank {a.rank}: element {i} is {buf[i].item()}, "
-              f"expected {want[i].item()}", file=sys.stderr)
-    del want, buf, wrong
+        dist.barrier()
+        cpu += self_cpu() - c0
+        h1 = host_cpu()
+        busy += h1[0] - h0[0]
+        softirq += h1[1] - h0[1]
+        bad += wrong()
+    del src, want, buf
     ok = torch.tensor([bad], dtype=torch.int64)
     dist.all_reduce(ok)
     # The allreduce ends for the slowest rank: take the max per iteration.
@@ -111,7 +124,7 @@ def measure(a, nbytes, iters, dtype):
             "t_p75_s": quantile(t, 0.75), "t_min_s": min(t),
             "t_max_s": max(t), "timed_s": sum(t),
             "goodput_Bps": nbytes / med, "worker_cpu_s": float(cc[0]),
-            "host_busy_s": h1[0] - h0[0], "host_softirq_s": h1[1] - h0[1],
+            "host_busy_s": busy, "host_softirq_s": softirq,
         }), flush=True)
     return int(ok)
 

@@ -11,13 +11,16 @@
  * --iters may give one count per size. *
  * One iteration's time is the slowest rank's (an allreduce is done when the
  * last member has the result), each iteration starts from a barrier.  The
- * result of the last iteration is checked element by element: the inputs
- * are small integers, exact in float32 too, so the expected sum is known.
+ * receive buffer is poisoned before every call and the result of every
+ * call is checked element by element afterwards (neither timed nor
+ * charged): the inputs are small integers, exact in float32 too, so the
+ * expected sum is known.
  *
- * CPU: each rank's user+system time over the timed loop (getrusage), summed
- * over ranks, and the host's /proc/stat busy and softirq time over the same
- * window, read by rank 0 (the switch's share is what is left once the
- * ranks' own time is taken out; see Documentation/benchmarks.md).
+ * CPU: each rank's user+system time (getrusage) from the barrier before
+ * each call to a barrier after it, summed over calls and ranks, and the
+ * host's /proc/stat busy and softirq time over the same windows, read by
+ * rank 0 (the switch's share is what is left once the ranks' own time is
+ * taken out; see Documentation/benchmarks.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -179,48 +182,53 @@ static void report(const struct run *r, int size, double *t, double cpu,
 	fflush(stdout);
 }
 
-/* One size and dtype: warm up, time, check.  Collective: all ranks call. */
+/* One size and dtype: warm up, then time and check every call.  Collective. */
 static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 		   double *tmax)
 {
 	MPI_Datatype dt = r->f32 ? MPI_FLOAT : MPI_INT32_T;
-	struct host_cpu h0 = { 0 }, h1 = { 0 }, hd;
-	double t0, cpu0, cpu, cpu_all = 0;
+	struct host_cpu h0 = { 0 }, h1 = { 0 }, hd, hsum = { 0 };
+	double t0, cpu0, cpu = 0, cpu_all = 0;
 	size_t n = r->bytes / 4;
 	int rank, size, i, err = 0;
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	bench_fill(sbuf, n, rank, r->f32);
-	memset(rbuf, 0, r->bytes);
 
 	/* Connections are set up lazily: keep that out of the timing. */
-	for (i = 0; i < r->warmup; i++)
+	for (i = 0; i < r->warmup; i++) {
+		memset(rbuf, 0xff, r->bytes);
 		MPI_Allreduce(sbuf, rbuf, n, dt, MPI_SUM, MPI_COMM_WORLD);
-
-	MPI_Barrier(MPI_COMM_WORLD);
-	if (rank == 0 && host_cpu_read(&h0))
-		fprintf(stderr, "xina-bench-mpi: cannot read /proc/stat\n");
-	cpu0 = self_cpu_s();
+		if (check(rbuf, n, size, r->f32))
+			err = 1;
+	}
 	for (i = 0; i < r->iters; i++) {
+		memset(rbuf, 0xff, r->bytes);	/* no stale result passes */
 		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 0)
+			host_cpu_read(&h0);
+		cpu0 = self_cpu_s();
 		t0 = MPI_Wtime();
 		MPI_Allreduce(sbuf, rbuf, n, dt, MPI_SUM, MPI_COMM_WORLD);
 		t[i] = MPI_Wtime() - t0;
+		MPI_Barrier(MPI_COMM_WORLD);
+		cpu += self_cpu_s() - cpu0;
+		if (rank == 0) {
+			host_cpu_read(&h1);
+			host_cpu_sub(&hd, &h1, &h0);
+			hsum.busy += hd.busy;
+			hsum.softirq += hd.softirq;
+		}
+		if (check(rbuf, n, size, r->f32))
+			err = 1;
 	}
-	cpu = self_cpu_s() - cpu0;
-	MPI_Barrier(MPI_COMM_WORLD);
-	if (rank == 0)
-		host_cpu_read(&h1);
-	host_cpu_sub(&hd, &h1, &h0);
 
-	if (check(rbuf, n, size, r->f32))
-		err = 1;
 	MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	MPI_Reduce(t, tmax, r->iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	if (rank == 0 && !err)
-		report(r, size, tmax, cpu_all, &hd);
+		report(r, size, tmax, cpu_all, &hsum);
 	return err;
 }
 
