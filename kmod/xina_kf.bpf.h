@@ -22,35 +22,6 @@ int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 		    __be16 sport) __ksym;
 
 /*
- * Where the member is, for xina_egress.  Members are configured in xina.ko
- * only, so the entry of xina_members is made here on the member's first
- * packet (the module has just checked its address against the job).
- */
-static __always_inline void xina_kf_learn(struct xdp_md *ctx,
-					  const struct xina_pkt *pkt)
-{
-	struct xina_member_key mkey = {
-		.job = bpf_ntohl(pkt->xh->job),
-		.rank = bpf_ntohs(pkt->xh->rank),
-	};
-	struct xina_job job = { .id = mkey.job };
-	struct xina_member fresh = { .addr = pkt->iph->saddr };
-	struct xina_member *m;
-
-	m = bpf_map_lookup_elem(&xina_members, &mkey);
-	if (!m) {
-		bpf_map_update_elem(&xina_members, &mkey, &fresh, BPF_NOEXIST);
-		m = bpf_map_lookup_elem(&xina_members, &mkey);
-		if (!m)
-			return;
-	}
-	/* The member of a rank may change with XINA_CMD_JOB_SET. */
-	if (m->addr != pkt->iph->saddr)
-		m->addr = pkt->iph->saddr;
-	xina_learn(ctx, &job, m, pkt);
-}
-
-/*
  * 1, but opaque to clang: the map backend's code stays in the object, so
  * both objects have the same maps in the same order and xinactl can use
  * one skeleton layout for both.  The verifier knows the constant and never
@@ -82,11 +53,12 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 	if (!xina_kf_member(v))
 		return XDP_DROP;
 
-	xina_kf_learn(ctx, pkt);
 	if (v == XINA_KF_RESULT)
-		return xina_send_result(pkt);
+		return xina_pass_marked(ctx, bpf_ntohl(pkt->xh->job),
+					XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
-		return xina_reply(pkt);
+		return xina_pass_marked(ctx, bpf_ntohl(pkt->xh->job),
+					bpf_ntohs(pkt->xh->rank));
 	return XDP_DROP;
 }
 

@@ -27,7 +27,6 @@ XINA_ROOT=${XINA_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 XINA_O=${O:-$XINA_ROOT/build}
 case "$XINA_O" in /*) ;; *) XINA_O=$XINA_ROOT/$XINA_O ;; esac
 XINACTL=${XINACTL:-$XINA_O/xinactl}
-XINA_PASS_OBJ=${XINA_PASS_OBJ:-$XINA_O/bpf/xina_pass.bpf.o}
 RACK_NET=${RACK_NET:-10.77.0}
 RACK_SWITCH_IP=$RACK_NET.254
 
@@ -136,19 +135,16 @@ rack_pin_mount()
 	mount -t bpf bpf "$pin"
 }
 
-# Attach xina: the fast path on every switch port, the pass program on the
-# worker end of each veth (XDP_TX and redirected frames are only taken by a
-# veth whose peer runs an XDP program).
+# Attach xina: the fast path on every switch port (XDP for contributions,
+# TC for the results it sends back).  The worker ends need nothing: results
+# reach them as ordinary frames.
 rack_xdp()
 {
 	local rack=$1 n=$2 pin=${3:-$(rack_pin_dir "$1")} i
 
 	[ -x "$XINACTL" ] || { rack_die "no $XINACTL: run make"; return 1; }
-	[ -f "$XINA_PASS_OBJ" ] || { rack_die "no $XINA_PASS_OBJ: run make"; return 1; }
 	rack_pin_mount "$pin" || return 1
 	for ((i = 0; i < n; i++)); do
-		ip -n "$rack-w$i" link set dev eth0 xdp obj "$XINA_PASS_OBJ" \
-			sec xdp || return 1
 		ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach "p$i" ||
 			return 1
 	done
