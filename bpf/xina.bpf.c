@@ -279,6 +279,17 @@ static __always_inline struct xina_part *xina_part_of(__u32 idx, __u32 cpu)
 	return bpf_map_lookup_percpu_elem(&xina_vals, &idx, cpu);
 }
 
+/*
+ * @v, but clang cannot see through it: indexing part->v with a sum that
+ * clang folds into a running pointer loses the bound the verifier just
+ * learned from the check on the sum.
+ */
+static __always_inline __u32 xina_opaque(__u32 v)
+{
+	asm volatile("" : "+r"(v));
+	return v;
+}
+
 /* ---- element loops ------------------------------------------------------
  *
  * Global functions: the verifier checks each once, whatever the caller,
@@ -405,17 +416,6 @@ __noinline int xina_part_add(struct xdp_md *ctx, struct xina_part *part,
 	return xina_add_loop(src, end, part, count, XINA_ADD_MAX);
 }
 
-/*
- * @v, but clang cannot see through it: indexing part->v with a sum that
- * clang folds into a running pointer loses the bound the verifier just
- * learned from the check on the sum.
- */
-static __always_inline __u32 xina_opaque(__u32 v)
-{
-	asm volatile("" : "+r"(v));
-	return v;
-}
-
 /* @n staged elements into part->v[@base...]. */
 static __always_inline void xina_chunk_loop(struct xina_part *part,
 					    const struct xina_scratch *s,
@@ -512,8 +512,15 @@ __noinline int xina_part_add_frags(struct xdp_md *ctx, struct xina_part *part,
 		n = count - i;
 		if (n > XINA_CHUNK)
 			n = XINA_CHUNK;
-		if (!n)		/* cannot be: for the verifier */
+		/*
+		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
+		 * follow: it loses clang's bounds, and learns no lower
+		 * bound from a test against 0.
+		 */
+		n = xina_opaque(n - 1);
+		if (n >= XINA_CHUNK)
 			break;
+		n++;
 		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
 				       n * 4))
 			return -1;
@@ -609,8 +616,15 @@ __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
 		n = count - i;
 		if (n > XINA_CHUNK)
 			n = XINA_CHUNK;
-		if (!n)		/* cannot be: for the verifier */
+		/*
+		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
+		 * follow: it loses clang's bounds, and learns no lower
+		 * bound from a test against 0.
+		 */
+		n = xina_opaque(n - 1);
+		if (n >= XINA_CHUNK)
 			break;
+		n++;
 		if (xina_chunk_out(part, s, i, n))
 			return -1;
 		if (bpf_xdp_store_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
@@ -1040,25 +1054,20 @@ struct xina_l2l4 {
 
 struct xina_fan {
 	struct __sk_buff	*skb;
-	struct xina_counters	*ctr;
 	struct xina_l2l4	hdr;	/* as the frame arrived */
-	__u32			idx;	/* job index */
+	__u32			job;	/* job id */
+	__u32			idx;	/* job index (map backend) */
 	__u32			to;	/* rank, or XINA_MARK_ALL */
+	__u32			sent;
+	__u32			unknown;
 };
 
-/* One copy, for rank @rank (a bpf_loop() callback). */
-static long xina_fan_one(__u32 rank, struct xina_fan *f)
+/* Write member @m's headers into the frame and send it a copy. */
+static __always_inline void xina_fan_send(struct xina_fan *f,
+					  const struct xina_member *m)
 {
-	struct xina_member *m = xina_member_of(f->idx, rank);
-	struct xina_l2l4 h;
+	struct xina_l2l4 h = f->hdr;
 
-	if (!m || !m->addr || (f->to != XINA_MARK_ALL && f->to != rank))
-		return 0;
-	if (!m->ifindex) {
-		stat_inc(f->ctr, XINA_STAT_TX_UNKNOWN);
-		return 0;
-	}
-	h = f->hdr;
 	__builtin_memcpy(h.eth.h_dest, m->mac, ETH_ALEN);
 	__builtin_memcpy(h.eth.h_source, m->sw_mac, ETH_ALEN);
 	h.ip.saddr = m->sw_addr;
@@ -1069,12 +1078,32 @@ static long xina_fan_one(__u32 rank, struct xina_fan *f)
 	h.udp.check = 0;
 	if (bpf_skb_store_bytes(f->skb, 0, &h.eth, XINA_L2L4_LEN, 0) ||
 	    bpf_clone_redirect(f->skb, m->ifindex, 0)) {
-		stat_inc(f->ctr, XINA_STAT_TX_UNKNOWN);
-		return 0;
+		f->unknown++;
+		return;
 	}
-	stat_inc(f->ctr, XINA_STAT_TX);
+	f->sent++;
+}
+
+/* The copy for rank @rank, if the frame is for it (a bpf_loop() callback). */
+static long xina_fan_one(__u32 rank, struct xina_fan *f)
+{
+	struct xina_member *m;
+
+	if (f->to != XINA_MARK_ALL && f->to != rank)
+		return 0;
+	m = xina_member_of(f->idx, rank);
+	if (!m || !m->addr)
+		return 0;
+	if (!m->ifindex)
+		f->unknown++;
+	else
+		xina_fan_send(f, m);
 	return 0;
 }
+
+#ifdef XINA_KFUNC
+#include "xina_kf_tc.bpf.h"
+#endif
 
 SEC("tc")
 int xina_fanout(struct __sk_buff *skb)
@@ -1082,22 +1111,32 @@ int xina_fanout(struct __sk_buff *skb)
 	void *data = (void *)(long)skb->data;
 	struct xina_mark *mark = (void *)(long)skb->data_meta;
 	struct xina_fan f = { .skb = skb };
+	struct xina_counters *ctr;
 	struct xina_job *job;
 
 	if ((void *)(mark + 1) > data || mark->magic != XINA_MARK_MAGIC)
 		return TC_ACT_OK;
 	f.to = mark->to;
-	job = xina_job_find(mark->job);
+	f.job = mark->job;
+	if (bpf_skb_load_bytes(skb, 0, &f.hdr.eth, XINA_L2L4_LEN))
+		return TC_ACT_SHOT;
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		return xina_kf_fanout(&f);
+#endif
+	job = xina_job_find(f.job);
 	if (!job || job->idx >= XINA_MAX_JOBS)
 		return TC_ACT_SHOT;	/* deleted since xina_xdp saw it */
 	f.idx = job->idx;
-	f.ctr = bpf_map_lookup_elem(&xina_stats, &f.idx);
-	if (!f.ctr || bpf_skb_load_bytes(skb, 0, &f.hdr.eth, XINA_L2L4_LEN))
+	ctr = bpf_map_lookup_elem(&xina_stats, &f.idx);
+	if (!ctr)
 		return TC_ACT_SHOT;
 	if (f.to != XINA_MARK_ALL)
 		xina_fan_one(f.to, &f);
 	else
 		bpf_loop(job->workers, xina_fan_one, &f, 0);
+	ctr->c[XINA_STAT_TX] += f.sent;
+	ctr->c[XINA_STAT_TX_UNKNOWN] += f.unknown;
 	return TC_ACT_SHOT;
 }
 

@@ -4,11 +4,12 @@
  * -DXINA_KFUNC includes this file and hands every well-formed xina packet
  * to xina_kf_xdp() instead of its own job checks and aggregation: xina.ko
  * checks the packet against the job it was configured with over netlink,
- * adds it into module slot memory and counts it (kmod/kfunc.c).  Parsing,
- * the switch-wide counters, member learning, the result broadcast through
- * xina_tx and the egress program are those of the map backend, so the
- * wire behaviour is the same.  Built as xina_kf.bpf.o; it only loads while
- * xina.ko is loaded (the kfunc is resolved against the module's BTF).
+ * learns where the member is, adds the contribution into module slot
+ * memory and counts it (kmod/kfunc.c).  Parsing, the switch-wide counters
+ * and the hand-over of results to the TC fan-out are those of the map
+ * backend, so the wire behaviour is the same.  Built as xina_kf.bpf.o; it
+ * only loads while xina.ko is loaded (the kfuncs are resolved against the
+ * module's BTF).
  */
 #ifndef _XINA_KF_BPF_H
 #define _XINA_KF_BPF_H
@@ -38,6 +39,7 @@ static __always_inline int xina_kf_on(void)
 static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 				       struct xina_pkt *pkt)
 {
+	__u32 job = bpf_ntohl(pkt->xh->job), rank = bpf_ntohs(pkt->xh->rank);
 	int v;
 
 	v = xina_kf_contrib(ctx, XINA_KF_HDR_OFF, pkt->iph->saddr,
@@ -50,15 +52,10 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 		gstat_inc(XINA_GSTAT_MALFORMED);
 		return XDP_DROP;
 	}
-	if (!xina_kf_member(v))
-		return XDP_DROP;
-
 	if (v == XINA_KF_RESULT)
-		return xina_pass_marked(ctx, bpf_ntohl(pkt->xh->job),
-					XINA_MARK_ALL);
+		return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
-		return xina_pass_marked(ctx, bpf_ntohl(pkt->xh->job),
-					bpf_ntohs(pkt->xh->rank));
+		return xina_pass_marked(ctx, job, rank);
 	return XDP_DROP;
 }
 

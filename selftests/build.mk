@@ -22,14 +22,5 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
 
-# xina_fastpath_bench: ns/packet of the fast path (measures, not a test).
-SELFTESTS += $(ST_OUT)/xina_fastpath_bench
-$(ST_OUT)/xina_fastpath_bench: selftests/xina_fastpath_bench.c \
-			       bpf/xina_maps.h include/uapi/linux/xina.h \
-			       $(O)/bpf/xina.skel.h
-	$(Q)mkdir -p $(@D)
-	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
-
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)
