@@ -186,7 +186,8 @@ struct xina_worker_stats {
 	uint64_t	malformed;	/* datagrams that are no valid result */
 	uint64_t	timeouts;	/* retransmission timer expiries */
 	uint64_t	tx_syscalls;	/* sendmmsg calls */
-	uint64_t	rx_syscalls;	/* recvmmsg calls that returned data */
+	uint64_t	rx_syscalls;	/* recvmmsg calls that returned data;
+					 * AF_XDP: and poll() calls */
 	uint64_t	gso_sends;	/* datagrams sent as part of a GSO batch */
 	uint64_t	gro_segs;	/* results that arrived coalesced by GRO */
 	/* Appended for the AF_XDP path: */

@@ -240,11 +240,11 @@ static int xsk_socket(struct xina *x, bool sg)
 				 &xs->rx, &xs->tx, &scfg);
 	if (!err) {
 		xs->zc = true;
-	} else if (x->o.io == XINA_IO_AUTO) {
-		/* See xina_xsk_auto below for why. */
-		return xsk_why(x, "%s offers no AF_XDP zero-copy (%s); in copy mode UDP measured faster",
+	} else if (err != -EBUSY && x->o.io == XINA_IO_AUTO) {
+		/* XINA_IO_AUTO: see XSK_AUTO_COPY_MODE above. */
+		return xsk_why(x, "%s offers no AF_XDP zero-copy (%s), and in copy mode UDP sockets are faster",
 			       xs->link.name, strerror(-err));
-	} else {
+	} else if (err != -EBUSY) {
 		scfg.bind_flags = base | XDP_COPY;
 		err = xsk_socket__create(&xs->sock, xs->link.name, XSK_QUEUE,
 					 xs->umem, &xs->rx, &xs->tx, &scfg);
