@@ -8,6 +8,8 @@
 #   jumbo frames in several buffers (MTU 9000, 2048 elements) and in one
 #   buffer (MTU 1500, 256 elements), the switch's counters adding up;
 # - a first flush while the kernel does not know the switch's MAC yet;
+# - results that reach the stack instead (program detached) read from the
+#   UDP socket the handle keeps;
 # - the worker's other traffic (ping, a UDP flow from the switch's xina
 #   port to another port, a jumbo datagram) untouched while the program is
 #   attached; the program gone when the handle's process ends or is killed;
@@ -17,7 +19,7 @@
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd jq python3 setpriv "$O/xinactl" "$O/xina-allreduce" \
+require_cmd jq python3 setpriv bpftool "$O/xinactl" "$O/xina-allreduce" \
 	"$O/bpf/xina_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
@@ -31,11 +33,12 @@ wj()
 	jq -r ".$3" "$1/w$2.json" 2>/dev/null
 }
 
-# check_run N DIR IO: every worker verified, used IO; for xsk, frames went
-# both ways through the AF_XDP socket.
+# check_run N DIR IO [some]: every worker verified, used IO; for xsk,
+# frames went both ways through the AF_XDP socket, every result (or, with
+# "some", at least one) came through it.
 check_run()
 {
-	local n=$1 dir=$2 io=$3 i sums
+	local n=$1 dir=$2 io=$3 want i sums
 
 	for ((i = 0; i < n; i++)); do
 		if [ "$(wj "$dir" "$i" verified)" != true ]; then
@@ -45,8 +48,10 @@ check_run()
 		[ "$(wj "$dir" "$i" io)" = "$io" ]
 		check_err $? "worker $i used io '$(wj "$dir" "$i" io)', want $io: $(wj "$dir" "$i" io_reason)"
 		[ "$io" = xsk ] || continue
+		want=$(wj "$dir" "$i" results)
+		[ "${4:-}" = some ] && want=1
 		[ "$(wj "$dir" "$i" xsk_tx_frames)" -gt 0 ] &&
-			[ "$(wj "$dir" "$i" xsk_rx_frames)" -ge "$(wj "$dir" "$i" results)" ]
+			[ "$(wj "$dir" "$i" xsk_rx_frames)" -ge "$want" ]
 		check_err $? "worker $i: xsk_tx_frames $(wj "$dir" "$i" xsk_tx_frames), xsk_rx_frames $(wj "$dir" "$i" xsk_rx_frames) for $(wj "$dir" "$i" results) results"
 	done
 	sums=$(for ((i = 0; i < n; i++)); do wj "$dir" "$i" checksum; done | sort -u | wc -l)
@@ -108,7 +113,7 @@ xdp_off()
 	[ -z "$(xdp_id "$1")" ]
 }
 
-tap_begin 10
+tap_begin 11
 
 # ---- the AF_XDP path --------------------------------------------------------
 N=4
@@ -208,6 +213,32 @@ check_err $? "worker 0 sent nothing through its UDP socket with an empty neighbo
 ip -n "$RACK-w0" neigh show to "$RACK_SWITCH_IP" dev eth0 | grep -q lladdr
 check_err $? "the kernel did not resolve the switch's MAC"
 log_test "AF_XDP with the switch's MAC not yet known: UDP first, then AF_XDP"
+
+# Results that reach the stack (here: worker 0's program detached mid-run)
+# are read from the UDP socket the handle keeps.
+JOB=$((JOB + 1))
+DIR=$TMP/$JOB
+rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
+rack_allreduce "$RACK" "$N" "$DIR" --job "$JOB" --key "$KEY" --slots 32 \
+	--elems 256 --dtype i32 --bytes 1000000 --iters 400 --timeout-ms 5000 \
+	--io xsk &
+bg=$!
+busywait 20 xdp_on 0
+check_err $? "worker 0's program never appeared"
+sleep 0.5	# some results through AF_XDP first
+prog=$(xdp_id 0)
+link=$(bpftool -j link show | jq -r ".[] | select(.prog_id == ${prog:-0}) | .id")
+bpftool link detach id "${link:-0}"
+check_err $? "could not detach link '$link' of program '$prog'"
+xdp_off 0
+check_err $? "program $(xdp_id 0) still on worker 0's eth0"
+wait $bg
+check_err $? "workers failed: $(tail -qn1 "$DIR"/w*.err | tr '\n' ' ')"
+check_run "$N" "$DIR" xsk some
+[ "$(wj "$DIR" 0 xsk_rx_frames)" -lt "$(wj "$DIR" 0 results)" ]
+check_err $? "worker 0 took all its results from AF_XDP ($(wj "$DIR" 0 xsk_rx_frames) of $(wj "$DIR" 0 results)): was the program detached?"
+log_info "worker 0: $(wj "$DIR" 0 xsk_rx_frames) of $(wj "$DIR" 0 results) results through AF_XDP"
+log_test "results that reach the stack are read from the UDP socket"
 
 # ---- fallbacks ----------------------------------------------------------------
 # Another XDP program on worker 0's interface.

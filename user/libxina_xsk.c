@@ -23,7 +23,8 @@
  * Frames: Ethernet from the interface's MAC to the next hop's (from the
  * kernel's neighbour table: while the kernel does not know it, packets go
  * out through the UDP socket, which makes the kernel resolve it, and the
- * table is asked again at the next flush); IPv4 with DF and a header
+ * table is asked again at the next flush, and after every retransmission
+ * timeout); IPv4 with DF and a header
  * checksum; UDP with checksum 0, which IPv4 allows (RFC 768: "no
  * checksum"), as xina's switch sends its results.
  *
@@ -157,6 +158,7 @@ struct xina_xsk {
 	struct in_addr		nexthop;
 	uint8_t			nh_mac[ETH_ALEN];
 	bool			nh_known;
+	uint64_t		nh_timeouts;	/* x->st.timeouts when last asked */
 	bool			zc;
 	uint8_t			*gather;	/* a multi-buffer result, put together */
 	size_t			gather_len;
@@ -195,11 +197,19 @@ static int xsk_why(struct xina *x, const char *fmt, ...)
 	return -EOPNOTSUPP;
 }
 
-/* Ask the kernel for the next hop's MAC; true once it is known. */
+/*
+ * Ask the kernel for the next hop's MAC; true once it is known.  Asked
+ * again after a retransmission timeout: our frames do not go through the
+ * neighbour table, so it would not tell us that the switch moved.
+ */
 static bool xsk_neigh(struct xina *x)
 {
 	struct xina_xsk *xs = x->xsk;
 
+	if (xs->nh_timeouts != x->st.timeouts) {
+		xs->nh_timeouts = x->st.timeouts;
+		xs->nh_known = false;
+	}
 	if (!xs->nh_known &&
 	    !xina_rtnl_neigh(xs->rtnl_fd, xs->ifindex, xs->nexthop,
 			     xs->nh_mac))
@@ -418,9 +428,10 @@ static int xina_xsk_open(struct xina *x)
 	bool sg;
 	int err;
 
-	xs = x->xsk = calloc(1, sizeof(*xs));
+	xs = calloc(1, sizeof(*xs));
 	if (!xs)
 		return xsk_why(x, "out of memory");
+	x->xsk = xs;
 	xs->link_fd = -1;
 	xs->rtnl_fd = -1;
 	err = xsk_path(x);
