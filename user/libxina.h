@@ -116,7 +116,10 @@ typedef void (*xina_log_fn)(void *ctx, enum xina_log_level level,
  * one AF_XDP handle per interface, further handles on it use UDP.  The
  * UDP socket stays bound (it reserves the port, receives ICMP errors and
  * whatever results reach the stack) and carries the first packets until
- * the kernel has resolved the switch's MAC.  Where AF_XDP cannot be set up,
+ * the kernel has resolved the switch's MAC.  On a NIC with several
+ * queues, results that RSS puts on another queue than 0 reach the stack
+ * and are read from the socket: steer them to queue 0 (e.g. ethtool -N
+ * DEV flow-type udp4 src-ip SWITCH src-port 9277 action 0).  Where AF_XDP cannot be set up,
  * the handle uses UDP and says why (xina_io_reason(), and the log
  * callback at XINA_LOG_WARN).
  *
