@@ -88,6 +88,7 @@
  *   UDP (GSO, GRO)     62 (40-68)             0.09       0.15 (+ poll)
  *   AF_XDP, copy mode  51 (41-67)             0.34       0.29 (poll)
  *
+ * (a second set of 5 at load 8-16: 70 (36-91) against 45 (35-59)),
  * and the workers' own CPU time for the same work was 40% higher with
  * AF_XDP (xina-bench-xina: 3.07 s against 2.20 s, median of 5).  The
  * copies tell why (perf, the workers' samples in copy routines: 1642
