@@ -51,4 +51,4 @@ $(BENCH_BIN)/xina-bench-fastpath: $(BENCH_SRC)/fastpath.c $(BENCH_BIN)/bench_uti
 
 $(BENCH_BIN)/xina-bench-xina: $(BENCH_SRC)/xina_bench.c $(BENCH_BIN)/bench_util.o $(O)/libxina.a
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ -lbpf -lm
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ $(LIBXINA_LIBS)

@@ -62,11 +62,18 @@ const char *xina_last_error(const struct xina *x)
 	return x && x->err[0] ? x->err : "no error";
 }
 
+const char *xina_io_reason(const struct xina *x)
+{
+	return x ? x->io_reason : "";
+}
+
 int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
 {
 	if (!x || !st)
 		return -EINVAL;
 	*st = x->st;
+	if (x->io && x->io->stats)
+		x->io->stats(x, st);
 	return 0;
 }
 
@@ -138,6 +145,12 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 			 o->flags & ~XINA_OPT_F_ALL);
 		return -EINVAL;
 	}
+	if (o->io != XINA_IO_AUTO && o->io != XINA_IO_UDP &&
+	    o->io != XINA_IO_XSK) {
+		snprintf(err, len, "io %d is none of XINA_IO_AUTO, XINA_IO_UDP, XINA_IO_XSK",
+			 o->io);
+		return -EINVAL;
+	}
 	if (!o->switch_port)
 		o->switch_port = XINA_UDP_PORT;
 	if (!o->timeout_ms)
@@ -157,9 +170,8 @@ static int xina_alloc(struct xina *x)
 
 	x->slot = calloc(slots, sizeof(*x->slot));
 	x->next_round = calloc(slots, sizeof(*x->next_round));
-	x->tx = calloc(slots, x->pkt_sz);
 	x->txq = calloc(slots, sizeof(*x->txq));
-	if (!x->slot || !x->next_round || !x->tx || !x->txq)
+	if (!x->slot || !x->next_round || !x->txq)
 		return -ENOMEM;
 	return 0;
 }
@@ -168,11 +180,11 @@ void xina_close(struct xina *x)
 {
 	if (!x)
 		return;
+	xina_io_close(x);
 	if (x->fd >= 0)
 		close(x->fd);
 	free(x->slot);
 	free(x->next_round);
-	free(x->tx);
 	free(x->txq);
 	free(x->rx);
 	free(x->exps);
@@ -209,6 +221,9 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 		goto err_out;
 	}
 	err = xina_sock_open(x);
+	if (err)
+		goto err_out;
+	err = xina_io_open(x);
 	if (err)
 		goto err_out;
 	x->idle_since_ns = xina_now_ns();
@@ -304,7 +319,7 @@ static void xina_i32_unpack(int32_t *dst, const uint32_t *src, size_t cnt)
 static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 		      uint64_t block)
 {
-	struct xina_hdr *h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
 	uint64_t off = block * x->o.elems;
 	uint32_t *v = (uint32_t *)(h + 1);
 	size_t cnt;
@@ -368,7 +383,7 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block)
 		if (!sl->busy || sl->queued || sl->fast ||
 		    sl->block + XINA_REORDER > block)
 			continue;
-		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
 		sl->resent = true;
 		sl->fast = true;
@@ -447,7 +462,7 @@ static void xina_timers(struct xina *x, uint64_t now)
 				next = sl->deadline_ns;
 			continue;
 		}
-		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
 		sl->resent = true;
 		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
@@ -566,12 +581,12 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 		xina_fill(x, &c, b, b);
 
 	while (c.done < c.nblocks) {
-		err = xina_tx_flush(x);
+		err = x->io->tx_flush(x);
 		if (err)
 			return err;
 		now = xina_now_ns();
-		err = xina_rx_poll(x, xina_wait_ms(x, &c, now),
-				   xina_on_result, &c);
+		err = x->io->rx_poll(x, xina_wait_ms(x, &c, now),
+				     xina_on_result, &c);
 		if (err < 0)
 			return err;
 		now = xina_now_ns();
