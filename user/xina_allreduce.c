@@ -10,6 +10,18 @@
  * recomputed here, and within an error bound derived here from the exact
  * sum of the inputs (see ar_check_f32()).  The FNV-1a checksum of the
  * results lets the caller check that all workers got identical bits.
+ *
+ * With --json, one line of keys; besides the counters of
+ * struct xina_worker_stats:
+ *   verified, bad_elems	every element of every iteration checked
+ *   max_abs_err, bound,	float32: the largest error against the exact
+ *   worst_err_over_bound	sum, the bound there, and the largest ratio
+ *   seconds_median/_min	of the timed calls (a barrier precedes each)
+ *   t_start, t_end		CLOCK_REALTIME seconds (6 decimals) when the
+ *				first timed call began and when the last
+ *				one returned: runs of different jobs can be
+ *				shown to overlap in time
+ *   error			why the run failed, if it did
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +56,8 @@ struct ar_result {
 	uint64_t	first_bad;
 	char		why[256];	/* what is wrong with the first bad one */
 	uint64_t	checksum;
+	double		t_start;	/* CLOCK_REALTIME: first timed call began */
+	double		t_end;		/* ... last timed call returned */
 };
 
 static void ar_usage(FILE *f)
@@ -510,11 +524,11 @@ static void ar_check_f32(const struct ar_cfg *c, const float *r, size_t n,
 	}
 }
 
-static double ar_now(void)
+static double ar_now(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -562,6 +576,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"bad_elems\":%llu,\"max_abs_err\":%.17g,\"bound\":%.17g,"
 	       "\"worst_err_over_bound\":%.6g,\"checksum\":\"%016llx\","
 	       "\"seconds_median\":%.9f,\"seconds_min\":%.9f,\"goodput_Bps\":%.0f,"
+	       "\"t_start\":%.6f,\"t_end\":%.6f,"
 	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu",
@@ -571,7 +586,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       ok ? "true" : "false", (unsigned long long)res->bad,
 	       res->max_abs_err, res->bound_at_max, res->worst_ratio,
 	       (unsigned long long)res->checksum, med, best,
-	       med > 0 ? c->bytes / med : 0.0,
+	       med > 0 ? c->bytes / med : 0.0, res->t_start, res->t_end,
 	       (unsigned long long)st.sent, (unsigned long long)st.retrans,
 	       (unsigned long long)st.results, (unsigned long long)st.ignored,
 	       (unsigned long long)st.malformed, (unsigned long long)st.timeouts,
@@ -606,10 +621,13 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		err = xina_allreduce_i32(x, &barrier, 1, XINA_OP_SUM);
 		if (err)
 			return err;
-		t0 = ar_now();
+		if (!it)
+			res->t_start = ar_now(CLOCK_REALTIME);
+		t0 = ar_now(CLOCK_MONOTONIC);
 		err = c->f32 ? xina_allreduce_f32(x, buf, n) :
 		      xina_allreduce_i32(x, buf, n, c->op);
-		secs[it] = ar_now() - t0;
+		secs[it] = ar_now(CLOCK_MONOTONIC) - t0;
+		res->t_end = ar_now(CLOCK_REALTIME);
 		if (err)
 			return err;
 		*done = it + 1;
