@@ -4,7 +4,9 @@
  * packet validation, driven by selftests/swagg_e2e.sh.
  *
  *   xina-libtest api
- *	option and input validation; needs no switch (nothing is sent).
+ *	option and input validation, the float32 error bound and headroom
+ *	bits against values worked out by hand; needs no switch (nothing is
+ *	sent).
  *   xina-libtest packets SWITCH_IP:PORT MEMBER_IP OTHER_IP
  *	sends one malformed or foreign contribution of each kind to an
  *	aggregator configured with job 7, key 0x5eed, 1 worker (rank 0 at
@@ -140,17 +142,72 @@ static void test_nonfinite(void)
 	xina_close(x);
 }
 
-static void test_math(void)
+/* ceil(log2(workers)) by hand, for the worker counts of test_bound(). */
+static const struct {
+	unsigned int	workers;
+	unsigned int	l;
+	double		quant;	/* workers * 2^(L - 32): W u / 2 at E = 0 */
+} bound_w[] = {
+	{ 1, 0, 0x1p-32 },
+	{ 2, 1, 0x1p-30 },
+	{ 3, 2, 0x3p-30 },
+	{ 4, 2, 0x1p-28 },
+	{ 8, 3, 0x1p-26 },
+	{ 200, 8, 0x19p-21 },	/* 200 * 2^-24 */
+	{ 256, 8, 0x1p-16 },
+};
+
+/* Results r in blocks of agreed exponent E, and 2^-23 |r| by hand. */
+static const struct {
+	const char	*what;
+	float		r;
+	int		exp;
+	double		rel;
+} bound_r[] = {
+	{ "zero result, E = 0", 0.0f, 0, 0.0 },
+	{ "around 1", 1.0f, 1, 0x1p-23 },
+	{ "negative, around 1", -0x1.8p0f, 1, 0x1.8p-23 },
+	{ "tiny normal", 0x1p-120f, -119, 0x1p-143 },
+	{ "smallest subnormal", 0x1p-149f, -148, 0x1p-172 },
+	{ "subnormal", 0x1.8p-140f, -139, 0x1.8p-163 },
+	{ "FLT_MAX / 2^8", 0x1.fffffep119f, 128, 0x1.fffffep96 },
+	{ "-2^100", -0x1p100f, 101, 0x1p77 },
+};
+
+/*
+ * xina_f32_bound() against the bound of libxina.h written out by hand:
+ * W 2^(E - 32 + L) + 2^-23 |r| + 2^-149.  Each term is exact here (a
+ * literal or a power-of-two scaling of one); the sum is compared with a
+ * relative tolerance of 2^-50, so the order of the library's additions
+ * does not matter, while a wrong term (even off by a factor of two in the
+ * smallest one that matters) fails.
+ */
+static void test_bound(void)
 {
-	CHECK(xina_headroom_bits(1) == 0 && xina_headroom_bits(2) == 1 &&
-	      xina_headroom_bits(3) == 2 && xina_headroom_bits(8) == 3 &&
-	      xina_headroom_bits(9) == 4 && xina_headroom_bits(256) == 8,
-	      "headroom bits = ceil(log2(workers))");
-	CHECK(xina_f32_bound(0.0f, XINA_EXP_ZERO, 4) == 0.0,
-	      "all-zero block is exact");
-	/* 4 workers, E = 0: 4 * 2^(0 - 32 + 2) + 2^-149 */
-	CHECK(xina_f32_bound(0.0f, 0, 4) == ldexp(1.0, -28) + ldexp(1.0, -149),
-	      "bound of a zero result in a block with E = 0");
+	double got, want;
+	size_t w, k;
+
+	for (w = 0; w < sizeof(bound_w) / sizeof(bound_w[0]); w++) {
+		CHECK(xina_headroom_bits(bound_w[w].workers) == bound_w[w].l,
+		      "headroom bits of %u workers: %u (want %u)",
+		      bound_w[w].workers,
+		      xina_headroom_bits(bound_w[w].workers), bound_w[w].l);
+		got = xina_f32_bound(0.0f, XINA_EXP_ZERO, bound_w[w].workers);
+		CHECK(got == 0.0, "%u workers, all-zero block: bound %a (want 0)",
+		      bound_w[w].workers, got);
+		for (k = 0; k < sizeof(bound_r) / sizeof(bound_r[0]); k++) {
+			want = ldexp(bound_w[w].quant, bound_r[k].exp) +
+			       bound_r[k].rel + 0x1p-149;
+			got = xina_f32_bound(bound_r[k].r, bound_r[k].exp,
+					     bound_w[w].workers);
+			CHECK(fabs(got - want) <= want * 0x1p-50,
+			      "%u workers, %s: bound %a (want %a)",
+			      bound_w[w].workers, bound_r[k].what, got, want);
+		}
+	}
+	CHECK(xina_headroom_bits(5) == 3 && xina_headroom_bits(9) == 4 &&
+	      xina_headroom_bits(129) == 8,
+	      "headroom bits between powers of two round up");
 }
 
 static int udp_from(const char *ip)
@@ -260,7 +317,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "api")) {
 		test_opts();
 		test_nonfinite();
-		test_math();
+		test_bound();
 		return failed;
 	}
 	if (argc == 5 && !strcmp(argv[1], "packets"))
