@@ -271,9 +271,13 @@ static int test_packets(const char *sw, const char *member, const char *other)
 		return 2;
 	}
 
-	/* malformed: 6 */
+	/* malformed: 8; weight is checked before the job, as the rest */
 	good(&p);
 	send_pkt(fd, &to, &p, sizeof(p.h) - 1, "truncated header");
+	good(&p); p.h.weight = htons(1);
+	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set");
+	good(&p); p.h.weight = htons(1); p.h.job = htonl(8);
+	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set, unknown job");
 	good(&p); p.h.version = 2;
 	send_pkt(fd, &to, &p, PLEN(4), "wire version 2");
 	good(&p); p.h.type = XINA_T_RESULT;
@@ -295,13 +299,11 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	send_pkt(fd, &to, &p, PLEN(4), "rank out of range");
 	good(&p);
 	send_pkt(fo, &to, &p, PLEN(4), "rank 0 from a foreign address");
-	/* drop_range: 3 */
+	/* drop_range: 2 */
 	good(&p); p.h.slot = htonl(64);
 	send_pkt(fd, &to, &p, PLEN(4), "slot out of range");
 	good(&p); p.h.count = htons(1025);
 	send_pkt(fd, &to, &p, PLEN(1025), "count above elems");
-	good(&p); p.h.weight = htons(1);
-	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set");
 	/* drop_op: 2 */
 	good(&p); p.h.dtype = 9;
 	send_pkt(fd, &to, &p, PLEN(4), "unknown dtype");
