@@ -141,7 +141,7 @@ worker_ok()
 # barrier) for longer than timeout_ms and all three verify.
 test_late_peer()
 {
-	local agg=$1 job=$2 t0 t1 r pids="" p waited waited0
+	local agg=$1 job=$2 t0 t1 r wp="" p waited waited0
 
 	job_up "$agg" "$N" "$job" 0x1a7e
 	check_err $? "job $job could not be set up on $agg"
@@ -150,15 +150,15 @@ test_late_peer()
 		worker $r "$TMP/late$r" --job "$job" --key 0x1a7e --dtype f32 \
 			--bytes $((4 * ELEMS * 10 + 12)) --iters 2 \
 			--timeout-ms $TIMEOUT_MS --join-timeout-ms $JOIN_MS
-		pids="$pids $!"
+		wp="$wp $!"
 	done
 	sleep "$(awk -v ms=$LATE_MS 'BEGIN { print ms / 1000 }')"
 	t1=$(now)
 	worker 2 "$TMP/late2" --job "$job" --key 0x1a7e --dtype f32 \
 		--bytes $((4 * ELEMS * 10 + 12)) --iters 2 \
 		--timeout-ms $TIMEOUT_MS --join-timeout-ms $JOIN_MS
-	pids="$pids $!"
-	for p in $pids; do
+	wp="$wp $!"
+	for p in $wp; do
 		wait "$p"
 	done
 	job_down "$agg" "$job"
@@ -169,7 +169,8 @@ test_late_peer()
 	# The early ranks' first timed call began only after the late one
 	# was started: they did wait for it, longer than timeout_ms.
 	for r in 0 1; do
-		waited=$(jq -r --argjson t0 "$t0" '(.t_start - $t0) * 1000 | floor' \
+		waited=$(jq -r --argjson t0 "$t0" \
+			 'if .t_start > 0 then (.t_start - $t0) * 1000 | floor else empty end' \
 			 "$TMP/late$r.json" 2>/dev/null)
 		awk -v s="$(jq -r .t_start "$TMP/late$r.json" 2>/dev/null)" \
 		    -v t1="$t1" -v w="${waited:-0}" -v to=$TIMEOUT_MS \
@@ -185,7 +186,7 @@ test_late_peer()
 # up after it, not before and not much later, and say why.
 test_join_timeout()
 {
-	local agg=$1 job=$2 r t0 t1 took pids="" p
+	local agg=$1 job=$2 r t0 t1 took wp="" p
 
 	job_up "$agg" "$N" "$job" 0x1a7e
 	check_err $? "job $job could not be set up on $agg"
@@ -193,9 +194,9 @@ test_join_timeout()
 	for r in 0 1; do
 		worker $r "$TMP/join$r" --job "$job" --key 0x1a7e --dtype i32 \
 			--bytes 4096 --iters 1 --timeout-ms $TIMEOUT_MS
-		pids="$pids $!"
+		wp="$wp $!"
 	done
-	for p in $pids; do
+	for p in $wp; do
 		wait "$p"
 		check_fail $? "an early rank succeeded without its peer"
 	done
