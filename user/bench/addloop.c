@@ -30,7 +30,7 @@
 #define ADDLOOP_NAME	"addloop"	/* -DADDLOOP_NAME for the SIMD build */
 #endif
 #define RING		64
-#define MAX_ELEMS	1024
+#define MAX_ELEMS	2048	/* an MTU 9000 frame holds 2048 int32 */
 #define MAX_LIST	8
 #define MAX_REPEATS	64
 
