@@ -123,6 +123,16 @@ class Rack:
         return {l["ifname"]: l["stats64"]["rx"]["bytes"]
                 for l in json.loads(out) if re.fullmatch(r"p\d+", l["ifname"])}
 
+    def worker_rx(self):
+        """Bytes each worker's eth0 received (results, peers' data)."""
+        rx = []
+        for i in range(self.n):
+            out = subprocess.run(["ip", "-n", self.ns(i), "-j", "-s", "link",
+                                  "show", "eth0"], text=True,
+                                 capture_output=True, check=True).stdout
+            rx.append(json.loads(out)[0]["stats64"]["rx"]["bytes"])
+        return rx
+
     def attach_xdp(self):
         self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
         self.xdp = True
@@ -274,6 +284,7 @@ class Bench:
         self.results = []
         self.port_seq = 0
         self.port_ratio = 0.0
+        self.busiest_ratio = 0.0
         self.bg_busy = None
         self.link_rate = args.link_rate
         self.regime = "cpu"
@@ -308,12 +319,12 @@ class Bench:
         ours running: the machine is shared, and that load is in every
         host-wide figure."""
         self.bg_busy = background_busy()
-        before = self.rack.port_rx()
+        before, wbefore = self.rack.port_rx(), self.rack.worker_rx()
         t0 = time.monotonic()
         out = fn()
         log(f"{self.regime} {what} {n} workers: launch took "
             f"{time.monotonic() - t0:.1f} s")
-        after = self.rack.port_rx()
+        after, wafter = self.rack.port_rx(), self.rack.worker_rx()
         need = sum(b * (it + warmup) for b, it in zip(sizes, iters))
         need *= len(self.dtypes)
         got = [after[f"p{i}"] - before[f"p{i}"] for i in range(n)]
@@ -323,8 +334,12 @@ class Bench:
                     f"{what}, {n} workers: switch port p{i} received {got[i]} bytes, "
                     f"expected at least {int(0.9 * need)}: the data did not cross "
                     f"the rack's links; refusing the result")
-        # what one worker puts on its link per tensor byte (whole launch)
+        # what one worker puts on its link per tensor byte (whole launch),
+        # and the busiest direction of the busiest link: an algorithm that
+        # loads its links unevenly is bound by that one
         self.port_ratio = sum(got) / n / need
+        self.busiest_ratio = max(max(got[i], wafter[i] - wbefore[i])
+                                 for i in range(n)) / need
         return out
 
     def spawn(self, argv, **kw):
@@ -505,6 +520,7 @@ class Bench:
     def keep(self, r):
         if "system" in r:
             r["port_rx_per_tensor_byte"] = round(self.port_ratio, 3)
+            r["busiest_link_per_tensor_byte"] = round(self.busiest_ratio, 3)
             r["regime"] = self.regime
             r["bg_busy_frac"] = self.bg_busy
             r["link_rate_bps"] = None

@@ -168,7 +168,10 @@ class Report:
                        f" | {100 * (max(v) - min(v)) / max(v):.0f}% |")
         return "\n".join(out)
 
-    def port_table(self, regime="cpu"):
+    def port_table(self, regime="cpu", busiest=False):
+        """Bytes per tensor byte a worker sent (switch port counters, mean
+        over workers); with @busiest also the busiest direction of the
+        busiest link."""
         ws = self.values("workers", regime)
         out = ["| system | " + " | ".join(f"{n} workers" for n in ws) + " |",
                "|---|" + "---:|" * len(ws)]
@@ -178,7 +181,10 @@ class Report:
                 r = [r for r in self.runs if r["system"] == s and r["workers"] == n
                      and r["loss"] == 0 and r["regime"] == regime and
                      "port_rx_per_tensor_byte" in r]
-                row.append(f"{r[0]['port_rx_per_tensor_byte']:.2f}" if r else "–")
+                cell = f"{r[0]['port_rx_per_tensor_byte']:.2f}" if r else "–"
+                if r and busiest and "busiest_link_per_tensor_byte" in r[0]:
+                    cell += f" / {r[0]['busiest_link_per_tensor_byte']:.2f}"
+                row.append(cell)
             out.append(f"| {TITLES[s]} | " + " | ".join(row) + " |")
         return "\n".join(out)
 
@@ -689,8 +695,12 @@ class Report:
                 "traffic leaves to a system that is at 90% of the link.", "",
                 self.link_table(), "",
                 "Bytes each worker put on its link per tensor byte (switch port "
-                "counters; retransmissions included):", "",
-                self.port_table("link"), "",
+                "counters, mean over the workers; retransmissions included), "
+                "and after the slash those of the busiest direction of the "
+                "busiest link (each worker's eth0 counters for what it "
+                "received): a system whose busiest link carries more than "
+                "its mean is bound by that link, below its limit.", "",
+                self.port_table("link", busiest=True), "",
             ]
         parts += [
             "## Host CPU busy during the timed calls", "",
