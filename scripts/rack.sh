@@ -297,3 +297,47 @@ rack_main()
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	rack_main "$@"
 fi
+
+# rack_shape RACK N RATE: limit every worker's link to RATE (tc units:
+# 800mbit, 1gbit) in both directions, the same for every system: a TBF on
+# the worker's eth0 (what it sends) and, through an IFB that eth0's ingress
+# redirects to, the same TBF on what it receives (the host kernel has TBF,
+# IFB, act_mirred and u32, but no netem and no matchall).  TBF counts the
+# frame from the Ethernet header to the end of the payload: no preamble,
+# inter-frame gap or FCS.
+RACK_SHAPE_IFB=ifb-shape
+rack_shape()
+{
+	local rack=$1 n=$2 rate=$3 i w
+
+	[ -n "$rack" ] && [ -n "$n" ] && [ -n "$rate" ] ||
+		{ rack_die "usage: shape RACK N RATE"; return 1; }
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		ip netns exec "$w" tc qdisc replace dev eth0 root tbf rate "$rate" \
+			burst 256k latency 50ms || return 1
+		ip -n "$w" link add "$RACK_SHAPE_IFB" type ifb || return 1
+		ip -n "$w" link set "$RACK_SHAPE_IFB" up
+		ip netns exec "$w" tc qdisc add dev "$RACK_SHAPE_IFB" root tbf \
+			rate "$rate" burst 256k latency 50ms || return 1
+		ip netns exec "$w" tc qdisc add dev eth0 handle ffff: ingress ||
+			return 1
+		ip netns exec "$w" tc filter add dev eth0 parent ffff: protocol ip \
+			u32 match u32 0 0 action mirred egress redirect \
+			dev "$RACK_SHAPE_IFB" || return 1
+	done
+}
+
+# rack_unshape RACK N: the links of rack_shape back to full speed.
+rack_unshape()
+{
+	local rack=$1 n=$2 i w
+
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		ip netns exec "$w" tc qdisc del dev eth0 ingress 2>/dev/null
+		ip netns exec "$w" tc qdisc del dev eth0 root 2>/dev/null
+		ip -n "$w" link del "$RACK_SHAPE_IFB" 2>/dev/null
+	done
+	return 0
+}

@@ -15,7 +15,7 @@ case "$O" in /*) ;; *) O=$(cd "$here/.." && pwd)/$O ;; esac
 export O
 
 host_tests="xina_fastpath xinactl_args.sh swagg_e2e.sh xina_e2e.sh
-	    xina_loss.sh xina_dead_worker.sh"
+	    xina_loss.sh xina_dead_worker.sh xina_lib.sh"
 [ $# -gt 0 ] || set -- $host_tests
 
 pass=0

@@ -404,8 +404,10 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	size_t cnt;
 	uint32_t s;
 
+	/* Malformed as the switch's own egress check has it (xina.bpf.c). */
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    h->type != XINA_T_RESULT || h->dtype != XINA_DTYPE_INT32 ||
+	    (h->flags & ~XINA_F_ALL) || h->weight ||
 	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		x->st.malformed++;
 		return;

@@ -6,13 +6,28 @@
  * The input of every worker is a deterministic function of (rank, element,
  * iteration), so each worker recomputes all workers' inputs and checks
  * its result on its own: int32 bit-exact (wrapping sum, or max), float32
- * within the bound documented in libxina.h.  The FNV-1a checksum of the
+ * finite, bitwise equal to the block floating point scheme of libxina.h
+ * recomputed here, and within an error bound derived here from the exact
+ * sum of the inputs (see ar_check_f32()).  The FNV-1a checksum of the
  * results lets the caller check that all workers got identical bits.
+ *
+ * With --json, one line of keys; besides the counters of
+ * struct xina_worker_stats:
+ *   verified, bad_elems	every element of every iteration checked
+ *   max_abs_err, bound,	float32: the largest error against the exact
+ *   worst_err_over_bound	sum, the bound there, and the largest ratio
+ *   seconds_median/_min	of the timed calls (a barrier precedes each)
+ *   t_start, t_end		CLOCK_REALTIME seconds (6 decimals) when the
+ *				first timed call began and when the last
+ *				one returned: runs of different jobs can be
+ *				shown to overlap in time
+ *   error			why the run failed, if it did
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +54,10 @@ struct ar_result {
 	double		worst_ratio;	/* max over elements of err / bound */
 	uint64_t	bad;		/* elements off expectation */
 	uint64_t	first_bad;
+	char		why[256];	/* what is wrong with the first bad one */
 	uint64_t	checksum;
+	double		t_start;	/* CLOCK_REALTIME: first timed call began */
+	double		t_end;		/* ... last timed call returned */
 };
 
 static void ar_usage(FILE *f)
@@ -337,6 +355,19 @@ static uint64_t ar_fnv(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
+__attribute__((format(printf, 3, 4)))
+static void ar_bad(struct ar_result *res, size_t i, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (res->bad++)
+		return;
+	res->first_bad = i;
+	va_start(ap, fmt);
+	vsnprintf(res->why, sizeof(res->why), fmt, ap);
+	va_end(ap);
+}
+
 static void ar_check_i32(const struct ar_cfg *c, const int32_t *r, size_t n,
 			 uint32_t iter, struct ar_result *res)
 {
@@ -352,63 +383,173 @@ static void ar_check_i32(const struct ar_cfg *c, const int32_t *r, size_t n,
 			else if ((int32_t)v > (int32_t)acc)
 				acc = v;
 		}
-		if ((uint32_t)r[i] != acc && !res->bad++)
-			res->first_bad = i;
+		if ((uint32_t)r[i] != acc)
+			ar_bad(res, i, "element %zu is %d, want %d", i, r[i],
+			       (int32_t)acc);
 	}
 }
 
 /*
- * Against the exact sum: the double sum of W floats errs by at most
- * W * 2^-53 * sum|x| <= W^2 * 2^(E-53), added to the documented bound so
- * that the reference's own rounding cannot fail a correct result.
+ * ceil(log2(w)): the headroom bits of the documented float32 scheme,
+ * computed here rather than taken from the library under test.
+ */
+static int ar_headroom(uint32_t w)
+{
+	int l = 0;
+
+	while ((1u << l) < w)
+		l++;
+	return l;
+}
+
+/* Knuth's TwoSum: a + b == s + *t exactly (binary64, round to nearest). */
+static double ar_two_sum(double a, double b, double *t)
+{
+	double s = a + b, bv = s - a;
+
+	*t = (a - (s - bv)) + (b - bv);
+	return s;
+}
+
+/*
+ * Shewchuk's GROW-EXPANSION with zero elimination: adds @b to the
+ * nonoverlapping expansion e[0..*len) (increasing magnitude) without any
+ * rounding error.  Every float is a double, so the expansion of W floats
+ * (at most W + 1 components) is their sum, exactly.
+ */
+static void ar_grow(double *e, unsigned int *len, double b)
+{
+	unsigned int i, k = 0;
+	double q = b, h;
+
+	for (i = 0; i < *len; i++) {
+		q = ar_two_sum(q, e[i], &h);
+		if (h != 0)
+			e[k++] = h;
+	}
+	if (q != 0)
+		e[k++] = q;
+	*len = k;
+}
+
+/* The value of an expansion, rounded: relative error a few 2^-53. */
+static double ar_approx(const double *e, unsigned int len)
+{
+	double v = 0;
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		v += e[i];
+	return v;
+}
+
+/*
+ * Float32 results, checked three ways without trusting libxina:
+ *
+ * 1. Finite: the inputs are at most 2^20 in magnitude, so any NaN or
+ *    infinity is wrong.
+ *
+ * 2. Bitwise equal to the scheme of libxina.h recomputed here from every
+ *    worker's input: per block E = max over workers of the frexpf
+ *    exponent of the block's largest |x|, L = ceil(log2 W),
+ *    s = 31 - L - E, q = rint(x * 2^s) clamped to +-(2^(31-L) - 1),
+ *    Q = sum of q (fits int32: W * (2^(31-L) - 1) < 2^31), and
+ *    r = (float)(Q * 2^-s).  Any change in the switch's arithmetic or in
+ *    the library's quantisation shows up here.
+ *
+ * 3. Within a bound derived here from the inputs, against their exact sum
+ *    S (an error-free expansion, ar_grow()).  With u = 2^-s:
+ *    - a float of the block is x = M * 2^(e - 24), |M| < 2^24, e <= E, so
+ *      x * 2^s = M * 2^(e - E + 7 - L) is exact in double and below
+ *      2^(31-L) in magnitude: rint() is off by at most 1/2.  The clamp can
+ *      only move a value rint() pushed to 2^(31-L), from x * 2^s >=
+ *      2^(31-L) - 1/2; x * 2^s is then a multiple of 1/2 (L = 8, e = E),
+ *      so it is 2^(31-L) - 1/2 and the clamp leaves it 1/2 away, too.
+ *      So |Q * u - S| <= W * u / 2.
+ *    - (float)(Q * u) is one rounding to nearest of the exact double
+ *      Q * u: off by at most 2^-24 * |Q * u| (normal), or 2^-150 (half
+ *      the smallest subnormal), and |Q * u| <= |S| + W * u / 2.
+ *    So |r - S| <= W * u / 2 + 2^-24 * (|S| + W * u / 2) + 2^-150.
+ *    |r - S| and |S| are the exact values rounded once to double; the
+ *    factor 1 + 2^-40 covers that rounding and nothing else.
  */
 static void ar_check_f32(const struct ar_cfg *c, const float *r, size_t n,
-			 uint32_t iter, struct ar_result *res)
+			 uint32_t iter, float *in, struct ar_result *res)
 {
 	uint32_t w, W = c->o.workers, elems = c->o.elems;
-	double exact, err, bound;
-	size_t off, end, i;
-	int e, E;
-	float x, m;
+	double e[XINA_MAX_WORKERS + 2], sum, err, bound, quant, lim, q;
+	double scale, unscale;
+	int L = ar_headroom(W), x_e, E;
+	uint32_t got_bits, ref_bits;
+	size_t off, cnt, i;
+	unsigned int len;
+	float x, m, ref;
+	int64_t Q;
 
+	lim = ldexp(1.0, 31 - L) - 1;
 	for (off = 0; off < n; off += elems) {
-		end = n - off < elems ? n : off + elems;
+		/* in[w * elems + i]: worker w's element off + i */
+		cnt = n - off < elems ? n - off : elems;
 		E = XINA_EXP_ZERO;
 		for (w = 0; w < W; w++) {
-			for (m = 0, i = off; i < end; i++)
-				m = fmaxf(m, fabsf(ar_f32(w, i, iter, elems)));
+			for (m = 0, i = 0; i < cnt; i++) {
+				x = ar_f32(w, off + i, iter, elems);
+				in[w * elems + i] = x;
+				m = fmaxf(m, fabsf(x));
+			}
 			if (m == 0)
 				continue;
-			frexpf(m, &e);
-			E = e > E ? e : E;
+			frexpf(m, &x_e);
+			E = x_e > E ? x_e : E;
 		}
-		for (i = off; i < end; i++) {
-			for (exact = 0, w = 0; w < W; w++) {
-				x = ar_f32(w, i, iter, elems);
-				exact += x;
+		/* 2^s and 2^-s, s = 31 - L - E: exact doubles for any E */
+		scale = ldexp(1.0, 31 - L - E);
+		unscale = ldexp(1.0, E - 31 + L);
+		quant = E == XINA_EXP_ZERO ? 0 : W * unscale / 2;
+		for (i = 0; i < cnt; i++) {
+			for (len = 0, Q = 0, w = 0; w < W; w++) {
+				x = in[w * elems + i];
+				ar_grow(e, &len, x);
+				if (E == XINA_EXP_ZERO)
+					continue;
+				q = rint(x * scale);
+				Q += (int64_t)(q > lim ? lim : q < -lim ? -lim : q);
 			}
-			err = fabs((double)r[i] - exact);
-			bound = xina_f32_bound(r[i], E, W);
-			if (E != XINA_EXP_ZERO)
-				bound += ldexp((double)W * W, E - 53);
+			ref = (float)(Q * unscale);
+			if (!isfinite(r[off + i])) {
+				ar_bad(res, off + i, "element %zu is %g", off + i,
+				       r[off + i]);
+				continue;
+			}
+			memcpy(&got_bits, &r[off + i], sizeof(got_bits));
+			memcpy(&ref_bits, &ref, sizeof(ref_bits));
+			sum = ar_approx(e, len);
+			ar_grow(e, &len, -(double)r[off + i]);
+			err = fabs(ar_approx(e, len));
+			bound = quant + (fabs(sum) + quant) * 0x1p-24 + 0x1p-150;
+			if (E == XINA_EXP_ZERO)
+				bound = 0;
 			if (err > res->max_abs_err) {
 				res->max_abs_err = err;
 				res->bound_at_max = bound;
 			}
 			if (bound > 0 && err / bound > res->worst_ratio)
 				res->worst_ratio = err / bound;
-			if ((err > bound || (E == XINA_EXP_ZERO && r[i] != 0)) &&
-			    !res->bad++)
-				res->first_bad = i;
+			if (got_bits != ref_bits)
+				ar_bad(res, off + i, "element %zu is %a, the scheme gives %a (block exponent %d)",
+				       off + i, r[off + i], ref, E);
+			else if (err > bound * (1 + 0x1p-40))
+				ar_bad(res, off + i, "element %zu is %a, %g off the exact sum %a, bound %g",
+				       off + i, r[off + i], err, sum, bound);
 		}
 	}
 }
 
-static double ar_now(void)
+static double ar_now(clockid_t clk)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -476,6 +617,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"bad_elems\":%llu,\"max_abs_err\":%.17g,\"bound\":%.17g,"
 	       "\"worst_err_over_bound\":%.6g,\"checksum\":\"%016llx\","
 	       "\"seconds_median\":%.9f,\"seconds_min\":%.9f,\"goodput_Bps\":%.0f,"
+	       "\"t_start\":%.6f,\"t_end\":%.6f,"
 	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu",
@@ -485,7 +627,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       ok ? "true" : "false", (unsigned long long)res->bad,
 	       res->max_abs_err, res->bound_at_max, res->worst_ratio,
 	       (unsigned long long)res->checksum, med, best,
-	       med > 0 ? c->bytes / med : 0.0,
+	       med > 0 ? c->bytes / med : 0.0, res->t_start, res->t_end,
 	       (unsigned long long)st.sent, (unsigned long long)st.retrans,
 	       (unsigned long long)st.results, (unsigned long long)st.ignored,
 	       (unsigned long long)st.malformed, (unsigned long long)st.timeouts,
@@ -503,7 +645,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 }
 
 static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
-		  double *secs, uint32_t *done, struct ar_result *res)
+		  float *in, double *secs, uint32_t *done, struct ar_result *res)
 {
 	int32_t barrier = 0;
 	double t0;
@@ -521,22 +663,26 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		err = xina_allreduce_i32(x, &barrier, 1, XINA_OP_SUM);
 		if (err)
 			return err;
-		t0 = ar_now();
+		if (!it)
+			res->t_start = ar_now(CLOCK_REALTIME);
+		t0 = ar_now(CLOCK_MONOTONIC);
 		err = c->f32 ? xina_allreduce_f32(x, buf, n) :
 		      xina_allreduce_i32(x, buf, n, c->op);
-		secs[it] = ar_now() - t0;
+		secs[it] = ar_now(CLOCK_MONOTONIC) - t0;
+		res->t_end = ar_now(CLOCK_REALTIME);
 		if (err)
 			return err;
 		*done = it + 1;
 		res->checksum = ar_fnv(res->checksum, buf, n * 4);
 		if (c->f32)
-			ar_check_f32(c, buf, n, it, res);
+			ar_check_f32(c, buf, n, it, in, res);
 		else
 			ar_check_i32(c, buf, n, it, res);
 		if (res->bad) {
-			fprintf(stderr, "xina-allreduce: rank %u: iteration %u: %llu elements wrong, first at index %llu\n",
+			fprintf(stderr, "xina-allreduce: rank %u: iteration %u: %llu elements wrong, first at index %llu%s%s\n",
 				c->o.rank, it, (unsigned long long)res->bad,
-				(unsigned long long)res->first_bad);
+				(unsigned long long)res->first_bad,
+				res->why[0] ? ": " : "", res->why);
 			return -EBADMSG;
 		}
 	}
@@ -551,6 +697,7 @@ int main(int argc, char **argv)
 	char error[900] = "";
 	uint32_t done = 0;
 	double *secs;
+	float *in;
 	void *buf;
 	size_t n;
 	int err;
@@ -563,7 +710,9 @@ int main(int argc, char **argv)
 	c.o.log_level = c.verbose ? XINA_LOG_DEBUG : XINA_LOG_WARN;
 	buf = malloc(n ? n * 4 : 4);
 	secs = calloc(c.iters, sizeof(*secs));
-	if (!buf || !secs) {
+	/* the float check's copy of one block of every worker's input */
+	in = malloc((size_t)c.o.workers * c.o.elems * sizeof(*in));
+	if (!buf || !secs || !in) {
 		fprintf(stderr, "xina-allreduce: out of memory for %llu bytes\n",
 			(unsigned long long)c.bytes);
 		return 1;
@@ -573,7 +722,7 @@ int main(int argc, char **argv)
 		snprintf(error, sizeof(error), "xina_open: %s", strerror(-err));
 		goto out;
 	}
-	err = ar_run(&c, x, buf, n, secs, &done, &res);
+	err = ar_run(&c, x, buf, n, in, secs, &done, &res);
 	if (err && err != -EBADMSG)
 		snprintf(error, sizeof(error), "allreduce %u of %u: %s: %s",
 			 done + 1, c.iters, strerror(-err), xina_last_error(x));
@@ -585,6 +734,7 @@ out:
 		fprintf(stderr, "xina-allreduce: rank %u: %s\n", c.o.rank, error);
 	ar_report(&c, x, &res, secs, done, error[0] ? error : NULL);
 	xina_close(x);
+	free(in);
 	free(secs);
 	free(buf);
 	return err || res.bad ? 1 : 0;

@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xina-libtest: negative tests of libxina's API and of an aggregator's
- * packet validation, driven by selftests/swagg_e2e.sh.
+ * xina-libtest: tests of libxina's API and failure semantics, and of an
+ * aggregator's packet validation, driven by selftests/swagg_e2e.sh and
+ * selftests/xina_lib.sh.
  *
  *   xina-libtest api
- *	option and input validation; needs no switch (nothing is sent).
+ *	option and input validation, the float32 error bound and headroom
+ *	bits against values worked out by hand; needs no switch (nothing is
+ *	sent).
+ *   xina-libtest fakesw IP
+ *	libxina against a fake switch of its own on IP (a forked process):
+ *	foreign, duplicate, misplaced and malformed results are ignored and
+ *	counted exactly, and never placed (see fs_answer()).
+ *   xina-libtest call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS
+ *		       BLOCKS ok|broken
+ *	one worker of a real job (see test_call()); "broken" checks that a
+ *	call that failed mid-way leaves a handle that refuses further calls.
  *   xina-libtest packets SWITCH_IP:PORT MEMBER_IP OTHER_IP
  *	sends one malformed or foreign contribution of each kind to an
  *	aggregator configured with job 7, key 0x5eed, 1 worker (rank 0 at
@@ -17,10 +28,13 @@
 #include <endian.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "libxina.h"
@@ -140,17 +154,72 @@ static void test_nonfinite(void)
 	xina_close(x);
 }
 
-static void test_math(void)
+/* ceil(log2(workers)) by hand, for the worker counts of test_bound(). */
+static const struct {
+	unsigned int	workers;
+	unsigned int	l;
+	double		quant;	/* workers * 2^(L - 32): W u / 2 at E = 0 */
+} bound_w[] = {
+	{ 1, 0, 0x1p-32 },
+	{ 2, 1, 0x1p-30 },
+	{ 3, 2, 0x3p-30 },
+	{ 4, 2, 0x1p-28 },
+	{ 8, 3, 0x1p-26 },
+	{ 200, 8, 0x19p-21 },	/* 200 * 2^-24 */
+	{ 256, 8, 0x1p-16 },
+};
+
+/* Results r in blocks of agreed exponent E, and 2^-23 |r| by hand. */
+static const struct {
+	const char	*what;
+	float		r;
+	int		exp;
+	double		rel;
+} bound_r[] = {
+	{ "zero result, E = 0", 0.0f, 0, 0.0 },
+	{ "around 1", 1.0f, 1, 0x1p-23 },
+	{ "negative, around 1", -0x1.8p0f, 1, 0x1.8p-23 },
+	{ "tiny normal", 0x1p-120f, -119, 0x1p-143 },
+	{ "smallest subnormal", 0x1p-149f, -148, 0x1p-172 },
+	{ "subnormal", 0x1.8p-140f, -139, 0x1.8p-163 },
+	{ "FLT_MAX / 2^8", 0x1.fffffep119f, 128, 0x1.fffffep96 },
+	{ "-2^100", -0x1p100f, 101, 0x1p77 },
+};
+
+/*
+ * xina_f32_bound() against the bound of libxina.h written out by hand:
+ * W 2^(E - 32 + L) + 2^-23 |r| + 2^-149.  Each term is exact here (a
+ * literal or a power-of-two scaling of one); the sum is compared with a
+ * relative tolerance of 2^-50, so the order of the library's additions
+ * does not matter, while a wrong term (even off by a factor of two in the
+ * smallest one that matters) fails.
+ */
+static void test_bound(void)
 {
-	CHECK(xina_headroom_bits(1) == 0 && xina_headroom_bits(2) == 1 &&
-	      xina_headroom_bits(3) == 2 && xina_headroom_bits(8) == 3 &&
-	      xina_headroom_bits(9) == 4 && xina_headroom_bits(256) == 8,
-	      "headroom bits = ceil(log2(workers))");
-	CHECK(xina_f32_bound(0.0f, XINA_EXP_ZERO, 4) == 0.0,
-	      "all-zero block is exact");
-	/* 4 workers, E = 0: 4 * 2^(0 - 32 + 2) + 2^-149 */
-	CHECK(xina_f32_bound(0.0f, 0, 4) == ldexp(1.0, -28) + ldexp(1.0, -149),
-	      "bound of a zero result in a block with E = 0");
+	double got, want;
+	size_t w, k;
+
+	for (w = 0; w < sizeof(bound_w) / sizeof(bound_w[0]); w++) {
+		CHECK(xina_headroom_bits(bound_w[w].workers) == bound_w[w].l,
+		      "headroom bits of %u workers: %u (want %u)",
+		      bound_w[w].workers,
+		      xina_headroom_bits(bound_w[w].workers), bound_w[w].l);
+		got = xina_f32_bound(0.0f, XINA_EXP_ZERO, bound_w[w].workers);
+		CHECK(got == 0.0, "%u workers, all-zero block: bound %a (want 0)",
+		      bound_w[w].workers, got);
+		for (k = 0; k < sizeof(bound_r) / sizeof(bound_r[0]); k++) {
+			want = ldexp(bound_w[w].quant, bound_r[k].exp) +
+			       bound_r[k].rel + 0x1p-149;
+			got = xina_f32_bound(bound_r[k].r, bound_r[k].exp,
+					     bound_w[w].workers);
+			CHECK(fabs(got - want) <= want * 0x1p-50,
+			      "%u workers, %s: bound %a (want %a)",
+			      bound_w[w].workers, bound_r[k].what, got, want);
+		}
+	}
+	CHECK(xina_headroom_bits(5) == 3 && xina_headroom_bits(9) == 4 &&
+	      xina_headroom_bits(129) == 8,
+	      "headroom bits between powers of two round up");
 }
 
 static int udp_from(const char *ip)
@@ -214,9 +283,13 @@ static int test_packets(const char *sw, const char *member, const char *other)
 		return 2;
 	}
 
-	/* malformed: 6 */
+	/* malformed: 8; weight is checked before the job, as the rest */
 	good(&p);
 	send_pkt(fd, &to, &p, sizeof(p.h) - 1, "truncated header");
+	good(&p); p.h.weight = htons(1);
+	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set");
+	good(&p); p.h.weight = htons(1); p.h.job = htonl(8);
+	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set, unknown job");
 	good(&p); p.h.version = 2;
 	send_pkt(fd, &to, &p, PLEN(4), "wire version 2");
 	good(&p); p.h.type = XINA_T_RESULT;
@@ -238,13 +311,11 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	send_pkt(fd, &to, &p, PLEN(4), "rank out of range");
 	good(&p);
 	send_pkt(fo, &to, &p, PLEN(4), "rank 0 from a foreign address");
-	/* drop_range: 3 */
+	/* drop_range: 2 */
 	good(&p); p.h.slot = htonl(64);
 	send_pkt(fd, &to, &p, PLEN(4), "slot out of range");
 	good(&p); p.h.count = htons(1025);
 	send_pkt(fd, &to, &p, PLEN(1025), "count above elems");
-	good(&p); p.h.weight = htons(1);
-	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set");
 	/* drop_op: 2 */
 	good(&p); p.h.dtype = 9;
 	send_pkt(fd, &to, &p, PLEN(4), "unknown dtype");
@@ -255,16 +326,354 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	return failed;
 }
 
+/* "IP:PORT" into @sa; exits 2 when it is not. */
+static void parse_ip_port(const char *s, struct sockaddr_in *sa)
+{
+	const char *colon = strchr(s, ':');
+	char ip[INET_ADDRSTRLEN] = "";
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (!colon || (size_t)(colon - s) >= sizeof(ip))
+		goto bad;
+	memcpy(ip, s, colon - s);
+	sa->sin_port = htons(atoi(colon + 1));
+	if (inet_pton(AF_INET, ip, &sa->sin_addr) == 1 && sa->sin_port)
+		return;
+bad:
+	fprintf(stderr, "xina-libtest: '%s' is not IP:PORT\n", s);
+	exit(2);
+}
+
+/*
+ * One int32 SUM of @blocks packets as rank @rank of @workers, job 7, key
+ * 0x5eed, 64 slots (rank r holds (r + 1) * (i + 1) at index i), bound to
+ * BIND_IP[:PORT].
+ *
+ * "ok": the call succeeds and every element is right.
+ * "broken": a peer contributes fewer blocks (the script runs it so), so
+ * the call fails mid-way, some blocks done and the rest never complete.
+ * After that the handle refuses every further call with -ENOTRECOVERABLE
+ * and says why, before anything is sent and without touching the buffer.
+ */
+static int test_call(char **argv)
+{
+	struct xina_worker_stats st, st2;
+	int32_t *buf, one = 42;
+	struct sockaddr_in sa;
+	struct xina *x = NULL;
+	unsigned int blocks, i, w;
+	int64_t want;
+	float f = 1.5f;
+	bool broken;
+	int err;
+	XINA_OPTS(o, .job = 7, .key = 0x5eed, .slots = 64);
+
+	parse_ip_port(argv[2], &sa);
+	*strchr(argv[2], ':') = '\0';
+	o.switch_addr = argv[2];
+	o.switch_port = ntohs(sa.sin_port);
+	o.bind_addr = argv[3];
+	if (strchr(argv[3], ':')) {
+		parse_ip_port(argv[3], &sa);
+		*strchr(argv[3], ':') = '\0';
+		o.bind_port = ntohs(sa.sin_port);
+	}
+	o.rank = atoi(argv[4]);
+	o.workers = atoi(argv[5]);
+	o.elems = atoi(argv[6]);
+	blocks = atoi(argv[7]);
+	broken = !strcmp(argv[8], "broken");
+	o.timeout_ms = broken ? 500 : 5000;
+	buf = calloc((size_t)blocks * o.elems, sizeof(*buf));
+	if (!buf || xina_open(&o, &x)) {
+		printf("not ok open: %s\n", xina_last_error(x));
+		return 1;
+	}
+	for (i = 0; i < blocks * o.elems; i++)
+		buf[i] = (o.rank + 1) * (i + 1);
+	err = xina_allreduce_i32(x, buf, (size_t)blocks * o.elems, XINA_OP_SUM);
+	xina_get_stats(x, &st);
+	if (!broken) {
+		CHECK(err == 0, "rank %u: allreduce of %u blocks: %d %s", o.rank,
+		      blocks, err, err ? xina_last_error(x) : "");
+		for (w = 0, i = 0; !err && i < blocks * o.elems; i++) {
+			want = (int64_t)(i + 1) * o.workers * (o.workers + 1) / 2;
+			if (buf[i] != (int32_t)want && !w++)
+				printf("# element %u is %d, want %lld\n", i,
+				       buf[i], (long long)want);
+		}
+		CHECK(!err && !w, "rank %u: all %u elements right", o.rank,
+		      blocks * o.elems);
+		goto out;
+	}
+	CHECK(err == -ETIMEDOUT, "rank %u: the call fails with -ETIMEDOUT (%d): %s",
+	      o.rank, err, xina_last_error(x));
+	CHECK(st.results > 0 && st.results < blocks,
+	      "rank %u: it failed mid-way: %llu of %u blocks done", o.rank,
+	      (unsigned long long)st.results, blocks);
+	err = xina_allreduce_i32(x, &one, 1, XINA_OP_SUM);
+	CHECK(err == -ENOTRECOVERABLE, "int32 call on the failed handle: %d (want %d)",
+	      err, -ENOTRECOVERABLE);
+	CHECK(strstr(xina_last_error(x), "unusable after an earlier failure"),
+	      "the refusal says why: \"%s\"", xina_last_error(x));
+	err = xina_allreduce_f32(x, &f, 1);
+	CHECK(err == -ENOTRECOVERABLE, "float32 call on the failed handle: %d", err);
+	err = xina_allreduce_i32(x, &one, 1, XINA_OP_MAX);
+	CHECK(err == -ENOTRECOVERABLE, "and again: %d", err);
+	xina_get_stats(x, &st2);
+	CHECK(st2.sent == st.sent && st2.tx_syscalls == st.tx_syscalls &&
+	      st2.calls == 0 && one == 42 && f == 1.5f,
+	      "refused calls sent nothing (sent %llu -> %llu) and left the buffers alone",
+	      (unsigned long long)st.sent, (unsigned long long)st2.sent);
+out:
+	xina_close(x);
+	free(buf);
+	return failed;
+}
+
+/*
+ * The fake switch: the job's aggregate is computed as if two more workers
+ * held the same values (SUM: 3 v) or another one held v + 7 (MAX).  Every
+ * contribution is answered by, in this order:
+ *  - a duplicate of the previous result of its slot, if any: ignored;
+ *  - FS_IGNORED results of other jobs, slots and rounds: ignored;
+ *  - FS_MALFORMED results that are no valid answer: malformed;
+ *  - the right result from another UDP port: the connected socket of
+ *    libxina never sees it;
+ *  - the right result.
+ * Every result but the right one carries garbage values: had libxina
+ * placed any, the check of the values fails.
+ */
+#define FS_SLOTS	4
+#define FS_ELEMS	16
+#define FS_WORKERS	3
+#define FS_IGNORED	4
+#define FS_MALFORMED	10
+#define FS_GARBAGE	0xdeadbeef
+
+struct fs_report {
+	unsigned int	rx;		/* contributions answered */
+	unsigned int	unexpected;	/* datagrams that were none */
+};
+
+static void fs_send(int fd, const struct sockaddr_in *to, const struct pkt *p,
+		    size_t len)
+{
+	if (sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) !=
+	    (ssize_t)len)
+		perror("xina-libtest: fake switch: sendto");
+}
+
+/* A copy of the result @r with garbage values, length @len kept. */
+static size_t fs_bad(struct pkt *b, const struct pkt *r, size_t len)
+{
+	unsigned int i;
+
+	memcpy(b, r, len);
+	for (i = 0; i < ntohs(r->h.count); i++)
+		b->v[i] = htonl(FS_GARBAGE);
+	return len;
+}
+
+static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
+		      const struct pkt *c, struct pkt *prev, bool *have_prev)
+{
+	size_t len = PLEN(ntohs(c->h.count));
+	uint32_t slot = ntohl(c->h.slot);
+	struct pkt r, b;
+	unsigned int i;
+
+	r = *c;
+	r.h.type = XINA_T_RESULT;
+	for (i = 0; i < ntohs(c->h.count); i++)
+		r.v[i] = htonl(c->h.op == XINA_OP_SUM ?
+			       ntohl(c->v[i]) * FS_WORKERS : ntohl(c->v[i]) + 7);
+	if (have_prev[slot])
+		fs_send(fd, to, &prev[slot], PLEN(ntohs(prev[slot].h.count)));
+
+	/* ignored: FS_IGNORED */
+	fs_bad(&b, &r, len); b.h.job = htonl(ntohl(r.h.job) + 1);
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.slot = htonl(FS_SLOTS);
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.round = htonl(ntohl(r.h.round) + 1);
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.round = htonl(ntohl(r.h.round) - 1);
+	fs_send(fd, to, &b, len);
+
+	/* malformed: FS_MALFORMED */
+	fs_send(fd, to, &b, fs_bad(&b, &r, sizeof(b.h) - 1));
+	fs_send(fd, to, &b, fs_bad(&b, &r, len - 4));
+	fs_bad(&b, &r, len); b.h.version = 2;
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.type = XINA_T_CONTRIB;
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.dtype = 9;
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.flags = 0x80;
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.weight = htons(1);
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len);
+	b.h.op = r.h.op == XINA_OP_SUM ? XINA_OP_MAX : XINA_OP_SUM;
+	fs_send(fd, to, &b, len);
+	/* misplaced: the result of another block of this slot */
+	fs_bad(&b, &r, len);
+	b.h.offset = htobe64(be64toh(r.h.offset) + FS_SLOTS * FS_ELEMS);
+	fs_send(fd, to, &b, len);
+	fs_bad(&b, &r, len); b.h.count = htons(ntohs(r.h.count) - 1);
+	fs_send(fd, to, &b, len - 4);
+
+	fs_bad(&b, &r, len);
+	fs_send(foreign, to, &b, len);
+	fs_send(fd, to, &r, len);
+	prev[slot] = r;
+	have_prev[slot] = true;
+}
+
+/* Answer contributions until @ctl closes; report on @rep. */
+static int fs_run(int fd, int foreign, int ctl, int rep)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN },
+	};
+	static struct pkt c, prev[FS_SLOTS];
+	bool have_prev[FS_SLOTS] = {};
+	struct fs_report r = {};
+	struct sockaddr_in from;
+	socklen_t fl;
+	ssize_t n;
+
+	while (poll(pfd, 2, 20000) > 0 && !pfd[1].revents) {
+		fl = sizeof(from);
+		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		if (n < (ssize_t)sizeof(c.h) || c.h.type != XINA_T_CONTRIB ||
+		    n != (ssize_t)PLEN(ntohs(c.h.count)) ||
+		    ntohl(c.h.slot) >= FS_SLOTS) {
+			r.unexpected++;
+			continue;
+		}
+		fs_answer(fd, foreign, &from, &c, prev, have_prev);
+		r.rx++;
+	}
+	return write(rep, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
+}
+
+/*
+ * libxina against the fake switch: two calls (SUM, then MAX) of 10 blocks
+ * (the last one partial) over 4 slots.  Results are right, every bad
+ * answer is counted once, as ignored or malformed, and nothing else is.
+ */
+static int test_fake_switch(const char *ip)
+{
+	const size_t n = 9 * FS_ELEMS + 5, nblocks = 10;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd, foreign, ctl[2], rep[2], status, err;
+	uint64_t want_ign, want_mal;
+	struct xina_worker_stats st;
+	socklen_t sl = sizeof(sa);
+	struct fs_report r = {};
+	struct xina *x = NULL;
+	int32_t buf[9 * FS_ELEMS + 5];
+	unsigned int i, bad;
+	char sw[INET_ADDRSTRLEN];
+	pid_t pid;
+	XINA_OPTS(o, .job = 7, .key = 0x5eed, .rank = 0, .workers = FS_WORKERS,
+		  .slots = FS_SLOTS, .elems = FS_ELEMS, .timeout_ms = 10000,
+		  .rto_us = 5000000, .rto_max_us = 5000000, .bind_addr = ip);
+
+	fd = udp_from(ip);
+	foreign = udp_from(ip);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) || pipe(rep)) {
+		perror("xina-libtest: fake switch");
+		return 2;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("xina-libtest: fork");
+		return 2;
+	}
+	if (!pid) {
+		close(ctl[1]);
+		close(rep[0]);
+		_exit(fs_run(fd, foreign, ctl[0], rep[1]));
+	}
+	close(ctl[0]);
+	close(rep[1]);
+	close(fd);
+	close(foreign);
+
+	inet_ntop(AF_INET, &sa.sin_addr, sw, sizeof(sw));
+	o.switch_addr = sw;
+	o.switch_port = ntohs(sa.sin_port);
+	err = xina_open(&o, &x);
+	CHECK(!err, "open against the fake switch at %s:%u", sw, o.switch_port);
+	if (err)
+		goto out;
+
+	for (i = 0; i < n; i++)
+		buf[i] = i * 1000 + 1;
+	err = xina_allreduce_i32(x, buf, n, XINA_OP_SUM);
+	CHECK(!err, "SUM through bad answers completes (%d: %s)", err,
+	      err ? xina_last_error(x) : "");
+	for (bad = 0, i = 0; i < n; i++)
+		bad += buf[i] != (int32_t)(i * 1000 + 1) * FS_WORKERS;
+	CHECK(!err && !bad, "SUM: all %zu elements right (%u wrong)", n, bad);
+
+	for (i = 0; i < n; i++)
+		buf[i] = -(int32_t)i;
+	err = err ? err : xina_allreduce_i32(x, buf, n, XINA_OP_MAX);
+	CHECK(!err, "MAX through bad answers completes (%d: %s)", err,
+	      err ? xina_last_error(x) : "");
+	for (bad = 0, i = 0; i < n; i++)
+		bad += buf[i] != 7 - (int32_t)i;
+	CHECK(!err && !bad, "MAX: all %zu elements right (%u wrong)", n, bad);
+
+	xina_get_stats(x, &st);
+	/* Each slot's first use has no earlier result to repeat. */
+	want_ign = 2 * nblocks * FS_IGNORED + 2 * nblocks - FS_SLOTS;
+	want_mal = 2 * nblocks * FS_MALFORMED;
+	CHECK(st.sent == 2 * nblocks && st.retrans == 0 && st.results == 2 * nblocks,
+	      "%llu contributions, %llu resends, %llu results (want %zu, 0, %zu)",
+	      (unsigned long long)st.sent, (unsigned long long)st.retrans,
+	      (unsigned long long)st.results, 2 * nblocks, 2 * nblocks);
+	CHECK(st.ignored == want_ign,
+	      "foreign job, slot, round and duplicate results ignored: %llu (want %llu)",
+	      (unsigned long long)st.ignored, (unsigned long long)want_ign);
+	CHECK(st.malformed == want_mal,
+	      "malformed and misplaced results counted malformed: %llu (want %llu)",
+	      (unsigned long long)st.malformed, (unsigned long long)want_mal);
+out:
+	xina_close(x);
+	close(ctl[1]);
+	if (read(rep[0], &r, sizeof(r)) != sizeof(r))
+		r.unexpected = ~0u;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status) && !r.unexpected &&
+	      r.rx == 2 * nblocks,
+	      "fake switch answered %u contributions, saw %u other datagrams",
+	      r.rx, r.unexpected);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
 		test_opts();
 		test_nonfinite();
-		test_math();
+		test_bound();
 		return failed;
 	}
 	if (argc == 5 && !strcmp(argv[1], "packets"))
 		return test_packets(argv[2], argv[3], argv[4]);
-	fprintf(stderr, "usage: xina-libtest api | packets SWITCH_IP:PORT MEMBER_IP OTHER_IP\n");
+	if (argc == 3 && !strcmp(argv[1], "fakesw"))
+		return test_fake_switch(argv[2]);
+	if (argc == 9 && !strcmp(argv[1], "call") &&
+	    (!strcmp(argv[8], "ok") || !strcmp(argv[8], "broken")))
+		return test_call(argv);
+	fprintf(stderr, "usage: xina-libtest api | packets SWITCH_IP:PORT MEMBER_IP OTHER_IP |\n"
+		"                    fakesw IP |\n"
+		"                    call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS BLOCKS ok|broken\n");
 	return 2;
 }

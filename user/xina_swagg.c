@@ -619,7 +619,7 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
 		return;
 	}
-	if (slot >= sw->slots || count > sw->elems || h->weight) {
+	if (slot >= sw->slots || count > sw->elems) {
 		sw->stat[XINA_STAT_DROP_RANGE]++;
 		return;
 	}
@@ -654,14 +654,18 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw_complete(sw, vi, h);
 }
 
-/* Well-formedness first: anything failing here names no job. */
+/*
+ * Well-formedness first, as the XDP fast path and xina.ko check it:
+ * anything failing here names no job.  weight is reserved (hierarchical
+ * aggregation): until it means something, a weight is malformed.
+ */
 static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		      const struct sockaddr_in *from)
 {
 	const struct xina_hdr *h = (const struct xina_hdr *)p;
 
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
-	    h->type != XINA_T_CONTRIB || h->flags & ~XINA_F_ALL ||
+	    h->type != XINA_T_CONTRIB || h->flags & ~XINA_F_ALL || h->weight ||
 	    !h->count || len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;
 		return;

@@ -23,7 +23,9 @@
  * time (as the peers' drivers do).  CPU: user+system time of this process
  * from the barrier before each call to the barrier after it, summed over
  * the calls (as in the peers' drivers); rank 0 adds the host's /proc/stat
- * busy and softirq seconds over the same windows, and the switch's: the
+ * busy and softirq seconds over the same windows, how long its windows
+ * lasted (window_s: busy / (window_s * CPUs) is the host's busy
+ * fraction), and the switch's CPU: the
  * run time of its XDP programs (--switch-prog, from the kernel's BPF
  * run-time statistics) or the CPU time of the aggregator process
  * (--switch-pid).
@@ -357,6 +359,7 @@ static int barrier(struct xina *x)
 struct cpu_acc {
 	double self;
 	double sw;
+	double wall;	/* rank 0: how long the windows lasted */
 	struct host_cpu host;
 };
 
@@ -366,6 +369,7 @@ static void cpu_snap(const struct cfg *c, struct cpu_acc *a)
 	if (c->o.rank == 0) {
 		host_cpu_read(&a->host);
 		a->sw = switch_cpu_s(c);
+		a->wall = mono_s();
 	}
 }
 
@@ -376,6 +380,7 @@ static void cpu_add(struct cpu_acc *sum, const struct cpu_acc *a,
 
 	sum->self += b->self - a->self;
 	sum->sw += b->sw - a->sw;
+	sum->wall += b->wall - a->wall;
 	host_cpu_sub(&d, &b->host, &a->host);
 	sum->host.busy += d.busy;
 	sum->host.softirq += d.softirq;
@@ -440,8 +445,8 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 	io_json(x, &s1);
 	if (c->o.rank == 0)
 		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f,"
-		       "\"switch_cpu_s\":%.6f",
-		       acc.host.busy, acc.host.softirq, acc.sw);
+		       "\"switch_cpu_s\":%.6f,\"window_s\":%.6f",
+		       acc.host.busy, acc.host.softirq, acc.sw, acc.wall);
 	printf("}\n");
 	fflush(stdout);
 	return 0;
