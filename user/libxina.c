@@ -69,11 +69,18 @@ const char *xina_io_reason(const struct xina *x)
 
 int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
 {
-	if (!x || !st)
+	struct xina_worker_stats all;
+	size_t n;
+
+	if (!x || !st || st->sz < offsetofend(struct xina_worker_stats, sz))
 		return -EINVAL;
-	*st = x->st;
+	all = x->st;
 	if (x->io && x->io->stats)
-		x->io->stats(x, st);
+		x->io->stats(x, &all);
+	/* an older caller's struct is shorter: fill what it has */
+	n = st->sz < sizeof(all) ? st->sz : sizeof(all);
+	all.sz = n;
+	memcpy(st, &all, n);
 	return 0;
 }
 

@@ -182,7 +182,14 @@ struct xina_opts {
 		__VA_ARGS__						\
 	}
 
+/*
+ * Counters of a handle, read with xina_get_stats().  Extensible like
+ * struct xina_opts: the caller sets @sz to sizeof(struct xina_worker_stats)
+ * of its build (XINA_STATS() does), the library fills that much and no
+ * more, and says in @sz how much it filled.
+ */
 struct xina_worker_stats {
+	size_t		sz;
 	uint64_t	calls;		/* allreduce calls completed */
 	uint64_t	sent;		/* contributions sent, first copies */
 	uint64_t	retrans;	/* contributions sent again */
@@ -204,6 +211,11 @@ struct xina_worker_stats {
 	uint64_t	xsk_fill_empty;	/* frames the kernel found no fill ring entry for */
 	uint64_t	xsk_rx_dropped;	/* frames the kernel dropped: rx ring full, too large */
 };
+
+#define XINA_STATS(name)						\
+	struct xina_worker_stats name = {				\
+		.sz = sizeof(struct xina_worker_stats),			\
+	}
 
 struct xina;
 

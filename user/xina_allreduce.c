@@ -589,7 +589,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 		      const struct ar_result *res, double *secs,
 		      uint32_t done, const char *error)
 {
-	struct xina_worker_stats st = {};
+	XINA_STATS(st);
 	double med = 0, best = 0;
 	bool ok = !error && !res->bad;
 

@@ -397,7 +397,8 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 		   int iters, int f32, void *buf, double *t)
 {
 	struct cpu_acc acc = { 0 }, a, b;
-	struct xina_worker_stats s0, s1;
+	XINA_STATS(s0);
+	XINA_STATS(s1);
 	size_t n = bytes / 4;
 	double t0;
 	int i, err;
