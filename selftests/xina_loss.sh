@@ -95,10 +95,10 @@ permille()
 # packets, not whole GSO/GRO batches, and "1%" means 1% of the packets.
 job=1
 read -r os0 od0 is0 id0 <<<"$(impair_totals)"
+read -r os od is id <<<"$os0 $od0 $is0 $id0"
 for dtype in i32 f32; do
 	job=$((job + 1))
 	dir=$TMP/$dtype
-	read -r os od is id <<<"$(impair_totals)"
 	rack_job_add "$RACK" "$N" "$job" 0xfeed 64 256 "$PIN"
 	check_err $? "job add failed"
 	rack_allreduce "$RACK" "$N" "$dir" --job "$job" --key 0xfeed --slots 64 \
@@ -145,9 +145,9 @@ for dtype in i32 f32; do
 	fi
 	xctl job del "$job"
 	log_test "allreduce $dtype under loss: the switch answered every lost result from the kept copy"
+	read -r os od is id <<<"$os1 $od1 $is1 $id1"
 done
 
-read -r os od is id <<<"$(impair_totals)"
 os=$((os - os0)) od=$((od - od0)) is=$((is - is0)) id=$((id - id0))
 log_info "impairment: contributions $od of $os dropped ($(permille "$od" "$os") permille)," \
 	 "results $id of $is ($(permille "$id" "$is") permille), configured $PERMILLE"
@@ -157,25 +157,51 @@ log_test "impairment dropped $PERMILLE permille each way (within 3x)"
 
 [ $netem -eq 1 ] || tap_end
 
-# probe NAME FROM_NS TO_NS TO_IP ID: numbered datagrams from FROM_NS to
-# TO_IP:PROBE_PORT in TO_NS; the receiver's JSON in $TMP/probe-NAME.json.
+# probe NAME FROM_NS TO_NS TO_IP ID QDISC_DEV: numbered datagrams from
+# FROM_NS to TO_IP:PROBE_PORT in TO_NS; the receiver's JSON in
+# $TMP/probe-NAME.json, and what netem (on QDISC_DEV of worker 0) and the
+# veth pair dropped meanwhile in $TMP/probe-NAME.drops.
 probe_bound()
 {
 	ip netns exec "$1" cat /proc/net/udp |
 		grep -qi ":$(printf '%04X' "$PROBE_PORT") 00000000:0000"
 }
 
+veth_drops()
+{
+	local a b
+
+	a=$(ip -n "$RACK-w0" -s -j link show dev eth0 |
+	    jq '.[0].stats64 | .rx.dropped + .tx.dropped')
+	b=$(ip -n "$RACK-sw" -s -j link show dev p0 |
+	    jq '.[0].stats64 | .rx.dropped + .tx.dropped')
+	echo $((${a:-0} + ${b:-0}))
+}
+
 probe()
 {
-	local name=$1 from=$2 to=$3 ip=$4 id=$5 pid
+	local name=$1 from=$2 to=$3 ip=$4 id=$5 dev=$6 pid nd0 nd1 vd0 c
 
+	read -ra c <<<"$(rack_netem_counts "$RACK-w0" "$dev")"
+	nd0=${c[1]:-0}
+	vd0=$(veth_drops)
 	ip netns exec "$to" "$PROBE" --recv "$ip:$PROBE_PORT" --id "$id" \
 		>"$TMP/probe-$name.json" 2>"$TMP/probe-$name.err" &
 	pid=$!
 	busywait 10 probe_bound "$to" || { kill "$pid"; return 1; }
+	# Bursts of 4 a millisecond apart: a delayed datagram is overtaken
+	# within its burst, and a stall of the receiving side of up to 64 ms
+	# (a guest under TCG on a loaded host) fills neither the veth ring
+	# (256) nor netem's queue (1000), which would add losses of their own.
+	# Should it happen, the log shows the probe lost more than netem
+	# dropped.
 	ip netns exec "$from" "$PROBE" --send "$ip:$PROBE_PORT" --id "$id" \
-		--count "$PROBE_COUNT" >/dev/null || { kill "$pid"; return 1; }
-	wait "$pid"
+		--count "$PROBE_COUNT" --burst 4 --gap-us 1000 >/dev/null ||
+		{ kill "$pid"; return 1; }
+	wait "$pid" || return 1
+	read -ra c <<<"$(rack_netem_counts "$RACK-w0" "$dev")"
+	nd1=${c[1]:-0}
+	echo "$((nd1 - nd0)) $(($(veth_drops) - vd0))" >"$TMP/probe-$name.drops"
 }
 
 # probe_ok NAME: lost within 3x of the rate (as rate_ok), some duplicated,
@@ -187,7 +213,8 @@ probe_ok()
 	lost=$(jq -r .lost "$f" 2>/dev/null)
 	dup=$(jq -r .duplicated "$f" 2>/dev/null)
 	reo=$(jq -r .reordered "$f" 2>/dev/null)
-	log_info "probe $name: $(cat "$f" 2>/dev/null)"
+	{ read -r nd vd <"$TMP/probe-$name.drops"; } 2>/dev/null
+	log_info "probe $name: $(cat "$f" 2>/dev/null); netem dropped $nd, veth $vd"
 	if [ -z "$lost" ] || [ -z "$dup" ] || [ -z "$reo" ]; then
 		check_err 1 "probe $name gave no result: $(cat "$TMP/probe-$name.err")"
 		return
@@ -202,10 +229,10 @@ probe_ok()
 if [ -z "$PROBE" ] || [ ! -x "$PROBE" ]; then
 	check_err 1 "no xina_probe (make selftests, or vm-progs in the guest)"
 else
-	probe out "$RACK-w0" "$RACK-sw" "$RACK_SWITCH_IP" 1
+	probe out "$RACK-w0" "$RACK-sw" "$RACK_SWITCH_IP" 1 eth0
 	check_err $? "probe worker 0 -> switch failed: $(cat "$TMP/probe-out.err")"
 	probe_ok out
-	probe in "$RACK-sw" "$RACK-w0" "$(rack_worker_ip 0)" 2
+	probe in "$RACK-sw" "$RACK-w0" "$(rack_worker_ip 0)" 2 ifb0
 	check_err $? "probe switch -> worker 0 failed: $(cat "$TMP/probe-in.err")"
 	probe_ok in
 fi
