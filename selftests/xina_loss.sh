@@ -70,8 +70,8 @@ impair_totals()
 # PERMILLE/1000, on at least 10 expected drops.  Drops are binomial:
 # at the expected count e the standard deviation is about sqrt(e), and
 # e/3 lies 0.82 sqrt(e) below it, at e = 10 2.6 sigma (Poisson P(X <= 3)
-# = 0.01), at the guest's e of about 40 5.2 sigma (P < 1e-6), at the
-# host's e of about 650 17 sigma; 3e is further above still.  A factor
+# = 0.01), at the guest's e of about 50 5.8 sigma (P < 1e-7), at the
+# host's e of about 1500 32 sigma; 3e is further above still.  A factor
 # of 3 also covers netem counting its own duplicates as seen (1 + p).
 rate_ok()
 {
@@ -129,8 +129,8 @@ for dtype in i32 f32; do
 	if [ $netem -eq 1 ]; then
 		# netem drops duplicates it made too (a fraction of about p of
 		# its drops): such a drop loses no result.  3 + 3p of the drops
-		# is 4 at the guest's 40 drops, where 5 or more duplicate drops
-		# have a probability below 1e-4.
+		# is 4 at the guest's 20 to 40 drops per job, where 5 or more
+		# duplicate drops have a probability below 1e-4.
 		slack=$((3 + (3 * in_drop * PERMILLE + 999) / 1000))
 	else
 		slack=0
