@@ -69,10 +69,10 @@ impair_totals()
 # rate_ok WHAT DROPPED SEEN: DROPPED/SEEN within a factor of 3 of
 # PERMILLE/1000, on at least 10 expected drops.  Drops are binomial:
 # at the expected count e the standard deviation is about sqrt(e), and
-# e/3 lies 0.82 sqrt(e) below it, at e = 10 2.6 sigma (Poisson P(X <= 3)
-# = 0.01), at the guest's e of about 50 5.8 sigma (P < 1e-7), at the
-# host's e of about 1500 32 sigma; 3e is further above still.  A factor
-# of 3 also covers netem counting its own duplicates as seen (1 + p).
+# e/3 lies (2/3) sqrt(e) below it: at e = 10 2.1 sigma (Poisson
+# P(X <= 3) = 0.01), at the guest's e of about 50 4.7 sigma (P < 1e-7),
+# at the host's e of about 1500 26 sigma; 3e is further above still.  A
+# factor of 3 also covers netem counting its own duplicates as seen (1 + p).
 rate_ok()
 {
 	local what=$1 dropped=$2 seen=$3
