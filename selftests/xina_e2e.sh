@@ -25,6 +25,20 @@ stat_of()	# stat_of JOB NAME
 	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
 }
 
+# sample_jobs FILE STOPFILE JOB1 JOB2: until STOPFILE exists, append the
+# two jobs' complete counters, read together, to FILE ("C1 C2" lines).
+sample_jobs()
+{
+	local file=$1 stop=$2 j1=$3 j2=$4
+
+	while [ ! -e "$stop" ]; do
+		xctl -j stats | jq -r --argjson a "$j1" --argjson b "$j2" \
+			'[(.jobs[] | select(.id == $a) | .complete) // 0,
+			  (.jobs[] | select(.id == $b) | .complete) // 0] | join(" ")'
+		sleep 0.05
+	done > "$file"
+}
+
 # Check all workers' JSON lines: verified, and float results identical.
 check_workers()
 {
@@ -105,20 +119,37 @@ for n in 2 4 8; do
 		log_test "non-xina traffic passes the attached switch"
 
 		# Two jobs at once on one switch (ATP): each worker runs in
-		# both, results stay apart.
+		# both, results stay apart, and they did run at the same time:
+		# while they ran, a sample of the switch's counters shows both
+		# part-way (each completed some slots, neither all of its own).
 		rack_job_add "$RACK" 2 901 1 64 "$ELEMS" "$PIN" &&
 		RACK_WORKER_PORT=7100 rack_job_add "$RACK" 2 902 2 64 "$ELEMS" "$PIN"
 		check_err $? "two jobs could not be added"
+		# Long enough to overlap for many samples; less under TCG.
+		ob=$((MAX_BYTES < (16 << 20) ? (1 << 20) : (16 << 20)))
+		sample_jobs "$TMP/samples" "$TMP/stop" 901 902 &
+		sampler=$!
 		rack_allreduce "$RACK" 2 "$TMP/j901" --job 901 --key 1 --slots 64 \
-			--elems "$ELEMS" --dtype i32 --bytes 1000000 --iters 3 &
+			--elems "$ELEMS" --dtype i32 --bytes "$ob" --iters 2 &
 		p1=$!
 		RACK_WORKER_PORT=7100 rack_allreduce "$RACK" 2 "$TMP/j902" --job 902 \
-			--key 2 --slots 64 --elems "$ELEMS" --dtype f32 --bytes 1000000 --iters 3
+			--key 2 --slots 64 --elems "$ELEMS" --dtype f32 \
+			--bytes "$ob" --iters 2
 		check_err $? "job 902 workers failed"
 		wait $p1
 		check_err $? "job 901 workers failed"
+		touch "$TMP/stop"
+		wait $sampler
 		check_workers 2 "$TMP/j901"
 		check_workers 2 "$TMP/j902"
+		c1=$(stat_of 901 complete)
+		c2=$(stat_of 902 complete)
+		both=$(awk -v c1="$c1" -v c2="$c2" \
+			'$1 > 0 && $1 < c1 && $2 > 0 && $2 < c2 { n++ } END { print n + 0 }' \
+			"$TMP/samples")
+		[ "$both" -gt 0 ]
+		check_err $? "no sample of $(wc -l < "$TMP/samples") shows both jobs part-way (final complete: $c1, $c2)"
+		log_info "jobs 901 and 902 both part-way in $both of $(wc -l < "$TMP/samples") samples"
 		xctl job del 901
 		xctl job del 902
 		log_test "two concurrent jobs on one switch"
