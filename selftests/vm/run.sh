@@ -10,9 +10,11 @@
 # shown indented with "# " and judged as on the host (selftests/
 # tap_judge.sh): exit status 0 or 4, no "not ok", and no skip at any depth
 # that selftests/expected-skips does not list.  A test missing from the
-# initramfs fails.  The last line, "XINA-VM-COUNTS: tests passed, failed,
+# initramfs fails, and so does one that runs out of time.  The last line, "XINA-VM-COUNTS: tests passed, failed,
 # skipped, checks passed, failed, skipped", is what scripts/vm.sh reports.
 
+# Seconds a test may take (scripts/vm.sh bounds the whole run).
+TEST_TIMEOUT=${XINA_VM_TEST_TIMEOUT:-400}
 ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_attached.sh xina_e2e_module.sh xina_netem_maps.sh xina_dmesg.sh"
 tests=${*:-$ALL}
 
@@ -58,12 +60,18 @@ for t in $tests; do
 		fail=$((fail + 1))
 		continue
 	fi
+	# Shown as it runs, so that the console holds what a test that
+	# hangs had done; bounded, so that the tests after it still run.
 	out=/tmp/$t.out
 	start=$(date +%s)
-	$cmd > "$out" 2>&1
-	rc=$?
+	timeout "$TEST_TIMEOUT" $cmd 2>&1 | tee "$out" | sed 's/^/# /'
+	rc=${PIPESTATUS[0]}
 	took=$(($(date +%s) - start))
-	sed 's/^/# /' "$out"
+	if [ "$took" -ge "$TEST_TIMEOUT" ]; then
+		echo "not ok $i $t # TIMEOUT after ${took}s"
+		fail=$((fail + 1))
+		continue
+	fi
 	tap_judge "$t" "$rc" "$out"
 	read -r p f s <<< "$tap_checks"
 	checks_pass=$((checks_pass + p))
