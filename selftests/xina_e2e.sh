@@ -38,7 +38,7 @@ sample_jobs()
 		complete_get b "$j2"
 		complete_get a2 "$j1"
 		echo "$a $b $a2"
-		sleep 0.05
+		sleep 0.02
 	done > "$file"
 }
 
@@ -143,7 +143,7 @@ for n in 2 4 8; do
 		RACK_WORKER_PORT=7100 rack_job_add "$RACK" 2 902 2 64 "$ELEMS" "$PIN"
 		check_err $? "two jobs could not be added"
 		# Long enough to overlap for many samples; less under TCG.
-		ob=$((MAX_BYTES < (16 << 20) ? (1 << 20) : (16 << 20)))
+		ob=$((MAX_BYTES < (32 << 20) ? (1 << 20) : (32 << 20)))
 		RACK_NS_INO=$(stat -L -c %i "/run/netns/$RACK-sw")
 		sample_jobs "$TMP/samples" "$TMP/stop" 901 902 &
 		sampler=$!
