@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034	# tap_* are set for the caller
 #
 # Judge one test by its exit status and its TAP output, at every nesting
 # depth: shared by selftests/run.sh (host) and selftests/vm/run.sh (guest).
@@ -34,6 +35,7 @@ XINA_EXPECTED_SKIPS=${XINA_EXPECTED_SKIPS:-$TAP_JUDGE_DIR/expected-skips}
 #   count PASSED FAILED SKIPPED
 #   badlist LINE                               (a malformed list line)
 # POSIX awk: mawk on the host, busybox awk in the guest.
+# shellcheck disable=SC2016	# an awk program, not shell
 TAP_JUDGE_AWK='
 function trim(s)
 {
