@@ -439,40 +439,52 @@ static int xnl_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
 	return ret;
 }
 
+/* The jobs of a dump, collected first: see xnl_job_walk(). */
 struct xnl_walk {
-	struct xinactl		*x;
-	xinactl_job_cb		cb;
-	void			*arg;
-	struct xinactl_job	job;
+	struct xinactl_job	*jobs;
+	size_t			nr;
+	size_t			cap;
 };
 
 static int xnl_walk_cb(const struct nlmsghdr *h, void *arg)
 {
 	struct xnl_walk *w = arg;
+	struct xinactl_job *j;
 
-	xnl_parse_job(h, &w->job, NULL);
-	return w->cb(w->x, &w->job, w->arg);
+	if (w->nr == w->cap) {
+		j = realloc(w->jobs, (w->cap * 2 + 4) * sizeof(*j));
+		if (!j)
+			return -ENOMEM;
+		w->jobs = j;
+		w->cap = w->cap * 2 + 4;
+	}
+	xnl_parse_job(h, &w->jobs[w->nr++], NULL);
+	return 0;
 }
 
-/* The kernel dumps the jobs of this netns in ascending id order. */
+/*
+ * The kernel dumps the jobs of this netns in ascending id order.  @cb runs
+ * once the dump is over: it may send requests of its own (xinactl stats
+ * does), which would otherwise interleave with the rest of the dump on the
+ * one socket and buffer.
+ */
 static int xnl_job_walk(struct xinactl *x, xinactl_job_cb cb, void *arg)
 {
+	struct xnl_walk w = {};
 	struct xnl *n = x->be_priv;
-	struct xnl_walk *w;
+	size_t i;
 	int ret;
 
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->x = x;
-	w->cb = cb;
-	w->arg = arg;
 	xnl_msg(n, n->family, NLM_F_DUMP, XINA_CMD_JOB_GET);
-	ret = xnl_do(n, xnl_walk_cb, w);
-	/* An error of the callback has been reported by it. */
-	if (ret < 0 && n->errmsg[0])
+	ret = xnl_do(n, xnl_walk_cb, &w);
+	if (ret < 0) {
 		xerr("cannot list the jobs: %s", xnl_why(n, ret));
-	free(w);
+		goto out;
+	}
+	for (i = 0; i < w.nr && !ret; i++)
+		ret = cb(x, &w.jobs[i], arg);
+out:
+	free(w.jobs);
 	return ret;
 }
 
