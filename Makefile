@@ -51,10 +51,29 @@ deps: $(DEPS_STAMP)
 demo: all
 	$(Q)scripts/demo.sh
 
-check: check-host check-vm
-	$(Q)cat $(O)/check-host.result $(O)/check-vm.result 2>/dev/null | \
-		awk '{ p += $$1; f += $$2; s += $$3 } \
-		     END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }'
+# Both halves run, whatever the other did; the closing line adds up their
+# counts of tests and checks ($(O)/check-{host,vm}.result: tests passed,
+# failed, skipped, checks passed, failed, skipped).  A half that failed
+# without a result (it could not build, or the VM could not run) or with
+# no failed test in it counts as one failed test.  Exit status 1 when
+# anything failed.
+check:
+	$(Q)rm -f $(O)/check-host.result $(O)/check-vm.result
+	$(Q)host=0; vm=0; \
+	$(MAKE) --no-print-directory check-host || host=$$?; \
+	$(MAKE) --no-print-directory check-vm || vm=$$?; \
+	for half in host:$$host vm:$$vm; do \
+		r=$(O)/check-$${half%%:*}.result; \
+		echo "$${half%%:*} $${half#*:} $$(cat $$r 2>/dev/null)"; \
+	done | awk ' \
+		NF != 8 { note = note sprintf("; %s: no result (exit %d)", $$1, $$2); \
+			  tf++; next } \
+		$$2 != 0 && $$4 == 0 { note = note sprintf("; %s: exit %d", $$1, $$2); \
+			  tf++ } \
+		{ tp += $$3; tf += $$4; ts += $$5; cp += $$6; cf += $$7; cs += $$8 } \
+		END { printf "check: tests: %d passed, %d failed, %d skipped; " \
+			     "checks: %d passed, %d failed, %d skipped%s\n", \
+			     tp, tf, ts, cp, cf, cs, note; exit tf != 0 }'
 
 # The host half: BPF map backend, on this kernel, in namespaces.
 check-host: all selftests

@@ -118,7 +118,7 @@ VM_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	     -std=gnu11 \
 	     -I$(ROOT)/include/uapi -I$(ROOT)/selftests/vm -I$(VM_SELFTESTS)
 VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
-	    $(VM_PROGS_OUT)/xina_kfunc.bpf.o
+	    $(VM_PROGS_OUT)/xina_kfunc.bpf.o $(VM_PROGS_OUT)/xina_probe
 
 .PHONY: vm-progs
 # With the user-space tools the guest's end-to-end tests use.
@@ -135,6 +135,11 @@ $(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c selftests/vm/xnl.h \
 			    $(O)/bpf/xina_kf.skel.h $(KMOD_LSRC)/.stamp
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(VM_CFLAGS) -I$(O) -o $@ $< -lbpf -lelf -lz
+
+# The datagram probe of selftests/xina_loss.sh, for netem in the guest.
+$(VM_PROGS_OUT)/xina_probe: selftests/xina_probe.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(VM_CFLAGS) -o $@ $<
 
 $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
 				  include/uapi/linux/xina.h | $(KMOD_DEPS)

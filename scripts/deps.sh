@@ -7,7 +7,8 @@
 #   scripts/deps.sh [build] [vm] [bench]...
 #
 #   build  compile bpf/ and user/, run the host selftests (default)
-#   vm     build xina.ko against Debian's 6.1 kernel and boot it under qemu
+#   vm     build xina.ko against Debian's 6.1 kernel and boot it under qemu,
+#          with every tool the guest tests run (scripts/vm/mkinitramfs.sh)
 #   bench  the peers of "make bench": OpenMPI, Gloo (torch), gnuplot
 set -euo pipefail
 
@@ -16,7 +17,7 @@ pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev bpftool
 	util-linux psmisc nftables jq"
 pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
-	gcc kmod"
+	gcc kmod file iproute2 bpftool util-linux jq nftables"
 pkgs_bench="openmpi-bin libopenmpi-dev python3-torch gnuplot-nox"
 
 want=""

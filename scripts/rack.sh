@@ -200,38 +200,70 @@ rack_nft_loss()
 	# Contributions are dropped at the device (netdev egress), where the
 	# sender does not see it (an output-hook drop fails sendmsg with
 	# EPERM); results in the input hook.  Both hooks see GSO/GRO batches
-	# whole: per-packet loss needs the workers' --no-gso --no-gro.
+	# whole: per-packet loss needs the workers' --no-gso --no-gro.  The
+	# "seen" counters count every xina packet the drop rule judged.
 	ip netns exec "$w" nft -f - <<-EOF
 	table netdev xina_impair {
+		counter out_seen { }
+		counter out_drop { }
 		chain out {
 			type filter hook egress device eth0 priority 0; policy accept;
-			udp dport $port numgen random mod 1000 < $pm counter drop
+			udp dport $port counter name out_seen
+			udp dport $port numgen random mod 1000 < $pm counter name out_drop drop
 		}
 	}
 	table inet xina_impair {
+		counter in_seen { }
+		counter in_drop { }
 		chain in {
 			type filter hook input priority 0; policy accept;
-			udp sport $port numgen random mod 1000 < $pm counter drop
+			udp sport $port counter name in_seen
+			udp sport $port numgen random mod 1000 < $pm counter name in_drop drop
 		}
 	}
 	EOF
 }
 
-# Packets the impairment dropped at worker $2: netem's drops on eth0 and
-# ifb0, or the nftables rules' counters.
+# The netem qdisc of device $2 in namespace $1 as "SEEN DROPPED": what it
+# was given (sent + dropped; a packet it duplicated counts twice) and what
+# it dropped.  Nothing when the device has no netem.
+rack_netem_counts()
+{
+	ip netns exec "$1" tc -s -j qdisc show dev "$2" 2>/dev/null |
+		jq -r '.[] | select(.kind == "netem") |
+		       "\(.packets + .drops) \(.drops)"'
+}
+
+# rack_impair_counts RACK I: what the impairment at worker I saw and
+# dropped, as "OUT_SEEN OUT_DROPPED IN_SEEN IN_DROPPED": contributions
+# leaving the worker, results arriving.  nftables counts exactly the xina
+# packets its drop rules judged.  netem counts every packet of its qdisc
+# (eth0 out, ifb0 in), its own duplicates and a few non-xina ones (ARP on
+# eth0) included: read it before other traffic (a probe) crosses it.
+rack_impair_counts()
+{
+	local w=$1-w$2 out in
+
+	out=$(rack_netem_counts "$w" eth0)
+	if [ -n "$out" ]; then
+		in=$(rack_netem_counts "$w" ifb0)
+		echo "$out ${in:-0 0}"
+		return 0
+	fi
+	ip netns exec "$w" nft -j list counters 2>/dev/null |
+		jq -r '[.nftables[].counter? // empty |
+			select(.table == "xina_impair") | {(.name): .packets}] |
+		       add // {} |
+		       "\(.out_seen // 0) \(.out_drop // 0) \(.in_seen // 0) \(.in_drop // 0)"'
+}
+
+# Packets the impairment dropped at worker $2, both directions.
 rack_impair_drops()
 {
-	local w=$1-w$2 n=0 d dev
+	local c
 
-	for dev in eth0 ifb0; do
-		d=$(ip netns exec "$w" tc -s -j qdisc show dev "$dev" 2>/dev/null |
-		    jq '[.[] | select(.kind == "netem") | .drops] | add // 0')
-		n=$((n + ${d:-0}))
-	done
-	d=$(ip netns exec "$w" nft -j list ruleset 2>/dev/null |
-	    jq '[.nftables[].rule? // empty | select(.table == "xina_impair") |
-		 .expr[] | .counter? // empty | .packets] | add // 0')
-	echo $((n + ${d:-0}))
+	read -ra c <<<"$(rack_impair_counts "$1" "$2")"
+	echo $((${c[1]:-0} + ${c[3]:-0}))
 }
 
 # rack_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the rack's

@@ -22,5 +22,13 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
 
+# xina_probe: numbered datagrams through an impaired link, for
+# xina_loss.sh (netem's duplicates and reordering; no test of its own).
+SELFTESTS += $(ST_OUT)/xina_probe
+$(ST_OUT)/xina_probe: selftests/xina_probe.c
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@
+
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)

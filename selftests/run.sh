@@ -1,27 +1,38 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kselftest-style runner: runs each test, indents its TAP output, and prints
-# one "ok N selftests: xina: TEST" line per test and a closing
-# "N passed, N failed, N skipped" line.  Exit 0 when nothing failed.
+# kselftest-style runner: runs each test, indents its TAP output, judges it
+# (selftests/tap_judge.sh: exit status, "not ok" and skips at any depth
+# against selftests/expected-skips) and prints one
+# "ok N selftests: xina: TEST" line per test and a closing line with the
+# tests and the checks (leaf TAP points) passed, failed and skipped.
+# Exit 0 when nothing failed.
 #
 #   selftests/run.sh [TEST...]       (default: the host list below)
 #
-# XINA_TEST_TIMEOUT bounds each test (seconds, default 900).
+# XINA_TEST_TIMEOUT bounds each test (seconds, default 900).  The counts
+# go to $O/check-host.result for the closing line of "make check".
 
 here=$(cd "$(dirname "$0")" && pwd)
 O=${O:-$here/../build}
 case "$O" in /*) ;; *) O=$(cd "$here/.." && pwd)/$O ;; esac
 export O
+. "$here/tap_judge.sh"
 
 host_tests="xina_fastpath xinactl_args.sh swagg_e2e.sh xina_e2e.sh
-	    xina_loss.sh xina_dead_worker.sh xina_lib.sh"
+	    xina_config.sh xina_job_life.sh xina_loss.sh xina_dead_worker.sh
+	    xina_lib.sh"
 [ $# -gt 0 ] || set -- $host_tests
 
 pass=0
 fail=0
 skip=0
+checks_pass=0
+checks_fail=0
+checks_skip=0
 n=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 echo "TAP version 13"
 echo "1..$#"
 for t in "$@"; do
@@ -37,16 +48,39 @@ for t in "$@"; do
 	fi
 	echo "# selftests: xina: $t"
 	start=$SECONDS
-	timeout --foreground -k 10 "${XINA_TEST_TIMEOUT:-900}" "$cmd" 2>&1 | sed -u 's/^/# /'
+	timeout --foreground -k 10 "${XINA_TEST_TIMEOUT:-900}" "$cmd" 2>&1 |
+		tee "$out" | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	took=$((SECONDS - start))
-	case $rc in
-	0) echo "ok $n selftests: xina: $t (${took}s)"; pass=$((pass + 1)) ;;
-	4) echo "ok $n selftests: xina: $t # SKIP"; skip=$((skip + 1)) ;;
-	124) echo "not ok $n selftests: xina: $t # TIMEOUT after ${took}s"; fail=$((fail + 1)) ;;
-	*) echo "not ok $n selftests: xina: $t # exit=$rc (${took}s)"; fail=$((fail + 1)) ;;
+	tap_judge "$t" "$rc" "$out"
+	read -r p f s <<< "$tap_checks"
+	checks_pass=$((checks_pass + p))
+	checks_fail=$((checks_fail + f))
+	checks_skip=$((checks_skip + s))
+	if [ "$rc" -eq 124 ]; then
+		echo "not ok $n selftests: xina: $t # TIMEOUT after ${took}s"
+		fail=$((fail + 1))
+		continue
+	fi
+	case $tap_verdict in
+	pass)
+		skipped=""
+		[ "$s" -gt 0 ] && skipped=", $s skipped"
+		echo "ok $n selftests: xina: $t (${took}s: $p checks passed$skipped)"
+		pass=$((pass + 1))
+		;;
+	skip)
+		echo "ok $n selftests: xina: $t # SKIP $tap_why"
+		skip=$((skip + 1))
+		;;
+	*)
+		echo "not ok $n selftests: xina: $t # $tap_why (${took}s)"
+		fail=$((fail + 1))
+		;;
 	esac
 done
-echo "$pass passed, $fail failed, $skip skipped"
-[ -d "$O" ] && echo "$pass $fail $skip" > "$O/check-host.result"
+echo "host: tests: $pass passed, $fail failed, $skip skipped;" \
+     "checks: $checks_pass passed, $checks_fail failed, $checks_skip skipped"
+[ -d "$O" ] && echo "$pass $fail $skip $checks_pass $checks_fail $checks_skip" \
+	> "$O/check-host.result"
 [ "$fail" -eq 0 ]

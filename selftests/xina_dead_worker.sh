@@ -4,60 +4,145 @@
 # A worker that dies mid-allreduce: every other worker gives up with a clear
 # error within its timeout instead of hanging.  A switch that is not there
 # at all ends the same way.
+#
+# Which timeout applies (user/libxina.c): a call that has had a result
+# gives up after --timeout-ms without one (xina_call_timeout_ns); before
+# its first result it waits the join timeout, timeout plus twice the time
+# the worker spent since its previous call (xina_join_ns).  So worker 3 is
+# killed inside the timed call, after the switch completed a block of it:
+# not in xina-allreduce's one-element barrier before it, nor while the
+# workers fill or verify their buffers between calls.
+#
+# Times are the kernel's: the modification time of a survivor's stdout
+# (its report, flushed as it exits) against the time of the kill, so
+# this shell's own scheduling does not count (the time of its stderr,
+# the error line printed as the failed call returns, is logged).  The
+# margin on top of the timeout: a survivor's last result may come a
+# little after the kill (slots worker 3 had contributed to complete when
+# the others' contributions arrive, a round trip later), its poll wakes up
+# to 1 ms late (rounded up), it frees its 64 MiB buffer before it exits,
+# and the file times come from the coarse clock (one 4 ms tick at
+# HZ=250).  Each is at most a few milliseconds on an idle machine, but
+# every step waits for a CPU: on the test machines (2 CPUs shared with
+# other runs) tens of milliseconds.  250 ms covers them and is still an
+# eighth of the timeout.
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
+require_cmd jq "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xd
 N=4
+JOB=5
 TIMEOUT_MS=2000
+NOSWITCH_TIMEOUT_MS=1000
+MARGIN_MS=${XINA_DEAD_MARGIN_MS:-250}
+ELEMS=256
+# Long enough (0.3 to 3 s on the rack) for the kill to land inside it.
+BYTES=$((64 << 20))
+NBLOCKS=$((BYTES / 4 / ELEMS))
 
 tap_begin 2
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
-	rack_job_add "$RACK" "$N" 5 0xdead 64 256 "$PIN"
+	rack_job_add "$RACK" "$N" "$JOB" 0xdead 64 "$ELEMS" "$PIN"
 check_err $? "rack could not be set up"
 
-# Big enough that the allreduce is still running when worker 3 is killed.
-rack_allreduce "$RACK" "$N" "$TMP/run" --job 5 --key 0xdead --slots 64 \
-	--elems 256 --dtype i32 --bytes $((256 << 20)) --iters 50 \
-	--timeout-ms "$TIMEOUT_MS" &
-runner=$!
-# Worker 3 is whatever runs in its namespace (and nothing else on the box).
-worker3_running()
+# ms_since T0 FILE: milliseconds from T0 ($EPOCHREALTIME) to the last
+# write to FILE.
+ms_since()
 {
-	[ -n "$(ip netns pids "$RACK-w3" 2>/dev/null)" ]
+	awk -v a="$1" -v b="$(stat -c %.9Y "$2")" 'BEGIN { printf "%d", (b - a) * 1000 }'
 }
-busywait 20 worker3_running
-check_err $? "worker 3 never started"
-sleep 1
-start=$SECONDS
-ip netns pids "$RACK-w3" | xargs -r kill -9
-wait $runner
-fails=$?
-took=$((SECONDS - start))
-[ "$fails" -eq "$N" ]
-check_err $? "$fails of $N workers failed, want all (3 survivors + the killed one)"
-[ "$took" -le $((TIMEOUT_MS / 1000 + 10)) ]
-check_err $? "survivors took ${took}s to give up, timeout is ${TIMEOUT_MS}ms"
-for i in 0 1 2; do
-	grep -qiE 'time(d)? ?out|no progress' "$TMP/run/w$i.err"
-	check_err $? "worker $i error does not say it timed out: $(tail -n1 "$TMP/run/w$i.err")"
-done
-log_info "worker 0 said: $(tail -n1 "$TMP/run/w0.err")"
-log_test "dead worker: the others fail with a clear error within ${TIMEOUT_MS}ms (took ${took}s)"
 
-# No switch at all: nothing answers on 10.77.0.254's xina port.
-ip netns exec "$RACK-sw" "$O/xinactl" -P "$PIN" dev detach p0
+# Worker i: its exit status in $TMP/run/wI.rc.
+mkdir -p "$TMP/run"
+cpus=$(nproc)
+for ((i = 0; i < N; i++)); do
+	(
+		ip netns exec "$RACK-w$i" taskset -c $((i % cpus)) \
+			"$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
+			--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
+			--rank "$i" --workers "$N" --job "$JOB" --key 0xdead \
+			--slots 64 --elems "$ELEMS" --dtype i32 --bytes "$BYTES" \
+			--iters 1 --timeout-ms "$TIMEOUT_MS" --json \
+			>"$TMP/run/w$i.json" 2>"$TMP/run/w$i.err"
+		echo $? >"$TMP/run/w$i.rc"
+	) &
+done
+
+complete()
+{
+	xctl -j stats job "$JOB" | jq -r '.jobs[0].complete // 0'
+}
+
+# The first block of the timed call is complete 2: the barrier is 1.
+in_big_call()
+{
+	[ "$(complete)" -ge 2 ]
+}
+
+busywait 120 in_big_call
+check_err $? "the allreduce never got past its barrier (complete $(complete))"
+before=$(complete)
+# Worker 3 is whatever runs in its namespace (and nothing else on the box).
+# The time is taken right before the kill builtin, nothing forked between.
+pids=$(ip netns pids "$RACK-w3")
+t_kill=$EPOCHREALTIME
+# shellcheck disable=SC2086
+kill -9 $pids
+wait 2>/dev/null
+after=$(complete)
+log_info "killed worker 3 at $before of $((NBLOCKS + 1)) completions, $after completed in all"
+[ "$after" -lt $((NBLOCKS + 1)) ]
+check_err $? "the timed call completed ($after of $((NBLOCKS + 1))): worker 3 died after it"
+
+for i in 0 1 2; do
+	rc=$(cat "$TMP/run/w$i.rc")
+	err_ms=$(ms_since "$t_kill" "$TMP/run/w$i.err")
+	exit_ms=$(ms_since "$t_kill" "$TMP/run/w$i.json")
+	log_info "worker $i: error ${err_ms} ms after the kill, exit $rc at ${exit_ms} ms:" \
+		 "$(tail -n1 "$TMP/run/w$i.err")"
+	[ "$rc" -eq 1 ]
+	check_err $? "worker $i: exit $rc, want 1"
+	# An empty file was never written: its time is the worker's start.
+	[ -n "$(jq -r '.error // empty' "$TMP/run/w$i.json" 2>/dev/null)" ]
+	check_err $? "worker $i: no report with an error on its way out"
+	# The stated timeout, not the join timeout, is what applied.
+	grep -q "no result from switch .* for $TIMEOUT_MS ms;" "$TMP/run/w$i.err"
+	check_err $? "worker $i: no timeout error of $TIMEOUT_MS ms: $(tail -n1 "$TMP/run/w$i.err")"
+	[ "$exit_ms" -le $((TIMEOUT_MS + MARGIN_MS)) ]
+	check_err $? "worker $i exited ${exit_ms} ms after the kill, timeout ${TIMEOUT_MS} ms + ${MARGIN_MS} ms"
+done
+rc=$(cat "$TMP/run/w3.rc")
+[ "$rc" -ne 0 ]
+check_err $? "the killed worker exited 0"
+log_test "dead worker: the others fail with a timeout error within ${TIMEOUT_MS} + ${MARGIN_MS} ms of the kill"
+
+# No switch at all: nothing answers on 10.77.0.254's xina port.  The first
+# call (the barrier) waits for its join timeout, the stated timeout plus
+# twice the few microseconds since xina_open().
+xctl dev detach p0
+t0=$EPOCHREALTIME
 ip netns exec "$RACK-w0" timeout 30 "$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 	--rank 0 --workers 1 --job 77 --key 1 --slots 8 --elems 256 --dtype i32 \
-	--bytes 4096 --timeout-ms 1000 >/dev/null 2>"$TMP/noswitch.err"
+	--bytes 4096 --timeout-ms "$NOSWITCH_TIMEOUT_MS" --json \
+	>"$TMP/noswitch.json" 2>"$TMP/noswitch.err"
 rc=$?
-[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
-check_err $? "allreduce without a switch: exit $rc, want a clean failure"
-grep -qiE 'time(d)? ?out|no progress|unreachable|refused' "$TMP/noswitch.err"
-check_err $? "no clear error without a switch: $(tail -n1 "$TMP/noswitch.err")"
-log_info "without a switch: $(tail -n1 "$TMP/noswitch.err")"
-log_test "no switch: clear error, no hang"
+err_ms=$(ms_since "$t0" "$TMP/noswitch.err")
+exit_ms=$(ms_since "$t0" "$TMP/noswitch.json")
+log_info "without a switch: error after ${err_ms} ms, exit $rc at ${exit_ms} ms:" \
+	 "$(tail -n1 "$TMP/noswitch.err")"
+[ "$rc" -eq 1 ]
+check_err $? "allreduce without a switch: exit $rc, want 1"
+[ -n "$(jq -r '.error // empty' "$TMP/noswitch.json" 2>/dev/null)" ]
+check_err $? "no report with an error without a switch"
+grep -q "no result from switch .* for $NOSWITCH_TIMEOUT_MS ms" "$TMP/noswitch.err"
+check_err $? "no timeout error of $NOSWITCH_TIMEOUT_MS ms without a switch: $(tail -n1 "$TMP/noswitch.err")"
+grep -q "unreachable" "$TMP/noswitch.err"
+check_err $? "the error does not name the unreachable port: $(tail -n1 "$TMP/noswitch.err")"
+# From the start of the process, its start-up included.
+[ "$exit_ms" -le $((NOSWITCH_TIMEOUT_MS + MARGIN_MS)) ]
+check_err $? "exited ${exit_ms} ms after its start, timeout ${NOSWITCH_TIMEOUT_MS} ms + ${MARGIN_MS} ms"
+log_test "no switch: a timeout error within ${NOSWITCH_TIMEOUT_MS} + ${MARGIN_MS} ms"
 tap_end

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * xtest: a small test harness in the shape of the kselftest harness, for
- * the C selftests of xina.  TAP 13 output; exit 0 when all tests pass, 1
- * when one fails, 4 (KSFT_SKIP) when the whole file is skipped.
+ * the C selftests of xina.  TAP 13 output; exit 0 when no test failed, 1
+ * when one failed, 4 (KSFT_SKIP) when every test was skipped.
  *
  *	TEST(name) { ASSERT_EQ(a, b); EXPECT_TRUE(c, "what"); ... }
  *	int main(void) { return xt_main(setup, teardown); }
  *
  * ASSERT_* end the test on failure, EXPECT_* record it and go on.  A test
- * calls XT_SKIP("reason") to be reported as skipped.  teardown() runs after
- * every test, also after a failed ASSERT, so tests may leave state behind.
+ * calls XT_SKIP("reason") to be reported as skipped: only for a missing
+ * tool or kernel feature, and make check fails unless the skip is listed
+ * in selftests/expected-skips.  teardown() runs after every test, also
+ * after a failed ASSERT, so tests may leave state behind.
+ *
+ * main() may check what every test needs first: xt_skip_all() when the
+ * machine lacks it, xt_fail_all() when it is broken (an object that does
+ * not load is a failure, never a skip).  Call xt_header() before anything
+ * that may print diagnostics, so that "TAP version 13" comes first.
  */
 #ifndef XTEST_H
 #define XTEST_H
@@ -33,6 +40,7 @@ struct xt_state {
 	struct xt_test *head, **tail;
 	int failed;		/* current test failed */
 	const char *skip;	/* current test skipped, and why */
+	int header;		/* "TAP version 13" printed */
 };
 
 static struct xt_state xt = { .tail = &xt.head };
@@ -88,17 +96,40 @@ static inline void xt_register(struct xt_test *t)
 		return;							\
 	} while (0)
 
+static inline void xt_header(void)
+{
+	if (!xt.header)
+		printf("TAP version 13\n");
+	xt.header = 1;
+	fflush(stdout);
+}
+
 /* Skip the whole file: plan 1..0 with the reason, exit KSFT_SKIP. */
 static inline int xt_skip_all(const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("TAP version 13\n1..0 # SKIP ");
+	xt_header();
+	printf("1..0 # SKIP ");
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
 	return KSFT_SKIP;
+}
+
+/* Fail the whole file: one point @what, not ok, with the reason. */
+static inline int xt_fail_all(const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	xt_header();
+	printf("1..1\nnot ok 1 - %s\n# ", what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	return KSFT_FAIL;
 }
 
 static inline int xt_main(int (*setup)(void), void (*teardown)(void))
@@ -108,7 +139,8 @@ static inline int xt_main(int (*setup)(void), void (*teardown)(void))
 
 	for (t = xt.head; t; t = t->next)
 		n++;
-	printf("TAP version 13\n1..%d\n", n);
+	xt_header();
+	printf("1..%d\n", n);
 	for (t = xt.head; t; t = t->next) {
 		i++;
 		xt.failed = 0;
@@ -132,7 +164,9 @@ static inline int xt_main(int (*setup)(void), void (*teardown)(void))
 	}
 	printf("# %d passed, %d failed, %d skipped\n", n - fails - skips,
 	       fails, skips);
-	return fails ? KSFT_FAIL : KSFT_PASS;
+	if (fails)
+		return KSFT_FAIL;
+	return n && skips == n ? KSFT_SKIP : KSFT_PASS;
 }
 
 #endif /* XTEST_H */

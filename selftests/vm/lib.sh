@@ -6,6 +6,7 @@
 RET=0
 NTEST=0
 
+# log_test RC NAME [REASON]: RC 0 pass, 4 skip (for REASON), else fail.
 log_test() {
 	local rc=$1 name=$2
 
@@ -13,7 +14,7 @@ log_test() {
 	if [ "$rc" -eq 0 ]; then
 		echo "ok $NTEST $name"
 	elif [ "$rc" -eq 4 ]; then
-		echo "ok $NTEST $name # SKIP"
+		echo "ok $NTEST $name # SKIP ${3:-(the output above says why)}"
 	else
 		echo "not ok $NTEST $name"
 		RET=1

@@ -4,13 +4,25 @@
 # Guest side of "make check-vm": run the module selftests as a kselftest
 # style TAP plan.  Started by scripts/vm/init inside the VM, from the
 # directory that holds the tests; arguments restrict the run to some tests.
-# Exit status: 0 all passed (or skipped), 1 a test failed.
+# Exit status: 0 nothing failed, 1 a test failed.
 #
 # Each test is a program of its own; its output (TAP of its subtests) is
-# shown indented with "# ".  Exit status of a test: 0 pass, 4 skip, else fail.
+# shown indented with "# " and judged as on the host (selftests/
+# tap_judge.sh): exit status 0 or 4, no "not ok", and no skip at any depth
+# that selftests/expected-skips does not list.  A test missing from the
+# initramfs fails, and so does one that runs out of time.  The last line, "XINA-VM-COUNTS: tests passed, failed,
+# skipped, checks passed, failed, skipped", is what scripts/vm.sh reports.
 
+# Seconds a test may take (scripts/vm.sh bounds the whole run).
+TEST_TIMEOUT=${XINA_VM_TEST_TIMEOUT:-400}
 ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_attached.sh xina_e2e_module.sh xina_netem_maps.sh xina_dmesg.sh"
 tests=${*:-$ALL}
+
+XINA_ROOT=${XINA_ROOT:-/xina/root}
+if ! . "$XINA_ROOT/selftests/tap_judge.sh"; then
+	echo "run.sh: no $XINA_ROOT/selftests/tap_judge.sh in the initramfs"
+	exit 1
+fi
 
 n=0
 for t in $tests; do n=$((n + 1)); done
@@ -18,7 +30,12 @@ echo "TAP version 13"
 echo "1..$n"
 
 i=0
-failed=0
+pass=0
+fail=0
+skip=0
+checks_pass=0
+checks_fail=0
+checks_skip=0
 for t in $tests; do
 	i=$((i + 1))
 	# Every test starts without the module.  A BPF program that used
@@ -32,24 +49,52 @@ for t in $tests; do
 		# C tests expect xina.ko loaded; shell tests load it themselves.
 		insmod /xina/modules/xina.ko || {
 			echo "not ok $i $t # insmod xina.ko failed"
-			failed=1
+			fail=$((fail + 1))
 			continue
 		}
 		cmd="/xina/bin/$t"
 	elif [ -f "./$t" ]; then
 		cmd="bash ./$t"
 	else
-		echo "ok $i $t # SKIP not in the initramfs"
+		echo "not ok $i $t # not in the initramfs"
+		fail=$((fail + 1))
 		continue
 	fi
+	# Shown as it runs, so that the console holds what a test that
+	# hangs had done; bounded, so that the tests after it still run.
 	out=/tmp/$t.out
-	$cmd > "$out" 2>&1
-	rc=$?
-	sed 's/^/# /' "$out"
-	case $rc in
-	0) echo "ok $i $t" ;;
-	4) echo "ok $i $t # SKIP" ;;
-	*) echo "not ok $i $t # exit $rc"; failed=1 ;;
+	start=$(date +%s)
+	timeout "$TEST_TIMEOUT" $cmd 2>&1 | tee "$out" | sed 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	took=$(($(date +%s) - start))
+	if [ "$took" -ge "$TEST_TIMEOUT" ]; then
+		echo "not ok $i $t # TIMEOUT after ${took}s"
+		fail=$((fail + 1))
+		continue
+	fi
+	tap_judge "$t" "$rc" "$out"
+	read -r p f s <<< "$tap_checks"
+	checks_pass=$((checks_pass + p))
+	checks_fail=$((checks_fail + f))
+	checks_skip=$((checks_skip + s))
+	case $tap_verdict in
+	pass)
+		skipped=""
+		[ "$s" -gt 0 ] && skipped=", $s skipped"
+		echo "ok $i $t (${took}s: $p checks passed$skipped)"
+		pass=$((pass + 1))
+		;;
+	skip)
+		echo "ok $i $t # SKIP $tap_why"
+		skip=$((skip + 1))
+		;;
+	*)
+		echo "not ok $i $t # $tap_why (${took}s)"
+		fail=$((fail + 1))
+		;;
 	esac
 done
-exit $failed
+echo "# vm: tests: $pass passed, $fail failed, $skip skipped;" \
+     "checks: $checks_pass passed, $checks_fail failed, $checks_skip skipped"
+echo "XINA-VM-COUNTS: $pass $fail $skip $checks_pass $checks_fail $checks_skip"
+[ "$fail" -eq 0 ]

@@ -13,6 +13,7 @@ export XINA_ROOT=/xina/root O=/xina/o
 RACK=xat$$
 N=2
 JOB=3
+DJOB=4		# the job deleted under traffic, then re-created
 KEY=0x77
 PIN=$(rack_pin_dir "$RACK")
 TMP=$(mktemp -d)
@@ -27,14 +28,19 @@ xctl() {
 	ip netns exec "$RACK-sw" xinactl -P "$PIN" "$@"
 }
 
-job_has_rx() {
-	xctl -j stats job "$JOB" 2>/dev/null | grep -q '"rx":[1-9]'
+job_completes() {	# job_completes ID: the job completed a slot
+	xctl -j stats job "$1" 2>/dev/null | jq -e '.jobs[0].complete > 0' >/dev/null
 }
 
-allreduce() {	# allreduce OUTDIR BYTES TIMEOUT_MS
-	rack_allreduce "$RACK" "$N" "$1" --job "$JOB" --key "$KEY" \
-		--slots 32 --elems 256 --dtype i32 --bytes "$2" --iters 2 \
-		--timeout-ms "$3"
+# The switch's no_job counter, read along with job $JOB's (which stays).
+no_job() {
+	xctl -j stats job "$JOB" | jq -r '.switch.no_job'
+}
+
+allreduce() {	# allreduce JOB OUTDIR BYTES TIMEOUT_MS [ITERS]
+	rack_allreduce "$RACK" "$N" "$2" --job "$1" --key "$KEY" \
+		--slots 32 --elems 256 --dtype i32 --bytes "$3" \
+		--iters "${5:-2}" --timeout-ms "$4"
 }
 
 insmod /xina/modules/xina.ko || exit 1
@@ -42,7 +48,7 @@ rack_up "$RACK" "$N" || exit 1
 rack_xdp "$RACK" "$N" "$PIN"
 log_test $? "attach the module-backend fast path to the rack's ports"
 rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
-allreduce "$TMP/a" 65536 5000
+allreduce "$JOB" "$TMP/a" 65536 5000
 log_test $? "allreduce through the attached ports"
 
 # A loaded program holds the module (the kfunc's BTF references it).
@@ -51,20 +57,50 @@ rmmod xina 2>/dev/null && rc=1
 grep -q '^xina ' /proc/modules || rc=1
 log_test $rc "rmmod refused while the fast path is attached"
 
-# Delete the job while packets are in flight; workers then time out (the
-# switch drops a job's packets once it is gone), the kernel stays clean.
-allreduce "$TMP/b" $((4 << 20)) 1500 &
-bg=$!
+# Delete a job while its workers run: from then on the switch drops the
+# job's packets as no_job, the workers give up with a timeout, the job's
+# sysfs entry is gone, the kernel stays clean.  A fresh job (a second run
+# on job $JOB would time out anyway, on stale rounds) and far more rounds
+# than it can finish before the delete.
+bg_done() {
+	! kill -0 "$bg" 2>/dev/null
+}
 rc=0
-wait_until 100 job_has_rx || { echo "  no packet of job $JOB seen"; rc=1; }
-xctl job del "$JOB" || rc=1
+rack_job_add "$RACK" "$N" "$DJOB" "$KEY" 32 256 "$PIN" || rc=1
+sysfs_job=/sys/kernel/xina/jobs/$DJOB@$(stat -L -c %i "/run/netns/$RACK-sw")
+[ -d "$sysfs_job" ] || { echo "  $sysfs_job missing before the delete"; rc=1; }
+allreduce "$DJOB" "$TMP/b" $((4 << 20)) 1500 50 &
+bg=$!
+wait_until 300 job_completes "$DJOB" ||
+	{ echo "  job $DJOB completed no slot in 30 s"; rc=1; }
+before=$(no_job)
+xctl job del "$DJOB" || rc=1
+[ -e "$sysfs_job" ] && { echo "  $sysfs_job still there after the delete"; rc=1; }
+# They give up within their join timeout (4 x 1.5 s); if the job went on
+# aggregating, they would run for minutes: stop them.
+if ! wait_until 300 bg_done; then
+	echo "  workers still running 30 s after the delete"
+	rc=1
+	for ((i = 0; i < N; i++)); do
+		ip netns pids "$RACK-w$i" | xargs -r kill -9
+	done
+fi
 wait $bg
-[ -e "/sys/kernel/xina/jobs/3@$(stat -L -c %i /run/netns/$RACK-sw)" ] && rc=1
+fails=$?
+[ "$fails" -eq "$N" ] || { echo "  $fails of $N workers failed, want all"; rc=1; }
+for ((i = 0; i < N; i++)); do
+	grep -q 'timed out' "$TMP/b/w$i.err" ||
+		{ echo "  worker $i: $(tail -n1 "$TMP/b/w$i.err")"; rc=1; }
+done
+after=$(no_job)
+echo "  after the delete: no_job $before -> $after"
+[ "${after:-0}" -gt "${before:-0}" ] 2>/dev/null ||
+	{ echo "  no_job went from '$before' to '$after', want it to rise"; rc=1; }
 log_test $rc "job deleted under traffic"
 
 # The same id again: a fresh job, the same workers, a correct result.
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
-allreduce "$TMP/c" 65536 5000
+rack_job_add "$RACK" "$N" "$DJOB" "$KEY" 32 256 "$PIN"
+allreduce "$DJOB" "$TMP/c" 65536 5000
 rc=$?
 for i in 0 1; do
 	grep -q '"verified":true' "$TMP/c/w$i.json" || rc=1
