@@ -28,6 +28,12 @@ XINA_O=${O:-$XINA_ROOT/build}
 case "$XINA_O" in /*) ;; *) XINA_O=$XINA_ROOT/$XINA_O ;; esac
 XINACTL=${XINACTL:-$XINA_O/xinactl}
 RACK_NET=${RACK_NET:-10.77.0}
+# The fastest configuration the rack supports (make demo, tests; the
+# benchmarks keep theirs in scripts/bench/bench.py): jumbo frames, as
+# training clusters run, with XINA_MAX_ELEMS int32 per packet.
+RACK_FAST_MTU=9000
+RACK_FAST_ELEMS=2048
+RACK_FAST_SLOTS=32
 RACK_SWITCH_IP=$RACK_NET.254
 
 rack_worker_ip()

@@ -20,7 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd jq python3 setpriv bpftool "$O/xinactl" "$O/xina-allreduce" \
-	"$O/bpf/xina_pass.bpf.o"
+	"$O/selftests/xdp_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xx
@@ -242,8 +242,8 @@ log_test "results that reach the stack are read from the UDP socket"
 
 # ---- fallbacks ----------------------------------------------------------------
 # Another XDP program on worker 0's interface.
-ip -n "$RACK-w0" link set dev eth0 xdp obj "$O/bpf/xina_pass.bpf.o" sec xdp
-check_err $? "could not attach xina_pass to worker 0"
+ip -n "$RACK-w0" link set dev eth0 xdp obj sec xdp
+check_err $? "could not attach xdp_pass to worker 0"
 other=$(xdp_id 0)
 run "$N" 64 256 i32 $((1 << 20)) xsk
 [ "$(wj "$DIR" 0 io)" = udp ] && [ "$(wj "$DIR" 1 io)" = xsk ]
