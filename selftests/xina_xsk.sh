@@ -242,7 +242,7 @@ log_test "results that reach the stack are read from the UDP socket"
 
 # ---- fallbacks ----------------------------------------------------------------
 # Another XDP program on worker 0's interface.
-ip -n "$RACK-w0" link set dev eth0 xdp obj sec xdp
+ip -n "$RACK-w0" link set dev eth0 xdp obj "$O/selftests/xdp_pass.bpf.o" sec xdp
 check_err $? "could not attach xdp_pass to worker 0"
 other=$(xdp_id 0)
 run "$N" 64 256 i32 $((1 << 20)) xsk
