@@ -175,10 +175,11 @@ static __always_inline __u32 ntohs_bounded(__be16 v)
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
  * The headers must be in the first buffer of the frame; the elements may
- * run on into the others (@len is the length of the whole frame).
+ * run on into the others.
  */
-static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
-					  __u32 len, __u8 type)
+static __always_inline int xina_check_hdr(struct xdp_md *ctx,
+					  struct xina_pkt *pkt, void *end,
+					  __u8 type)
 {
 	struct xina_hdr *xh = pkt->xh;
 	__u32 ulen, count, room;
@@ -197,11 +198,13 @@ static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
 		return XINA_MALFORMED;
 	if (ulen + sizeof(struct iphdr) > ntohs_bounded(pkt->iph->tot_len))
 		return XINA_MALFORMED;
-	if (XINA_PAYLOAD_OFF + count * 4 > len)
-		return XINA_MALFORMED;
 	room = (__u32)(end - (void *)(xh + 1)) / 4;
 	pkt->count = count;
 	pkt->lin = count < room ? count : room;
+	/* a frame longer than its first buffer must hold all it claims */
+	if (count > room &&
+	    XINA_PAYLOAD_OFF + count * 4 > bpf_xdp_get_buff_len(ctx))
+		return XINA_MALFORMED;
 	return XINA_WELL_FORMED;
 }
 
@@ -219,7 +222,7 @@ static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt,
 	if (parse_udphdr(&c, &pkt->udp) != xina_port)
 		return XINA_NOT_OURS;
 	pkt->xh = c.pos;
-	return xina_check_hdr(pkt, data_end, bpf_xdp_get_buff_len(ctx), type);
+	return xina_check_hdr(ctx, pkt, data_end, type);
 }
 
 static __always_inline void ip_csum_set(struct iphdr *iph)

@@ -9,7 +9,7 @@
 # needs libxdp (and libbpf under it): whoever links libxina.a links
 # $(LIBXINA_LIBS) too.
 LIBXINA_SRCS := user/libxina.c user/libxina_io.c user/libxina_f32.c \
-		user/libxina_xsk.c user/libxina_rtnl.c
+		user/libxina_pack.c user/libxina_xsk.c user/libxina_rtnl.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
 LIBXINA_HDRS := user/libxina.h user/libxina_int.h user/libxina_rtnl.h \
@@ -17,6 +17,10 @@ LIBXINA_HDRS := user/libxina.h user/libxina_int.h user/libxina_rtnl.h \
 LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm
 
 $(O)/user/libxina_xsk.o $(O)/user/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.skel.h
+
+# The element loops (see libxina_pack.c): vectorised, never contracted.
+$(O)/user/libxina_pack.o $(O)/user/libxina_pack.pic.o: \
+	XCFLAGS += -O3 -ffp-contract=off
 
 $(O)/user/%.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)

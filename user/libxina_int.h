@@ -129,7 +129,11 @@ int xina_call_check(struct xina *x, const void *buf, size_t n);
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 		       const int32_t *exps);
 
-/* libxina_f32.c: one block of float32 to and from the wire. */
+/* libxina_pack.c: one block to and from the wire. */
+void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
+		   size_t cnt);
+void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,
+		     size_t cnt);
 void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
 		   size_t cnt, int32_t exp);
 void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,

@@ -46,7 +46,7 @@ LAUNCH_TIMEOUT = 600
 # slots.  Today: MTU 3500 (the largest frame XDP on veth takes in one
 # buffer carries 859 int32), 832 elements and 32 slots, the configuration
 # of "make demo" (see README).  With XDP multi-buffer: MTU 9000 and 2048.
-XINA_CONF = {"mtu": 3500, "elems": 832, "slots": 32}
+XINA_CONF = {"mtu": 9000, "elems": 2048, "slots": 32}
 MTU, ELEMS, SLOTS = XINA_CONF["mtu"], XINA_CONF["elems"], XINA_CONF["slots"]
 JOB, KEY = 1, 0x6265_6e63_68
 
