@@ -59,6 +59,15 @@ JOB, KEY = 1, 0x6265_6e63_68
 # each run's host busy fraction.
 LINK_RATE_BPS = 400_000_000
 
+
+def pin_cpu(rank):
+    """Every system's rank i runs on CPU i mod CPUs (xina-nsrun -P does the
+    same for OpenMPI's ranks): one placement for all, as a launcher such
+    as torchrun or mpirun --bind-to core gives them.  Unpinned, the
+    scheduler moved xina's workers between the two CPUs and cost it 10-20%
+    on the rack; Gloo measured the same either way."""
+    return ["taskset", "-c", str(rank % os.cpu_count())]
+
 # Bytes of one frame that TBF counts besides the payload (Ethernet header
 # to the end of the payload; no preamble, inter-frame gap or FCS, which a
 # real wire adds: WIRE_EXTRA).
@@ -375,7 +384,7 @@ class Bench:
                 # over the links, not shared memory; no node-local collectives
                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
                 "10.77.0.0/24", "--mca", "coll", "^sm,han,adapt",
-                f"{self.bin}/xina-nsrun", "-p", f"{self.rack.name}-w%d",
+                f"{self.bin}/xina-nsrun", "-p", "-P", f"{self.rack.name}-w%d",
                 f"{self.bin}/xina-bench-mpi", "--bytes",
                 ",".join(map(str, sizes)), "--iters", ",".join(map(str, iters)),
                 "--dtype", ",".join(self.dtypes), "--warmup", "1"]
@@ -392,7 +401,8 @@ class Bench:
         script = f"{ROOT}/scripts/bench/gloo_allreduce.py"
 
         def run():
-            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i), "env",
+            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i)] +
+                                pin_cpu(i) + ["env",
                                  "GLOO_SOCKET_IFNAME=eth0", "/usr/bin/python3",
                                  script, "--rank", str(i), "--workers", str(n),
                                  "--master", master,
@@ -428,8 +438,8 @@ class Bench:
             for i in range(n):
                 extra = list(switch_args) if i == 0 else []
                 procs.append(self.spawn(
-                    ["ip", "netns", "exec", self.rack.ns(i),
-                     f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
+                    ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+                    [f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
                      f"{worker_ip(i)}:{WORKER_PORT}"] + argv_common + extra))
             return self.collect(procs, f"{system} {n}")
         outs = self.checked(system, n, sizes, iters, 1, run)
