@@ -14,6 +14,7 @@ and per-element costs, and the prose kept apart from the generated tables
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -740,9 +741,12 @@ class Report:
             prose["projection"], "",
             self.projection(), "",
             "## Plots", "",
-            f"`make bench` writes them to `{rel}/`:", "",
+            f"`make bench` writes them to `{rel}/`; the ones of this run "
+            "are copied next to this page:", "",
         ]
-        parts += [f"- `{rel}/{os.path.basename(p)}`" for p in plots]
+        for p in plots:
+            name = os.path.basename(p)
+            parts += [f"![{name}](bench/{name})", ""]
         parts += ["", prose["method"], ""]
         return "\n".join(parts)
 
@@ -761,6 +765,15 @@ def main():
     os.makedirs(a.plots, exist_ok=True)
     plots = rep.plots(a.plots)
     text = rep.page(plots, a.plots)
+    # The page embeds the plots of its own run: copy them next to it, so
+    # that the page and its pictures are always of the same run.
+    imgdir = os.path.join(os.path.dirname(os.path.abspath(a.doc)), "bench")
+    os.makedirs(imgdir, exist_ok=True)
+    for old in os.listdir(imgdir):
+        if old.endswith(".png"):
+            os.unlink(os.path.join(imgdir, old))
+    for p in plots:
+        shutil.copyfile(p, os.path.join(imgdir, os.path.basename(p)))
     with open(a.doc, "w") as f:
         f.write(text)
     print(f"report: {a.doc}, {len(plots)} plots in {a.plots}", file=sys.stderr)
