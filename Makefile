@@ -81,7 +81,6 @@ check-host: all selftests
 	$(Q)selftests/run.sh
 
 # xinactl embeds the fast path (and xina_kf.bpf.o for the module backend);
-# xina_pass.bpf.o is for the peers of veth ports (see README).
 PREFIX ?= /usr/local
 install: all
 	install -D -m 0755 $(O)/xinactl $(DESTDIR)$(PREFIX)/sbin/xinactl
@@ -93,8 +92,6 @@ install: all
 	install -D -m 0644 user/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
 	install -D -m 0644 include/uapi/linux/xina.h \
 		$(DESTDIR)$(PREFIX)/include/linux/xina.h
-	install -D -m 0644 $(O)/bpf/xina_pass.bpf.o \
-		$(DESTDIR)$(PREFIX)/lib/xina/xina_pass.bpf.o
 
 clean:
 	rm -rf $(O)

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause)
 /*
- * xina XDP fast path: in-network aggregation on a switch port.
+ * xina fast path: in-network aggregation on a switch port.
  *
- * xina_xdp runs on every switch port.  It parses eth -> IPv4 -> UDP to the
- * xina port -> struct xina_hdr, checks the packet against its job and
- * member, and adds the payload into the slot version named by (slot,
- * round & 1).  The contribution that completes a round is turned into the
- * result and broadcast through the devmap xina_tx; the per-port egress
- * program xina_egress then addresses each copy to the member behind that
- * port.  A retransmission to a completed version is answered with XDP_TX.
+ * xina_xdp runs on every switch port (XDP, multi-buffer: a jumbo frame
+ * may come in several buffers).  It parses eth -> IPv4 -> UDP to the xina
+ * port -> struct xina_hdr, checks the packet against its job and member,
+ * and adds the payload into the slot version named by (slot, round & 1).
+ * The contribution that completes a round is turned into the result; a
+ * retransmission to a completed version gets the kept result.  Both leave
+ * xina_xdp with XDP_PASS and a struct xina_mark in the XDP metadata, and
+ * xina_fanout, on the TC ingress hook of the same port, sends one copy to
+ * each member the frame is for, addressed to it, out of the port it is
+ * behind (bpf_clone_redirect: the copies share the payload).  The kernel's
+ * devmap broadcast cannot do this: it copies at most one page of a frame,
+ * and sends one copy per port, not per member.
  *
  * Concurrency.  Contributions to one slot arrive on any CPU.  Each CPU adds
  * into its own partial (xina_vals is per-CPU: plain adds, no atomics); the
@@ -25,6 +30,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
@@ -39,33 +45,24 @@
 /* Payload offset: eth + IPv4 without options + UDP + struct xina_hdr. */
 #define XINA_PAYLOAD_OFF	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
 				 sizeof(struct udphdr) + sizeof(struct xina_hdr))
-/* Bound on a payload offset handed to the element loops. */
-#define XINA_MAX_OFF		256
 
 /* Load-time knobs, set through the skeleton before load. */
 const volatile __u16 xina_port = XINA_UDP_PORT;	/* host order */
 const volatile __u32 nr_cpus = XINA_MAX_CPUS;	/* possible CPUs */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XINA_MAX_JOBS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_JOB_BUCKETS);
 	__type(key, __u32);
 	__type(value, struct xina_job);
 } xina_jobs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, XINA_MAX_JOBS * XINA_MAX_WORKERS);
-	__type(key, struct xina_member_key);
+	__type(key, __u32);
 	__type(value, struct xina_member);
 } xina_members SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XINA_MAX_JOBS * XINA_MAX_WORKERS);
-	__type(key, struct xina_port_key);
-	__type(value, __u32);
-} xina_ports SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -83,17 +80,17 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xina_scratch);
+} xina_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, XINA_MAX_JOBS + 1);
 	__type(key, __u32);
 	__type(value, struct xina_counters);
 } xina_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, struct bpf_devmap_val);
-} xina_tx SEC(".maps");
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -151,6 +148,7 @@ struct xina_pkt {
 	struct udphdr *udp;
 	struct xina_hdr *xh;
 	__u32 count;		/* elements, host order */
+	__u32 lin;		/* of them, in the frame's first buffer */
 };
 
 enum xina_class {
@@ -176,12 +174,15 @@ static __always_inline __u32 ntohs_bounded(__be16 v)
 /*
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
+ * The headers must be in the first buffer of the frame; the elements may
+ * run on into the others.
  */
-static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
+static __always_inline int xina_check_hdr(struct xdp_md *ctx,
+					  struct xina_pkt *pkt, void *end,
 					  __u8 type)
 {
 	struct xina_hdr *xh = pkt->xh;
-	__u32 ulen, count;
+	__u32 ulen, count, room;
 
 	if ((void *)(xh + 1) > end)
 		return XINA_MALFORMED;
@@ -189,7 +190,7 @@ static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
 	    (xh->flags & ~XINA_F_ALL) || xh->weight)
 		return XINA_MALFORMED;
 	count = ntohs_bounded(xh->count);
-	if (!count)
+	if (!count || count > XINA_MAX_ELEMS)
 		return XINA_MALFORMED;
 	/* Only 32-bit dtypes exist; the dtype itself is checked per job. */
 	ulen = ntohs_bounded(pkt->udp->len);
@@ -197,9 +198,13 @@ static __always_inline int xina_check_hdr(struct xina_pkt *pkt, void *end,
 		return XINA_MALFORMED;
 	if (ulen + sizeof(struct iphdr) > ntohs_bounded(pkt->iph->tot_len))
 		return XINA_MALFORMED;
-	if ((void *)pkt->udp + ulen > end)
-		return XINA_MALFORMED;
+	room = (__u32)(end - (void *)(xh + 1)) / 4;
 	pkt->count = count;
+	pkt->lin = count < room ? count : room;
+	/* a frame longer than its first buffer must hold all it claims */
+	if (count > room &&
+	    XINA_PAYLOAD_OFF + count * 4 > bpf_xdp_get_buff_len(ctx))
+		return XINA_MALFORMED;
 	return XINA_WELL_FORMED;
 }
 
@@ -217,7 +222,7 @@ static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt,
 	if (parse_udphdr(&c, &pkt->udp) != xina_port)
 		return XINA_NOT_OURS;
 	pkt->xh = c.pos;
-	return xina_check_hdr(pkt, data_end, type);
+	return xina_check_hdr(ctx, pkt, data_end, type);
 }
 
 static __always_inline void ip_csum_set(struct iphdr *iph)
@@ -277,12 +282,26 @@ static __always_inline struct xina_part *xina_part_of(__u32 idx, __u32 cpu)
 	return bpf_map_lookup_percpu_elem(&xina_vals, &idx, cpu);
 }
 
+/*
+ * @v, but clang cannot see through it: indexing part->v with a sum that
+ * clang folds into a running pointer loses the bound the verifier just
+ * learned from the check on the sum.
+ */
+static __always_inline __u32 xina_opaque(__u32 v)
+{
+	asm volatile("" : "+r"(v));
+	return v;
+}
+
 /* ---- element loops ------------------------------------------------------
  *
  * Global functions: the verifier checks each once, whatever the caller,
- * instead of walking 1024 iterations at every call site.  Each element
- * access is bounds checked against data_end; payload lengths were already
- * validated, so the checks never fail on a packet that got this far.
+ * instead of walking 2048 iterations at every call site.  The elements in
+ * the frame's first buffer are read in place, each block bounds checked
+ * against data_end (payload lengths were already validated, so the checks
+ * never fail on a packet that got this far); those beyond it are staged
+ * XINA_CHUNK at a time through the per-CPU xina_scratch with
+ * bpf_xdp_load_bytes(), and written back with bpf_xdp_store_bytes().
  */
 
 enum xina_add_mode {
@@ -292,10 +311,10 @@ enum xina_add_mode {
 };
 
 /*
- * The element loops run over blocks of XINA_BLK elements with one packet
- * bounds check per block, then element by element over the tail: the
- * per-element check, loop test and byte swap were measured at 0.8-1.1 ns
- * per element against 0.5-0.7 ns for the same adds in plain C.
+ * The element loops run over blocks of XINA_BLK elements with one bounds
+ * check per block, then element by element over the tail: the per-element
+ * check, loop test and byte swap were measured at 0.8-1.1 ns per element
+ * against 0.5-0.7 ns for the same adds in plain C.
  */
 #define XINA_BLK	8
 
@@ -323,6 +342,17 @@ static __always_inline void xina_blk_max(__s32 *v, const __be32 *s)
 		if (x > v[k])
 			v[k] = x;
 	}
+}
+
+static __always_inline void xina_blk(__s32 *v, const __be32 *s,
+				     const __u32 mode)
+{
+	if (mode == XINA_ADD_COPY)
+		xina_blk_copy(v, s);
+	else if (mode == XINA_ADD_SUM)
+		xina_blk_sum(v, s);
+	else
+		xina_blk_max(v, s);
 }
 
 static __always_inline void xina_el(__s32 *v, __be32 s, __u32 mode)
@@ -353,16 +383,11 @@ static __always_inline int xina_add_loop(__be32 *src, void *end,
 			break;
 		if ((void *)(src + i + XINA_BLK) > end)
 			return -1;
-		if (mode == XINA_ADD_COPY)
-			xina_blk_copy(&part->v[i], &src[i]);
-		else if (mode == XINA_ADD_SUM)
-			xina_blk_sum(&part->v[i], &src[i]);
-		else
-			xina_blk_max(&part->v[i], &src[i]);
+		xina_blk(&part->v[i], &src[i], mode);
 	}
 	/*
 	 * The tail is shorter than a block: bounding its loop by XINA_BLK,
-	 * not by XINA_MAX_ELEMS, keeps the verifier from walking up to 1024
+	 * not by XINA_MAX_ELEMS, keeps the verifier from walking up to 2048
 	 * iterations from every block boundary the loop above may leave at.
 	 */
 	for (k = 0; k < XINA_BLK - 1; k++) {
@@ -376,16 +401,17 @@ static __always_inline int xina_add_loop(__be32 *src, void *end,
 	return 0;
 }
 
+/* The first @count elements, all in the frame's first buffer. */
 __noinline int xina_part_add(struct xdp_md *ctx, struct xina_part *part,
-			     __u32 off, __u32 count, __u32 mode)
+			     __u32 count, __u32 mode)
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
 	__be32 *src;
 
-	if (!part || off > XINA_MAX_OFF || count > XINA_MAX_ELEMS)
+	if (!part || count > XINA_MAX_ELEMS)
 		return -1;
-	src = data + off;
+	src = data + XINA_PAYLOAD_OFF;
 	if (mode == XINA_ADD_COPY)
 		return xina_add_loop(src, end, part, count, XINA_ADD_COPY);
 	if (mode == XINA_ADD_SUM)
@@ -393,41 +419,170 @@ __noinline int xina_part_add(struct xdp_md *ctx, struct xina_part *part,
 	return xina_add_loop(src, end, part, count, XINA_ADD_MAX);
 }
 
+/* @n staged elements into part->v[@base...]. */
+static __always_inline void xina_chunk_loop(struct xina_part *part,
+					    const struct xina_scratch *s,
+					    __u32 base, __u32 n,
+					    const __u32 mode)
+{
+	__u32 i, j, k;
+
+	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
+		if (i + XINA_BLK > n)
+			break;
+		j = xina_opaque(base + i);
+		if (j > XINA_MAX_ELEMS - XINA_BLK)
+			return;
+		xina_blk(&part->v[j], &s->w[i], mode);
+	}
+	for (k = 0; k < XINA_BLK - 1; k++) {
+		if (i + k >= n || i + k >= XINA_CHUNK)
+			break;
+		j = xina_opaque(base + i + k);
+		if (j >= XINA_MAX_ELEMS)
+			return;
+		xina_el(&part->v[j], s->w[i + k], mode);
+	}
+}
+
+__noinline int xina_chunk_add(struct xina_part *part,
+			      const struct xina_scratch *s, __u32 base,
+			      __u32 n, __u32 mode)
+{
+	if (!part || !s)
+		return -1;
+	if (mode == XINA_ADD_COPY)
+		xina_chunk_loop(part, s, base, n, XINA_ADD_COPY);
+	else if (mode == XINA_ADD_SUM)
+		xina_chunk_loop(part, s, base, n, XINA_ADD_SUM);
+	else
+		xina_chunk_loop(part, s, base, n, XINA_ADD_MAX);
+	return 0;
+}
+
+/* part->v[@base...] into @n staged elements, in network order. */
+__noinline int xina_chunk_out(const struct xina_part *part,
+			      struct xina_scratch *s, __u32 base, __u32 n)
+{
+	__u32 i, j, k;
+
+	if (!part || !s)
+		return -1;
+	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
+		if (i + XINA_BLK > n)
+			break;
+		j = xina_opaque(base + i);
+		if (j > XINA_MAX_ELEMS - XINA_BLK)
+			return -1;
+#pragma unroll
+		for (k = 0; k < XINA_BLK; k++)
+			s->w[i + k] = bpf_htonl(part->v[j + k]);
+	}
+	for (k = 0; k < XINA_BLK - 1; k++) {
+		if (i + k >= n || i + k >= XINA_CHUNK)
+			break;
+		j = xina_opaque(base + i + k);
+		if (j >= XINA_MAX_ELEMS)
+			return -1;
+		s->w[i + k] = bpf_htonl(part->v[j]);
+	}
+	return 0;
+}
+
+static __always_inline struct xina_scratch *xina_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xina_scratch, &zero);
+}
+
+/*
+ * Elements @from..@count-1, those beyond the frame's first buffer, staged
+ * through xina_scratch.
+ */
+__noinline int xina_part_add_frags(struct xdp_md *ctx, struct xina_part *part,
+				   __u32 from, __u32 count, __u32 mode)
+{
+	struct xina_scratch *s = xina_scratch_get();
+	__u32 c, i, n;
+
+	if (!part || !s)
+		return -1;
+	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
+		i = from + c * XINA_CHUNK;
+		if (i >= count || i >= XINA_MAX_ELEMS)
+			break;
+		n = count - i;
+		if (n > XINA_CHUNK)
+			n = XINA_CHUNK;
+		/*
+		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
+		 * follow: it loses clang's bounds, and learns no lower
+		 * bound from a test against 0.
+		 */
+		n = xina_opaque(n - 1);
+		if (n >= XINA_CHUNK)
+			break;
+		n++;
+		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
+				       n * 4))
+			return -1;
+		if (xina_chunk_add(part, s, i, n, mode))
+			return -1;
+	}
+	return 0;
+}
+
+/* The whole payload of the packet into @part. */
+static __always_inline int xina_add(struct xdp_md *ctx,
+				    const struct xina_pkt *pkt,
+				    struct xina_part *part, __u32 mode)
+{
+	if (xina_part_add(ctx, part, pkt->lin, mode))
+		return -1;
+	if (pkt->lin < pkt->count)
+		return xina_part_add_frags(ctx, part, pkt->lin, pkt->count,
+					   mode);
+	return 0;
+}
+
 __noinline int xina_part_fold(struct xina_part *dst, struct xina_part *src,
 			      __u32 count, __u32 op)
 {
-	__u32 i;
+	__u32 i, k;
 
 	if (!dst || !src)
 		return -1;
-	if (op == XINA_OP_SUM) {
-		for (i = 0; i < XINA_MAX_ELEMS; i++) {
-			if (i >= count)
-				break;
-			dst->v[i] = (__u32)dst->v[i] + (__u32)src->v[i];
-		}
-	} else {
-		for (i = 0; i < XINA_MAX_ELEMS; i++) {
-			if (i >= count)
-				break;
-			if (src->v[i] > dst->v[i])
-				dst->v[i] = src->v[i];
+	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
+		if (i >= count)
+			break;
+		if (op == XINA_OP_SUM) {
+#pragma unroll
+			for (k = 0; k < XINA_BLK; k++)
+				dst->v[i + k] = (__u32)dst->v[i + k] +
+						(__u32)src->v[i + k];
+		} else {
+#pragma unroll
+			for (k = 0; k < XINA_BLK; k++)
+				if (src->v[i + k] > dst->v[i + k])
+					dst->v[i + k] = src->v[i + k];
 		}
 	}
 	return 0;
 }
 
+/* The first @count elements of @part into the frame's first buffer. */
 __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
-			     __u32 off, __u32 count)
+			     __u32 count)
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
 	__u32 i, j, k;
 	__be32 *dst;
 
-	if (!part || off > XINA_MAX_OFF || count > XINA_MAX_ELEMS)
+	if (!part || count > XINA_MAX_ELEMS)
 		return -1;
-	dst = data + off;
+	dst = data + XINA_PAYLOAD_OFF;
 	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
 		if (i + XINA_BLK > count)
 			break;
@@ -437,7 +592,7 @@ __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 		for (k = 0; k < XINA_BLK; k++)
 			dst[i + k] = bpf_htonl(part->v[i + k]);
 	}
-	for (k = 0; k < XINA_BLK - 1; k++) {	/* tail: see xina_part_add() */
+	for (k = 0; k < XINA_BLK - 1; k++) {	/* tail: see xina_add_loop() */
 		j = i + k;
 		if (j >= count || j >= XINA_MAX_ELEMS)
 			break;
@@ -448,7 +603,81 @@ __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 	return 0;
 }
 
-/* ---- per-job checks ----------------------------------------------------- */
+/* Elements @from..@count-1 of @part into the frame's further buffers. */
+__noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
+				   __u32 from, __u32 count)
+{
+	struct xina_scratch *s = xina_scratch_get();
+	__u32 c, i, n;
+
+	if (!part || !s)
+		return -1;
+	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
+		i = from + c * XINA_CHUNK;
+		if (i >= count || i >= XINA_MAX_ELEMS)
+			break;
+		n = count - i;
+		if (n > XINA_CHUNK)
+			n = XINA_CHUNK;
+		/*
+		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
+		 * follow: it loses clang's bounds, and learns no lower
+		 * bound from a test against 0.
+		 */
+		n = xina_opaque(n - 1);
+		if (n >= XINA_CHUNK)
+			break;
+		n++;
+		if (xina_chunk_out(part, s, i, n))
+			return -1;
+		if (bpf_xdp_store_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
+					n * 4))
+			return -1;
+	}
+	return 0;
+}
+
+/* The first @count elements of @part into the packet's payload. */
+static __always_inline int xina_put(struct xdp_md *ctx,
+				    const struct xina_pkt *pkt,
+				    struct xina_part *part, __u32 count)
+{
+	__u32 lin = pkt->lin < count ? pkt->lin : count;
+
+	if (xina_part_put(ctx, part, lin))
+		return -1;
+	if (lin < count)
+		return xina_part_put_frags(ctx, part, lin, count);
+	return 0;
+}
+
+/* ---- jobs and members --------------------------------------------------- */
+
+/* The job of id @id: the first of its XINA_JOB_PROBES buckets holding it. */
+static __always_inline struct xina_job *xina_job_find(__u32 id)
+{
+	struct xina_job *job;
+	__u32 p, b;
+
+#pragma unroll
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(id, p);
+		job = bpf_map_lookup_elem(&xina_jobs, &b);
+		if (job && job->id == id && id)
+			return job;
+	}
+	return NULL;
+}
+
+static __always_inline struct xina_member *xina_member_of(__u32 idx,
+							  __u32 rank)
+{
+	__u32 key = idx * XINA_MAX_WORKERS + rank;
+
+	if (idx >= XINA_MAX_JOBS || rank >= XINA_MAX_WORKERS)
+		return NULL;
+	return bpf_map_lookup_elem(&xina_members, &key);
+}
 
 /*
  * Returns the enum xina_stat drop reason, or -1 if the packet may touch
@@ -459,19 +688,16 @@ static __always_inline int xina_check_job(const struct xina_job *job,
 					  struct xina_member **memberp)
 {
 	const struct xina_hdr *xh = pkt->xh;
-	struct xina_member_key mkey;
 	struct xina_member *member;
 	__u32 rank;
 
 	if (bpf_be64_to_cpu(xh->key) != job->key)
 		return XINA_STAT_DROP_KEY;
 	rank = bpf_ntohs(xh->rank);
-	if (rank >= job->workers || rank >= XINA_MAX_WORKERS)
+	if (rank >= job->workers)
 		return XINA_STAT_DROP_MEMBER;
-	mkey.job = job->id;
-	mkey.rank = rank;
-	member = bpf_map_lookup_elem(&xina_members, &mkey);
-	if (!member || member->addr != pkt->iph->saddr ||
+	member = xina_member_of(job->idx, rank);
+	if (!member || !member->addr || member->addr != pkt->iph->saddr ||
 	    (member->port && member->port != pkt->udp->source))
 		return XINA_STAT_DROP_MEMBER;
 	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
@@ -484,34 +710,25 @@ static __always_inline int xina_check_job(const struct xina_job *job,
 }
 
 /*
- * Remember where a member is, for the egress program.  The member entry is
- * shared: all CPUs seeing packets of one member write the same values, and
- * only when they changed, so the cache line stays clean in steady state.
+ * Remember where a member is, for xina_fanout.  The member entry is shared:
+ * all CPUs seeing packets of one member write the same values, and only
+ * when they changed, so the cache line stays clean in steady state.
  */
 static __always_inline void xina_learn(struct xdp_md *ctx,
-				       const struct xina_job *job,
 				       struct xina_member *member,
 				       const struct xina_pkt *pkt)
 {
-	struct xina_port_key pkey = {
-		.ifindex = ctx->ingress_ifindex,
-		.job = job->id,
-	};
-	__u32 rank = bpf_ntohs(pkt->xh->rank);
-
-	/*
-	 * Steady state: nothing moved, and xina_ports was written when the
-	 * member entry was (both are created and deleted together), so the
-	 * port lookup is skipped (about 30 ns a packet).
-	 */
-	if (member->ifindex == pkey.ifindex &&
+	if (member->ifindex == ctx->ingress_ifindex &&
 	    member->rport == pkt->udp->source &&
-	    mac_equal(member->mac, pkt->eth->h_source))
+	    member->sw_addr == pkt->iph->daddr &&
+	    mac_equal(member->mac, pkt->eth->h_source) &&
+	    mac_equal(member->sw_mac, pkt->eth->h_dest))
 		return;
 	__builtin_memcpy(member->mac, pkt->eth->h_source, ETH_ALEN);
-	member->ifindex = pkey.ifindex;
+	__builtin_memcpy(member->sw_mac, pkt->eth->h_dest, ETH_ALEN);
+	member->sw_addr = pkt->iph->daddr;
 	member->rport = pkt->udp->source;
-	bpf_map_update_elem(&xina_ports, &pkey, &rank, BPF_ANY);
+	member->ifindex = ctx->ingress_ifindex;
 }
 
 /* ---- aggregation core --------------------------------------------------- */
@@ -620,55 +837,51 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 	}
 }
 
-/* The result goes to every member: broadcast to all ports in xina_tx. */
-static __always_inline int xina_send_result(struct xina_pkt *pkt)
+/*
+ * Hand the frame, now a result (or answer) of @job, to xina_fanout on the
+ * TC hook of this port: for every member, or for rank @to alone.  The
+ * addresses are those of the contribution; xina_fanout rewrites them for
+ * each copy.
+ */
+static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
+					    __u32 to)
 {
-	__be32 saddr = pkt->iph->saddr;
+	struct xina_mark *mark;
+	void *data;
 
-	pkt->xh->type = XINA_T_RESULT;
-	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
-	pkt->iph->saddr = pkt->iph->daddr;
-	pkt->iph->daddr = saddr;	/* rewritten per port by xina_egress */
-	pkt->udp->source = bpf_htons(xina_port);
-	pkt->udp->check = 0;
-	return bpf_redirect_map(&xina_tx, 0, BPF_F_BROADCAST);
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
+		return XDP_DROP;
+	mark = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(mark + 1) > data)
+		return XDP_DROP;
+	mark->magic = XINA_MARK_MAGIC;
+	mark->job = job;
+	mark->to = to;
+	mark->pad = 0;
+	return XDP_PASS;
 }
 
-/* Turn the packet around, back to its sender out of the port it came in. */
-static __always_inline int xina_reply(struct xina_pkt *pkt)
-{
-	__u8 mac[ETH_ALEN];
-	__be32 addr;
-	__be16 port;
-
-	__builtin_memcpy(mac, pkt->eth->h_source, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_source, pkt->eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(pkt->eth->h_dest, mac, ETH_ALEN);
-	addr = pkt->iph->saddr;
-	pkt->iph->saddr = pkt->iph->daddr;
-	pkt->iph->daddr = addr;
-	port = pkt->udp->source;
-	pkt->udp->source = pkt->udp->dest;
-	pkt->udp->dest = port;
-	pkt->udp->check = 0;
-	ip_csum_set(pkt->iph);
-	return XDP_TX;
-}
-
-/* Answer a retransmission to a completed round: the kept result, to the
- * sender alone. */
+/*
+ * Answer a retransmission to a completed round: the kept result, to the
+ * sender alone.
+ */
 static __always_inline int xina_answer(struct xdp_md *ctx,
 				       struct xina_pkt *pkt, __u32 idx,
 				       const struct xina_kept *kept,
 				       struct xina_counters *ctr)
 {
 	struct xina_hdr *xh = pkt->xh;
+	__u32 job = bpf_ntohl(xh->job);
+	__u32 rank = bpf_ntohs(xh->rank);
 	struct xina_part *res;
 
 	res = xina_part_of(idx, kept->result_cpu);
 	if (!res || !res->valid || res->round != kept->round)
 		goto stale;
-	if (xina_part_put(ctx, res, XINA_PAYLOAD_OFF, pkt->count))
+	xh->type = XINA_T_RESULT;
+	xh->exp = kept->exp;
+	if (xina_put(ctx, pkt, res, pkt->count))
 		goto stale;
 	/*
 	 * Round r + 2 may have begun on this version since the lock was
@@ -679,10 +892,8 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	if (res->round != kept->round)
 		goto stale;
 
-	xh->type = XINA_T_RESULT;
-	xh->exp = kept->exp;
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
-	return xina_reply(pkt);
+	return xina_pass_marked(ctx, job, rank);
 stale:
 	stat_inc(ctr, XINA_STAT_STALE);
 	return XDP_DROP;
@@ -695,8 +906,11 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 					 const struct xina_contrib *c,
 					 struct xina_counters *ctr)
 {
+	__u32 job = bpf_ntohl(pkt->xh->job);
+
 	xina_fold(idx, me, mine, c);
-	if (xina_part_put(ctx, mine, XINA_PAYLOAD_OFF, c->count))
+	pkt->xh->type = XINA_T_RESULT;
+	if (xina_put(ctx, pkt, mine, c->count))
 		return XDP_DROP;	/* cannot happen: length was checked */
 
 	bpf_spin_lock(&m->lock);
@@ -706,7 +920,7 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	bpf_spin_unlock(&m->lock);
 
 	stat_inc(ctr, XINA_STAT_COMPLETE);
-	return xina_send_result(pkt);
+	return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 }
 
 static __always_inline int xina_aggregate(struct xdp_md *ctx,
@@ -769,7 +983,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	 * Cannot fail (the payload length was checked); and the claim is
 	 * made, so done must be bumped in any case or the round would hang.
 	 */
-	xina_part_add(ctx, mine, XINA_PAYLOAD_OFF, c.count, mode);
+	xina_add(ctx, pkt, mine, mode);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
 	if (__sync_fetch_and_add(&m->done, 1) + 1 != job->workers)
@@ -782,14 +996,13 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 #include "xina_kf.bpf.h"
 #endif
 
-SEC("xdp")
+SEC("xdp.frags")
 int xina_xdp(struct xdp_md *ctx)
 {
 	struct xina_member *member = NULL;
 	struct xina_counters *ctr;
 	struct xina_pkt pkt = {};
 	struct xina_job *job;
-	__u32 id;
 	int err;
 
 	switch (xina_parse(ctx, &pkt, XINA_T_CONTRIB)) {
@@ -805,8 +1018,7 @@ int xina_xdp(struct xdp_md *ctx)
 		return xina_kf_xdp(ctx, &pkt);
 #endif
 
-	id = bpf_ntohl(pkt.xh->job);
-	job = bpf_map_lookup_elem(&xina_jobs, &id);
+	job = xina_job_find(bpf_ntohl(pkt.xh->job));
 	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
 	if (!job || !ctr || job->idx >= XINA_MAX_JOBS) {
 		gstat_inc(XINA_GSTAT_NO_JOB);
@@ -819,43 +1031,116 @@ int xina_xdp(struct xdp_md *ctx)
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	xina_learn(ctx, job, member, &pkt);
+	xina_learn(ctx, member, &pkt);
 	return xina_aggregate(ctx, job, &pkt, ctr);
 }
 
-/*
- * Egress program of every xina_tx entry: address one copy of a result to
- * the member of its job behind this port.  The result leaves from the
- * xina port to the port the member last sent from (member->rport), which
- * is member->port whenever that is configured.
+/* ---- result fan-out (TC) -------------------------------------------------
+ *
+ * A frame xina_xdp marked is a result (or an answer) whose addresses are
+ * still those of the contribution it was made from.  For each member it is
+ * for, xina_fanout writes that member's headers and hands a clone to the
+ * member's port: bpf_clone_redirect() shares the payload between the
+ * copies; only the first buffer of the frame (headers included) is
+ * copied, when the headers of a shared frame are written.
  */
-SEC("xdp/devmap")
-int xina_egress(struct xdp_md *ctx)
+
+/* The headers of a copy; @pad aligns the IPv4 header for ip_csum_set(). */
+struct xina_l2l4 {
+	__u16		pad;
+	struct ethhdr	eth;
+	struct iphdr	ip;
+	struct udphdr	udp;
+};
+
+#define XINA_L2L4_LEN	(sizeof(struct xina_l2l4) - sizeof(__u16))
+
+struct xina_fan {
+	struct __sk_buff	*skb;
+	struct xina_l2l4	hdr;	/* as the frame arrived */
+	__u32			job;	/* job id */
+	__u32			idx;	/* job index (map backend) */
+	__u32			to;	/* rank, or XINA_MARK_ALL */
+	__u32			sent;
+	__u32			unknown;
+};
+
+/* Write member @m's headers into the frame and send it a copy. */
+static __always_inline void xina_fan_send(struct xina_fan *f,
+					  const struct xina_member *m)
 {
-	struct xina_port_key pkey = { .ifindex = ctx->egress_ifindex };
-	struct xina_member_key mkey;
-	struct xina_member *member;
-	struct xina_pkt pkt = {};
-	__u32 *rank;
+	struct xina_l2l4 h = f->hdr;
 
-	if (xina_parse(ctx, &pkt, XINA_T_RESULT) != XINA_WELL_FORMED)
-		return XDP_DROP;
-	pkey.job = bpf_ntohl(pkt.xh->job);
-	rank = bpf_map_lookup_elem(&xina_ports, &pkey);
-	if (!rank)
-		return XDP_DROP;
-	mkey.job = pkey.job;
-	mkey.rank = *rank;
-	member = bpf_map_lookup_elem(&xina_members, &mkey);
-	if (!member || !member->rport)
-		return XDP_DROP;
+	__builtin_memcpy(h.eth.h_dest, m->mac, ETH_ALEN);
+	__builtin_memcpy(h.eth.h_source, m->sw_mac, ETH_ALEN);
+	h.ip.saddr = m->sw_addr;
+	h.ip.daddr = m->addr;
+	ip_csum_set(&h.ip);
+	h.udp.source = bpf_htons(xina_port);
+	h.udp.dest = m->rport;
+	h.udp.check = 0;
+	if (bpf_skb_store_bytes(f->skb, 0, &h.eth, XINA_L2L4_LEN, 0) ||
+	    bpf_clone_redirect(f->skb, m->ifindex, 0)) {
+		f->unknown++;
+		return;
+	}
+	f->sent++;
+}
 
-	__builtin_memcpy(pkt.eth->h_dest, member->mac, ETH_ALEN);
-	pkt.iph->daddr = member->addr;
-	pkt.udp->dest = member->rport;
-	pkt.udp->check = 0;
-	ip_csum_set(pkt.iph);
-	return XDP_PASS;
+/* The copy for rank @rank, if the frame is for it (a bpf_loop() callback). */
+static long xina_fan_one(__u32 rank, struct xina_fan *f)
+{
+	struct xina_member *m;
+
+	if (f->to != XINA_MARK_ALL && f->to != rank)
+		return 0;
+	m = xina_member_of(f->idx, rank);
+	if (!m || !m->addr)
+		return 0;
+	if (!m->ifindex)
+		f->unknown++;
+	else
+		xina_fan_send(f, m);
+	return 0;
+}
+
+#ifdef XINA_KFUNC
+#include "xina_kf_tc.bpf.h"
+#endif
+
+SEC("tc")
+int xina_fanout(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	struct xina_mark *mark = (void *)(long)skb->data_meta;
+	struct xina_fan f = { .skb = skb };
+	struct xina_counters *ctr;
+	struct xina_job *job;
+
+	if ((void *)(mark + 1) > data || mark->magic != XINA_MARK_MAGIC)
+		return TC_ACT_OK;
+	f.to = mark->to;
+	f.job = mark->job;
+	if (bpf_skb_load_bytes(skb, 0, &f.hdr.eth, XINA_L2L4_LEN))
+		return TC_ACT_SHOT;
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		return xina_kf_fanout(&f);
+#endif
+	job = xina_job_find(f.job);
+	if (!job || job->idx >= XINA_MAX_JOBS)
+		return TC_ACT_SHOT;	/* deleted since xina_xdp saw it */
+	f.idx = job->idx;
+	ctr = bpf_map_lookup_elem(&xina_stats, &f.idx);
+	if (!ctr)
+		return TC_ACT_SHOT;
+	if (f.to != XINA_MARK_ALL)
+		xina_fan_one(f.to, &f);
+	else
+		bpf_loop(job->workers, xina_fan_one, &f, 0);
+	ctr->c[XINA_STAT_TX] += f.sent;
+	ctr->c[XINA_STAT_TX_UNKNOWN] += f.unknown;
+	return TC_ACT_SHOT;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

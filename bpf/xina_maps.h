@@ -1,26 +1,32 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause) */
 /*
- * Layout of the BPF maps of the XDP fast path (map backend), shared by the
- * BPF programs (bpf/) and by user space (xinactl, tests).  Not ABI: the BPF
+ * Layout of the BPF maps of the fast path (map backend), shared by the BPF
+ * programs (bpf/) and by user space (xinactl, tests).  Not ABI: the BPF
  * object and xinactl are built and versioned together.
  *
  * Maps (all pinned by name under the pin directory, default XINA_PIN_DIR):
  *
- *   xina_jobs     HASH      __u32 job id          -> struct xina_job
- *   xina_members  HASH      struct xina_member_key -> struct xina_member
- *   xina_ports    HASH      struct xina_port_key  -> __u32 rank
- *                           (learned by the fast path: the member last
- *                            seen behind a port; xina_egress addresses
- *                            results to it, so a job has at most one
- *                            member behind each switch port)
+ *   xina_jobs     ARRAY     bucket               -> struct xina_job
+ *                           (open addressing: job id J lives in the first
+ *                            of the XINA_JOB_PROBES buckets
+ *                            xina_job_bucket(J, 0..) that holds it; id 0
+ *                            marks a free bucket.  No hash map on the
+ *                            packet path: an array lookup is a few
+ *                            instructions once the verifier inlines it)
+ *   xina_members  ARRAY     job idx * XINA_MAX_WORKERS + rank
+ *                                                -> struct xina_member
  *   xina_meta     ARRAY     slot version index    -> struct xina_meta
  *   xina_vals     PERCPU_ARRAY slot version index -> struct xina_part
+ *   xina_scratch  PERCPU_ARRAY 0                  -> struct xina_scratch
  *   xina_stats    PERCPU_ARRAY job idx            -> struct xina_counters
  *                           (index XINA_MAX_JOBS holds the switch-wide
  *                            enum xina_gstat counters)
- *   xina_tx       DEVMAP_HASH ifindex             -> struct bpf_devmap_val
- *                           (one entry per attached port, with the egress
- *                            program xina_egress)
+ *
+ * Programs: xina_xdp (XDP, multi-buffer) aggregates on every switch port;
+ * a result, and the answer to a retransmission, leave it with XDP_PASS and
+ * a struct xina_mark in the XDP metadata, and xina_fanout (TC ingress of
+ * the same port) sends one copy to each member it is for, out of the port
+ * that member is behind (bpf_clone_redirect).
  *
  * Slot versions: a job owns the contiguous range
  * [slot_base, slot_base + 2 * slots) of xina_meta and xina_vals; slot s,
@@ -36,18 +42,29 @@
 #include "../include/uapi/linux/xina.h"
 
 #define XINA_PIN_DIR		"/run/xina"	/* on a bpffs xinactl mounts */
-#define XINA_SLOT_VERSIONS	4096		/* default xina_meta entries */
+#define XINA_SLOT_VERSIONS	1024		/* default xina_meta entries */
 #define XINA_MAX_CPUS		256		/* bound of the fold loop */
+#define XINA_JOB_BUCKETS	256		/* xina_jobs entries */
+#define XINA_JOB_PROBES		4		/* buckets a job id may use */
+#define XINA_CHUNK		512		/* elements per load/store of
+						 * the part of a frame beyond
+						 * its first buffer */
 
 /* Program and map names, as found in the object and under the pin dir. */
-#define XINA_PROG_MAIN		"xina_xdp"	/* SEC("xdp") on switch ports */
-#define XINA_PROG_EGRESS	"xina_egress"	/* SEC("xdp/devmap") */
+#define XINA_PROG_MAIN		"xina_xdp"	/* SEC("xdp.frags") */
+#define XINA_PROG_FANOUT	"xina_fanout"	/* SEC("tc"), clsact ingress */
 #define XINA_PROG_PASS		"xina_pass"	/* SEC("xdp") on worker-side veth */
+
+/* Probe @probe (0..XINA_JOB_PROBES-1) of job @id in xina_jobs. */
+static inline __u32 xina_job_bucket(__u32 id, __u32 probe)
+{
+	return ((id * 2654435761u >> 24) + probe) & (XINA_JOB_BUCKETS - 1);
+}
 
 struct xina_job {
 	__u64	key;		/* host order; compared with be64_to_cpu(hdr->key) */
-	__u32	id;
-	__u32	idx;		/* 0..XINA_MAX_JOBS-1: stats index */
+	__u32	id;		/* 0: free bucket */
+	__u32	idx;		/* 0..XINA_MAX_JOBS-1: stats and members index */
 	__u32	slot_base;	/* first xina_meta/xina_vals index of the job */
 	__u32	slots;
 	__u16	workers;
@@ -55,24 +72,22 @@ struct xina_job {
 	__u32	flags;		/* XINA_JOB_F_* */
 };
 
-struct xina_member_key {
-	__u32	job;
-	__u32	rank;
-};
-
+/*
+ * A member of a job.  @addr and @port are configured; the rest is learned
+ * from its packets and tells xina_fanout where to send its copy of a
+ * result: out of switch port @ifindex, from the address and MAC the member
+ * itself sends to (so that a port on its own subnet answers with its own
+ * addresses), to the member's MAC and the UDP port it sends from.
+ */
 struct xina_member {
-	__be32	addr;		/* IPv4 source address of the member */
+	__be32	addr;		/* IPv4 source address; 0: rank not configured */
 	__be16	port;		/* UDP source port; 0: any */
-	__u8	mac[6];		/* learned from its packets; 0 until then */
-	__u32	ifindex;	/* learned: the switch port it is behind */
-	__be16	rport;		/* learned: UDP source port of its last
-				 * accepted packet; results go there */
-	__u16	pad;
-};
-
-struct xina_port_key {
-	__u32	ifindex;
-	__u32	job;
+	__be16	rport;		/* learned: UDP source port of its packets */
+	__u32	ifindex;	/* learned: the switch port it is behind; 0:
+				 * never seen */
+	__be32	sw_addr;	/* learned: the switch address it sends to */
+	__u8	mac[6];		/* learned: its MAC */
+	__u8	sw_mac[6];	/* learned: the switch port MAC it sends to */
 };
 
 /*
@@ -103,8 +118,29 @@ struct xina_part {
 	__s32	v[XINA_MAX_ELEMS];	/* host order */
 };
 
+/* Per-CPU staging buffer for the elements beyond a frame's first buffer. */
+struct xina_scratch {
+	__be32	w[XINA_CHUNK];
+};
+
 struct xina_counters {
 	__u64	c[XINA_STAT_MAX];	/* enum xina_stat; or enum xina_gstat */
+};
+
+/*
+ * What xina_xdp hands to xina_fanout in the XDP metadata of a frame it
+ * passes: the frame is a result (or an answer) of job @job, for every
+ * member (@to == XINA_MARK_ALL) or for rank @to alone.  Only an XDP program
+ * writes metadata, so a frame from the wire cannot carry a mark.
+ */
+#define XINA_MARK_MAGIC		0x78696e61	/* "xina" */
+#define XINA_MARK_ALL		0xffff
+
+struct xina_mark {
+	__u32	magic;
+	__u32	job;		/* job id */
+	__u16	to;		/* rank, or XINA_MARK_ALL */
+	__u16	pad;
 };
 
 #endif /* XINA_MAPS_H */

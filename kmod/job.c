@@ -91,6 +91,7 @@ static void xina_job_free_rcu(struct rcu_head *rcu)
 	/* No reader left: rcu_dereference_protected with "1" is exact. */
 	kfree(rcu_dereference_protected(job->cfg, 1));
 	free_percpu(job->stats);
+	kfree(job->loc);
 	kvfree(job->val);
 	kvfree(job->slotv);
 	kfree(job);
@@ -126,6 +127,11 @@ static int xina_job_alloc_mem(struct xina_job *job)
 
 	job->stats = alloc_percpu(struct xina_counters);
 	if (!job->stats)
+		return -ENOMEM;
+
+	seqlock_init(&job->loc_lock);
+	job->loc = kcalloc(job->workers, sizeof(*job->loc), GFP_KERNEL_ACCOUNT);
+	if (!job->loc)
 		return -ENOMEM;
 	return 0;
 }

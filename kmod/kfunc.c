@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The XDP fast path into module slot memory: the kfunc xina_kf_contrib()
+ * The fast path into module slot memory: the kfunc xina_kf_contrib() for
+ * XDP, and xina_kf_member() and xina_kf_tx() for the TC fan-out of results
  * (interface in xina_kfunc.h).
  *
  * Per slot version the module keeps one value array and the round state
@@ -12,7 +13,10 @@
  *
  * The xina header follows Ethernet, IPv4 and UDP (42 bytes): its 32-bit
  * fields and the elements are only 2-byte aligned, hence the unaligned
- * accessors (plain loads on x86 and arm64).
+ * accessors (plain loads on x86 and arm64).  The header is in the frame's
+ * first buffer; the elements of a jumbo frame may run on into further
+ * buffers (XDP multi-buffer), and are then gathered into a per-CPU buffer,
+ * and the result scattered back from it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -20,7 +24,12 @@
 #include <linux/btf.h>
 #include <linux/btf_ids.h>
 #include <linux/module.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
 #include <net/xdp.h>
 #ifdef XINA_HAVE_LINUX_UNALIGNED	/* 6.12 moved it; see kmod/Kbuild */
 #include <linux/unaligned.h>
@@ -95,9 +104,10 @@ static void xina_val_out(__be32 *el, const u32 *val, u16 count)
 		put_unaligned_be32(val[i], &el[i]);
 }
 
-/* Start round @round in @sv with the contribution in @h. */
+/* Start round @round in @sv with the contribution in @h, @el. */
 static void xina_round_start(struct xina_slotv *sv, u32 *val,
-			     const struct xina_hdr *h, u32 round, u16 count)
+			     const struct xina_hdr *h, const __be32 *el,
+			     u32 round, u16 count)
 {
 	sv->round = round;
 	sv->used = 1;
@@ -106,7 +116,7 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 	sv->op = h->op;
 	sv->count = count;
 	bitmap_zero(sv->seen, XINA_MAX_WORKERS);
-	xina_val_init(val, (const __be32 *)(h + 1), count);
+	xina_val_init(val, el, count);
 }
 
 /*
@@ -116,15 +126,15 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
  * outcome.
  */
 static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
-			     u32 *val, struct xina_hdr *h, u16 rank,
-			     enum xina_stat *stat)
+			     u32 *val, struct xina_hdr *h, __be32 *el,
+			     u16 rank, enum xina_stat *stat)
 {
 	u16 count = get_unaligned_be16(&h->count);
 	u32 round = get_unaligned_be32(&h->round);
 	s32 ahead = round - sv->round;
 
 	if (!sv->used || (ahead == XINA_SLOT_VERSIONS && sv->complete)) {
-		xina_round_start(sv, val, h, round, count);
+		xina_round_start(sv, val, h, el, round, count);
 		goto added;
 	}
 	if (ahead < 0) {
@@ -151,10 +161,10 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 		*stat = XINA_STAT_RETRANS_ANSWERED;
 		h->type = XINA_T_RESULT;
 		h->exp = sv->exp;
-		xina_val_out((__be32 *)(h + 1), val, count);
+		xina_val_out(el, val, count);
 		return XINA_KF_ANSWER;
 	}
-	xina_val_add(val, (const __be32 *)(h + 1), count, h->op);
+	xina_val_add(val, el, count, h->op);
 
 added:
 	__set_bit(rank, sv->seen);
@@ -165,7 +175,7 @@ added:
 	sv->complete = 1;
 	sv->exp = h->exp;
 	h->type = XINA_T_RESULT;
-	xina_val_out((__be32 *)(h + 1), val, count);
+	xina_val_out(el, val, count);
 	return XINA_KF_RESULT;
 }
 
@@ -194,9 +204,40 @@ static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
 	return 0;
 }
 
-static int xina_job_contrib(struct xina_job *job, struct xina_hdr *h,
-			    __be32 saddr, __be16 sport)
+/*
+ * Remember where member @rank is, from the headers of its packet in @xdp:
+ * the TC fan-out sends its copies of results there.  Written only when
+ * something moved, so that the fan-out's readers seldom retry.
+ */
+static void xina_job_learn(struct xina_job *job, u16 rank,
+			   const struct xdp_buff *xdp, __be32 saddr)
 {
+	const struct ethhdr *eth = xdp->data;
+	const struct iphdr *iph = xdp->data + sizeof(*eth);
+	const struct udphdr *udph = (const void *)(iph + 1);
+	struct xina_member_loc *loc = &job->loc[rank];
+	int ifindex = xdp->rxq->dev->ifindex;
+
+	if (READ_ONCE(loc->ifindex) == ifindex && loc->addr == saddr &&
+	    loc->sw_addr == iph->daddr && loc->rport == udph->source &&
+	    ether_addr_equal(loc->mac, eth->h_source) &&
+	    ether_addr_equal(loc->sw_mac, eth->h_dest))
+		return;
+	write_seqlock(&job->loc_lock);
+	loc->addr = saddr;
+	loc->sw_addr = iph->daddr;
+	loc->rport = udph->source;
+	ether_addr_copy(loc->mac, eth->h_source);
+	ether_addr_copy(loc->sw_mac, eth->h_dest);
+	WRITE_ONCE(loc->ifindex, ifindex);
+	write_sequnlock(&job->loc_lock);
+}
+
+static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
+			    struct xina_hdr *h, __be32 *el, __be32 saddr,
+			    __be16 sport)
+{
+	u16 rank = get_unaligned_be16(&h->rank);
 	enum xina_stat stat;
 	struct xina_slotv *sv;
 	u32 idx;
@@ -208,18 +249,76 @@ static int xina_job_contrib(struct xina_job *job, struct xina_hdr *h,
 		xina_count(job, ret);
 		return XINA_KF_REJECT;
 	}
+	xina_job_learn(job, rank, xdp, saddr);
 
 	idx = get_unaligned_be32(&h->slot) * XINA_SLOT_VERSIONS +
 	      (get_unaligned_be32(&h->round) & 1);
 	sv = &job->slotv[idx];
 	spin_lock(&sv->lock);
-	ret = xina_slot_contrib(job, sv, (u32 *)xina_job_val(job, idx), h,
-				get_unaligned_be16(&h->rank), &stat);
+	ret = xina_slot_contrib(job, sv, (u32 *)xina_job_val(job, idx), h, el,
+				rank, &stat);
 	spin_unlock(&sv->lock);
 	xina_count(job, stat);
 	if (ret == XINA_KF_RESULT)
 		xina_count(job, XINA_STAT_COMPLETE);
 	return ret;
+}
+
+/*
+ * Staging for the elements of a multi-buffer frame, per CPU; allocated,
+ * not DEFINE_PER_CPU: the static per-CPU area of modules is 8 KiB.
+ */
+struct xina_kf_buf {
+	__be32	el[XINA_MAX_ELEMS];
+};
+
+static struct xina_kf_buf __percpu *xina_kf_bufs;
+
+/*
+ * Copy @len bytes between @buf and the frame at @off, across its buffers:
+ * into the frame if @to_frame, out of it otherwise.  The caller checked
+ * that the frame holds them.
+ */
+static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
+			  bool to_frame)
+{
+	u32 lin = xdp->data_end - xdp->data, n, i;
+	struct skb_shared_info *sinfo;
+	void *p;
+
+	if (off < lin) {
+		n = min(len, lin - off);
+		p = xdp->data + off;
+		if (to_frame)
+			memcpy(p, buf, n);
+		else
+			memcpy(buf, p, n);
+		buf += n;
+		len -= n;
+		off = 0;
+	} else {
+		off -= lin;
+	}
+	if (!len || !xdp_buff_has_frags(xdp))
+		return;
+	sinfo = xdp_get_shared_info_from_buff(xdp);
+	for (i = 0; i < sinfo->nr_frags && len; i++) {
+		skb_frag_t *f = &sinfo->frags[i];
+
+		if (off >= skb_frag_size(f)) {
+			off -= skb_frag_size(f);
+			continue;
+		}
+		n = min(len, skb_frag_size(f) - off);
+		p = skb_frag_address(f) + off;
+		if (to_frame)
+			memcpy(p, buf, n);
+		else
+			memcpy(buf, p, n);
+		buf += n;
+		len -= n;
+		off = 0;
+	}
 }
 
 __diag_push();
@@ -244,48 +343,181 @@ noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
 			     __be16 sport)
 {
 	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
+	u32 lin = xdp->data_end - xdp->data, len;
 	struct xina_job *job;
 	struct xina_hdr *h;
+	__be32 *el;
+	bool staged;
 	int ret;
 
-	if (off > xdp->data_end - xdp->data)
+	if (off < sizeof(struct ethhdr) + sizeof(struct iphdr) +
+		  sizeof(struct udphdr) || off + sizeof(*h) > lin)
 		return XINA_KF_MALFORMED;
 	h = xdp->data + off;
-	if ((void *)(h + 1) > xdp->data_end || !h->count ||
-	    (void *)(h + 1) + get_unaligned_be16(&h->count) * sizeof(__be32) >
-	    xdp->data_end)
+	len = get_unaligned_be16(&h->count) * sizeof(__be32);
+	if (!len || len > sizeof(struct xina_kf_buf) ||
+	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
 	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
 	    (h->flags & ~XINA_F_ALL) || h->weight)
 		return XINA_KF_MALFORMED;
 
+	/*
+	 * XDP runs in softirq context, BPF_PROG_TEST_RUN in process context
+	 * with bottom halves enabled: keep softirqs off this CPU while its
+	 * staging buffer and a slot lock are held.
+	 */
+	local_bh_disable();
+	staged = off + sizeof(*h) + len > lin;
+	if (staged) {
+		el = this_cpu_ptr(xina_kf_bufs)->el;
+		xina_xdp_copy(xdp, off + sizeof(*h), el, len, false);
+	} else {
+		el = (__be32 *)(h + 1);
+	}
+
 	rcu_read_lock();
 	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
 	if (job)
-		ret = xina_job_contrib(job, h, saddr, sport);
+		ret = xina_job_contrib(job, xdp, h, el, saddr, sport);
 	else
 		ret = XINA_KF_NO_JOB;
+	rcu_read_unlock();
+
+	if (staged && (ret == XINA_KF_RESULT || ret == XINA_KF_ANSWER))
+		xina_xdp_copy(xdp, off + sizeof(*h), el, len, true);
+	local_bh_enable();
+	return ret;
+}
+
+/**
+ * xina_kf_member - where a member of a job is, for the TC fan-out
+ * @ctx: the frame being fanned out (its device's netns holds the job)
+ * @job_id: job id
+ * @rank: the member's rank
+ * @m: filled with the member's location on success
+ *
+ * See xina_kfunc.h.
+ *
+ * Return: 0, -ENOENT (no such job), -ERANGE (@rank not below the job's
+ * workers) or -ENODATA (no address, or never seen).
+ */
+noinline int xina_kf_member(struct __sk_buff *ctx, u32 job_id, u32 rank,
+			    struct xina_kf_member *m)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx;
+	const struct xina_member_loc *loc;
+	const struct xina_job_cfg *cfg;
+	struct xina_job *job;
+	unsigned int seq;
+	int ret = 0;
+
+	rcu_read_lock();
+	job = xina_job_find(dev_net(skb->dev), job_id);
+	if (!job) {
+		ret = -ENOENT;
+		goto out;
+	}
+	if (rank >= job->workers) {
+		ret = -ERANGE;
+		goto out;
+	}
+	cfg = rcu_dereference(job->cfg);
+	loc = &job->loc[rank];
+	do {
+		seq = read_seqbegin(&job->loc_lock);
+		m->addr = loc->addr;
+		m->sw_addr = loc->sw_addr;
+		m->rport = loc->rport;
+		m->ifindex = loc->ifindex;
+		ether_addr_copy(m->mac, loc->mac);
+		ether_addr_copy(m->sw_mac, loc->sw_mac);
+	} while (read_seqretry(&job->loc_lock, seq));
+	/*
+	 * -ENODATA with m->addr 0: the rank has no member; with the
+	 * member's address: it was never seen, or it was given another
+	 * address since (then it is not where it was).
+	 */
+	if (!m->ifindex || m->addr != cfg->member[rank].addr)
+		ret = -ENODATA;
+	m->addr = cfg->member[rank].addr;
+	m->port = cfg->member[rank].port;
+	if (!m->addr)
+		ret = -ENODATA;
+out:
 	rcu_read_unlock();
 	return ret;
 }
 
+/**
+ * xina_kf_tx - count the copies of a result the TC fan-out sent
+ * @ctx: the frame being fanned out
+ * @job_id: job id
+ * @sent: copies sent (XINA_STAT_TX)
+ * @unknown: copies not sent for want of a location (XINA_STAT_TX_UNKNOWN)
+ */
+noinline void xina_kf_tx(struct __sk_buff *ctx, u32 job_id, u32 sent,
+			 u32 unknown)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx;
+	struct xina_job *job;
+
+	rcu_read_lock();
+	job = xina_job_find(dev_net(skb->dev), job_id);
+	if (job) {
+		this_cpu_add(job->stats->c[XINA_STAT_TX], sent);
+		this_cpu_add(job->stats->c[XINA_STAT_TX_UNKNOWN], unknown);
+	}
+	rcu_read_unlock();
+}
+
 __diag_pop();
 
-BTF_SET8_START(xina_kfunc_ids)
+BTF_SET8_START(xina_xdp_kfunc_ids)
 BTF_ID_FLAGS(func, xina_kf_contrib)
-BTF_SET8_END(xina_kfunc_ids)
+BTF_SET8_END(xina_xdp_kfunc_ids)
 
-static const struct btf_kfunc_id_set xina_kfunc_set = {
+BTF_SET8_START(xina_tc_kfunc_ids)
+BTF_ID_FLAGS(func, xina_kf_member)
+BTF_ID_FLAGS(func, xina_kf_tx)
+BTF_SET8_END(xina_tc_kfunc_ids)
+
+static const struct btf_kfunc_id_set xina_xdp_kfunc_set = {
 	.owner	= THIS_MODULE,
-	.set	= &xina_kfunc_ids,
+	.set	= &xina_xdp_kfunc_ids,
+};
+
+static const struct btf_kfunc_id_set xina_tc_kfunc_set = {
+	.owner	= THIS_MODULE,
+	.set	= &xina_tc_kfunc_ids,
 };
 
 /*
- * There is no unregistration: the set goes with the module's BTF.  Without
- * module BTF the kernel only warns and the kfunc is missing; a program
- * calling it then fails to load, which is what xinactl reports.
+ * There is no unregistration: the sets go with the module's BTF.  Without
+ * module BTF the kernel only warns and the kfuncs are missing; a program
+ * calling them then fails to load, which is what xinactl reports.
  */
 int xina_kfunc_init(void)
 {
-	return register_btf_kfunc_id_set(BPF_PROG_TYPE_XDP, &xina_kfunc_set);
+	int err;
+
+	xina_kf_bufs = alloc_percpu(struct xina_kf_buf);
+	if (!xina_kf_bufs)
+		return -ENOMEM;
+	err = register_btf_kfunc_id_set(BPF_PROG_TYPE_XDP, &xina_xdp_kfunc_set);
+	if (!err)
+		err = register_btf_kfunc_id_set(BPF_PROG_TYPE_SCHED_CLS,
+						&xina_tc_kfunc_set);
+	if (err)
+		free_percpu(xina_kf_bufs);
+	return err;
+}
+
+/*
+ * Module exit: no program can call the kfuncs any more (a loaded program
+ * that calls them holds a reference on the module).
+ */
+void xina_kfunc_exit(void)
+{
+	free_percpu(xina_kf_bufs);
 }

@@ -41,12 +41,14 @@ static int __init xina_init(void)
 	/* Last: from here on user space can create jobs. */
 	err = xina_genl_init();
 	if (err)
-		goto err_pernet;
+		goto err_kfunc;
 
 	pr_info("version %s loaded\n", XINA_VERSION);
 	return 0;
 
-	/* The kfunc set has no unregistration; it goes with the module. */
+	/* The kfunc sets have no unregistration; they go with the module. */
+err_kfunc:
+	xina_kfunc_exit();
 err_pernet:
 	xina_pernet_exit();
 err_sysfs:
@@ -61,6 +63,7 @@ static void __exit xina_exit(void)
 	xina_pernet_exit();
 	/* Wait for the call_rcu() that free the deleted jobs. */
 	rcu_barrier();
+	xina_kfunc_exit();
 	xina_sysfs_exit();
 }
 

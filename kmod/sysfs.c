@@ -122,6 +122,8 @@ XINA_COUNTER_ATTR(drop_key, XINA_STAT_DROP_KEY);
 XINA_COUNTER_ATTR(drop_member, XINA_STAT_DROP_MEMBER);
 XINA_COUNTER_ATTR(drop_range, XINA_STAT_DROP_RANGE);
 XINA_COUNTER_ATTR(drop_op, XINA_STAT_DROP_OP);
+XINA_COUNTER_ATTR(tx, XINA_STAT_TX);
+XINA_COUNTER_ATTR(tx_unknown, XINA_STAT_TX_UNKNOWN);
 
 static struct attribute *xina_job_attrs[] = {
 	&xina_job_attr_id.attr,
@@ -141,6 +143,8 @@ static struct attribute *xina_job_attrs[] = {
 	&xina_counter_attr_drop_member.attr.attr,
 	&xina_counter_attr_drop_range.attr.attr,
 	&xina_counter_attr_drop_op.attr.attr,
+	&xina_counter_attr_tx.attr.attr,
+	&xina_counter_attr_tx_unknown.attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(xina_job);

@@ -10,7 +10,9 @@
 #include <linux/kobject.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/if_ether.h>
 #include <linux/rcupdate.h>
+#include <linux/seqlock.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
@@ -63,6 +65,22 @@ struct xina_counters {
 };
 
 /*
+ * Where a member is, learned by the kfunc from the member's packets (see
+ * struct xina_kf_member in xina_kfunc.h), under xina_job.loc_lock: written
+ * rarely (a member moved), read by the TC fan-out for every result.  @addr
+ * is the member address it was learned for: after XINA_CMD_JOB_SET gives
+ * the rank another address, the entry counts as unlearned.
+ */
+struct xina_member_loc {
+	__be32	addr;
+	__be32	sw_addr;	/* the switch address the member sends to */
+	__be16	rport;		/* its UDP source port */
+	u8	mac[ETH_ALEN];
+	u8	sw_mac[ETH_ALEN];
+	int	ifindex;	/* the switch port it is behind; 0: never seen */
+};
+
+/*
  * A job.  Created and deleted under xina_lock; found by the fast path
  * through the per-netns xarray under RCU.  Deletion unpublishes it from the
  * xarray, removes its sysfs directory and frees it after a grace period, so
@@ -82,6 +100,8 @@ struct xina_job {
 	struct xina_slotv	*slotv;		/* [slots * 2] */
 	s32			*val;		/* [slots * 2][elems], host order */
 	struct xina_counters __percpu *stats;
+	seqlock_t		loc_lock;	/* @loc */
+	struct xina_member_loc	*loc;		/* [workers] */
 };
 
 struct xina_net {
@@ -129,6 +149,7 @@ void xina_genl_exit(void);
 
 /* kfunc.c */
 int xina_kfunc_init(void);
+void xina_kfunc_exit(void);
 
 /* simd.c (x86-64), between kernel_fpu_begin() and kernel_fpu_end() */
 void xina_simd_add(u32 *val, const __be32 *el, u16 count);

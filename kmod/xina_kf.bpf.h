@@ -4,11 +4,12 @@
  * -DXINA_KFUNC includes this file and hands every well-formed xina packet
  * to xina_kf_xdp() instead of its own job checks and aggregation: xina.ko
  * checks the packet against the job it was configured with over netlink,
- * adds it into module slot memory and counts it (kmod/kfunc.c).  Parsing,
- * the switch-wide counters, member learning, the result broadcast through
- * xina_tx and the egress program are those of the map backend, so the
- * wire behaviour is the same.  Built as xina_kf.bpf.o; it only loads while
- * xina.ko is loaded (the kfunc is resolved against the module's BTF).
+ * learns where the member is, adds the contribution into module slot
+ * memory and counts it (kmod/kfunc.c).  Parsing, the switch-wide counters
+ * and the hand-over of results to the TC fan-out are those of the map
+ * backend, so the wire behaviour is the same.  Built as xina_kf.bpf.o; it
+ * only loads while xina.ko is loaded (the kfuncs are resolved against the
+ * module's BTF).
  */
 #ifndef _XINA_KF_BPF_H
 #define _XINA_KF_BPF_H
@@ -20,35 +21,6 @@
 
 int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 		    __be16 sport) __ksym;
-
-/*
- * Where the member is, for xina_egress.  Members are configured in xina.ko
- * only, so the entry of xina_members is made here on the member's first
- * packet (the module has just checked its address against the job).
- */
-static __always_inline void xina_kf_learn(struct xdp_md *ctx,
-					  const struct xina_pkt *pkt)
-{
-	struct xina_member_key mkey = {
-		.job = bpf_ntohl(pkt->xh->job),
-		.rank = bpf_ntohs(pkt->xh->rank),
-	};
-	struct xina_job job = { .id = mkey.job };
-	struct xina_member fresh = { .addr = pkt->iph->saddr };
-	struct xina_member *m;
-
-	m = bpf_map_lookup_elem(&xina_members, &mkey);
-	if (!m) {
-		bpf_map_update_elem(&xina_members, &mkey, &fresh, BPF_NOEXIST);
-		m = bpf_map_lookup_elem(&xina_members, &mkey);
-		if (!m)
-			return;
-	}
-	/* The member of a rank may change with XINA_CMD_JOB_SET. */
-	if (m->addr != pkt->iph->saddr)
-		m->addr = pkt->iph->saddr;
-	xina_learn(ctx, &job, m, pkt);
-}
 
 /*
  * 1, but opaque to clang: the map backend's code stays in the object, so
@@ -67,6 +39,7 @@ static __always_inline int xina_kf_on(void)
 static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 				       struct xina_pkt *pkt)
 {
+	__u32 job = bpf_ntohl(pkt->xh->job), rank = bpf_ntohs(pkt->xh->rank);
 	int v;
 
 	v = xina_kf_contrib(ctx, XINA_KF_HDR_OFF, pkt->iph->saddr,
@@ -79,14 +52,10 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 		gstat_inc(XINA_GSTAT_MALFORMED);
 		return XDP_DROP;
 	}
-	if (!xina_kf_member(v))
-		return XDP_DROP;
-
-	xina_kf_learn(ctx, pkt);
 	if (v == XINA_KF_RESULT)
-		return xina_send_result(pkt);
+		return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
-		return xina_reply(pkt);
+		return xina_pass_marked(ctx, job, rank);
 	return XDP_DROP;
 }
 

@@ -1,25 +1,46 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause) */
 /*
- * The kfuncs xina.ko registers for XDP programs, shared by the module
- * (kmod/kfunc.c) and the BPF fast path that calls them.  Not ABI: kfuncs
- * are not stable, the BPF object and xina.ko are versioned together.
+ * The kfuncs xina.ko registers for BPF programs, shared by the module
+ * (kmod/kfunc.c) and the fast path that calls them.  Not ABI: kfuncs are
+ * not stable, the BPF object and xina.ko are versioned together.
+ *
+ * For XDP programs:
  *
  * int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
  *		       __be16 sport)
  *
- *	The XDP program has parsed Ethernet, IPv4 and UDP and found a xina
- *	packet whose struct xina_hdr starts @off bytes after ctx->data; the
- *	packet came from @saddr:@sport.  The module checks the header (wire
- *	version, type, flags, weight, length), looks the job up in the netns
- *	of the receiving device, checks key, member, ranges and op, and adds
- *	the contribution into the job's slot memory, counting each outcome
- *	in the job's counters (enum xina_stat).  Returns enum xina_kf_verdict.
- *	On XINA_KF_RESULT and XINA_KF_ANSWER the module has rewritten the
- *	packet in place into the XINA_T_RESULT to send: type, exp and the
- *	elements; addresses and ports are left to the program.
+ *	The XDP program has parsed Ethernet, IPv4 (no options) and UDP and
+ *	found a xina packet whose struct xina_hdr starts @off bytes after
+ *	ctx->data, in the frame's first buffer; the packet came from
+ *	@saddr:@sport.  The elements may run on into further buffers of a
+ *	multi-buffer frame.  The module checks the header (wire version,
+ *	type, flags, weight, length), looks the job up in the netns of the
+ *	receiving device, checks key, member, ranges and op, learns where
+ *	the member is (struct xina_kf_member), and adds the contribution
+ *	into the job's slot memory, counting each outcome in the job's
+ *	counters (enum xina_stat).  Returns enum xina_kf_verdict.  On
+ *	XINA_KF_RESULT and XINA_KF_ANSWER the module has rewritten the packet
+ *	in place into the XINA_T_RESULT to send: type, exp and the elements;
+ *	addresses and ports are left to the TC fan-out.
  *
- * A BPF program declares it as an "extern ... __ksym" with this prototype;
- * it only loads while xina.ko (with its module BTF) is loaded.
+ * For TC programs (the fan-out of results):
+ *
+ * int xina_kf_member(struct __sk_buff *ctx, __u32 job, __u32 rank,
+ *		      struct xina_kf_member *m)
+ *
+ *	Where member @rank of job @job (in the netns of the device the frame
+ *	is on) is: 0 and *@m filled; -ENOENT no such job; -ERANGE @rank is
+ *	not below the job's workers; -ENODATA the rank was never seen (or
+ *	has no address), so the switch does not know where to send its copy.
+ *
+ * void xina_kf_tx(struct __sk_buff *ctx, __u32 job, __u32 sent,
+ *		   __u32 unknown)
+ *
+ *	Counts @sent copies of a result (XINA_STAT_TX) and @unknown copies
+ *	not sent for want of a location (XINA_STAT_TX_UNKNOWN) in job @job.
+ *
+ * A BPF program declares them as "extern ... __ksym" with these
+ * prototypes; it only loads while xina.ko (with its module BTF) is loaded.
  */
 #ifndef _XINA_KFUNC_H
 #define _XINA_KFUNC_H
@@ -44,10 +65,20 @@ enum xina_kf_verdict {
 	XINA_KF_MALFORMED = 6,
 };
 
-/* A member's packet: the map backend learns where the member is. */
-static inline int xina_kf_member(int verdict)
-{
-	return verdict >= XINA_KF_DROP && verdict <= XINA_KF_ANSWER;
-}
+/*
+ * Where a member is, as the TC fan-out needs it: its address and UDP port,
+ * the switch port it is behind, and the switch address and MAC it sends
+ * to (results leave from those).  Same layout as struct xina_member of
+ * bpf/xina_maps.h (the map backend's member entry).
+ */
+struct xina_kf_member {
+	__be32	addr;
+	__be16	port;		/* configured UDP port, 0: any */
+	__be16	rport;		/* UDP port it sends from */
+	__u32	ifindex;
+	__be32	sw_addr;
+	__u8	mac[6];
+	__u8	sw_mac[6];
+};
 
 #endif /* _XINA_KFUNC_H */

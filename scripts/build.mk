@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# make bench [QUICK=1]: benchmarks of xina against its peers (OpenMPI,
-# Gloo, the user-space aggregator), see Documentation/benchmarks.md.
+# make bench [QUICK=1] [LINK_RATE=BITS/S]: benchmarks of xina against its
+# peers (OpenMPI, Gloo, the user-space aggregator), CPU-bound and with every
+# worker link limited to LINK_RATE, see Documentation/benchmarks.md.
 # Results go to $(O)/bench/.  Not part of "make check": timings never gate.
 
 BENCH_BIN := $(O)/bench/bin
@@ -18,7 +19,7 @@ BENCH_CFLAGS := $(CFLAGS) $(XCFLAGS)
 bench:
 	$(Q)scripts/deps.sh build bench
 	$(Q)$(MAKE) --no-print-directory all bench-progs
-	$(Q)QUICK=$(QUICK) scripts/bench/run.sh
+	$(Q)QUICK=$(QUICK) LINK_RATE=$(LINK_RATE) scripts/bench/run.sh
 
 bench-progs: $(BENCH_PROGS)
 
@@ -51,4 +52,4 @@ $(BENCH_BIN)/xina-bench-fastpath: $(BENCH_SRC)/fastpath.c $(BENCH_BIN)/bench_uti
 
 $(BENCH_BIN)/xina-bench-xina: $(BENCH_SRC)/xina_bench.c $(BENCH_BIN)/bench_util.o $(O)/libxina.a
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ -lbpf -lm
+	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ $(LIBXINA_LIBS)

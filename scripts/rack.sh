@@ -27,8 +27,13 @@ XINA_ROOT=${XINA_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 XINA_O=${O:-$XINA_ROOT/build}
 case "$XINA_O" in /*) ;; *) XINA_O=$XINA_ROOT/$XINA_O ;; esac
 XINACTL=${XINACTL:-$XINA_O/xinactl}
-XINA_PASS_OBJ=${XINA_PASS_OBJ:-$XINA_O/bpf/xina_pass.bpf.o}
 RACK_NET=${RACK_NET:-10.77.0}
+# The fastest configuration the rack supports (make demo, tests; the
+# benchmarks keep theirs in scripts/bench/bench.py): jumbo frames, as
+# training clusters run, with XINA_MAX_ELEMS int32 per packet.
+RACK_FAST_MTU=9000
+RACK_FAST_ELEMS=2048
+RACK_FAST_SLOTS=32
 RACK_SWITCH_IP=$RACK_NET.254
 
 rack_worker_ip()
@@ -136,19 +141,16 @@ rack_pin_mount()
 	mount -t bpf bpf "$pin"
 }
 
-# Attach xina: the fast path on every switch port, the pass program on the
-# worker end of each veth (XDP_TX and redirected frames are only taken by a
-# veth whose peer runs an XDP program).
+# Attach xina: the fast path on every switch port (XDP for contributions,
+# TC for the results it sends back).  The worker ends need nothing: results
+# reach them as ordinary frames.
 rack_xdp()
 {
 	local rack=$1 n=$2 pin=${3:-$(rack_pin_dir "$1")} i
 
 	[ -x "$XINACTL" ] || { rack_die "no $XINACTL: run make"; return 1; }
-	[ -f "$XINA_PASS_OBJ" ] || { rack_die "no $XINA_PASS_OBJ: run make"; return 1; }
 	rack_pin_mount "$pin" || return 1
 	for ((i = 0; i < n; i++)); do
-		ip -n "$rack-w$i" link set dev eth0 xdp obj "$XINA_PASS_OBJ" \
-			sec xdp || return 1
 		ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach "p$i" ||
 			return 1
 	done
@@ -333,3 +335,47 @@ rack_main()
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	rack_main "$@"
 fi
+
+# rack_shape RACK N RATE: limit every worker's link to RATE (tc units:
+# 800mbit, 1gbit) in both directions, the same for every system: a TBF on
+# the worker's eth0 (what it sends) and, through an IFB that eth0's ingress
+# redirects to, the same TBF on what it receives (the host kernel has TBF,
+# IFB, act_mirred and u32, but no netem and no matchall).  TBF counts the
+# frame from the Ethernet header to the end of the payload: no preamble,
+# inter-frame gap or FCS.
+RACK_SHAPE_IFB=ifb-shape
+rack_shape()
+{
+	local rack=$1 n=$2 rate=$3 i w
+
+	[ -n "$rack" ] && [ -n "$n" ] && [ -n "$rate" ] ||
+		{ rack_die "usage: shape RACK N RATE"; return 1; }
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		ip netns exec "$w" tc qdisc replace dev eth0 root tbf rate "$rate" \
+			burst 256k latency 50ms || return 1
+		ip -n "$w" link add "$RACK_SHAPE_IFB" type ifb || return 1
+		ip -n "$w" link set "$RACK_SHAPE_IFB" up
+		ip netns exec "$w" tc qdisc add dev "$RACK_SHAPE_IFB" root tbf \
+			rate "$rate" burst 256k latency 50ms || return 1
+		ip netns exec "$w" tc qdisc add dev eth0 handle ffff: ingress ||
+			return 1
+		ip netns exec "$w" tc filter add dev eth0 parent ffff: protocol ip \
+			u32 match u32 0 0 action mirred egress redirect \
+			dev "$RACK_SHAPE_IFB" || return 1
+	done
+}
+
+# rack_unshape RACK N: the links of rack_shape back to full speed.
+rack_unshape()
+{
+	local rack=$1 n=$2 i w
+
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		ip netns exec "$w" tc qdisc del dev eth0 ingress 2>/dev/null
+		ip netns exec "$w" tc qdisc del dev eth0 root 2>/dev/null
+		ip -n "$w" link del "$RACK_SHAPE_IFB" 2>/dev/null
+	done
+	return 0
+}

@@ -3,19 +3,19 @@
 #
 # The configurations the README documents, end to end through the XDP
 # switch in a rack of network namespaces:
-# - the demo's (scripts/demo.sh): veth ports at MTU 3500, 832 elements per
-#   packet, 32 slots, 4 workers;
-# - the largest slot the fast path takes on veth: XDP in one buffer limits
-#   a veth port to MTU 3506 here (PAGE_SIZE less the XDP headroom and
-#   skb_shared_info, less the Ethernet header), so 859 elements
-#   (859 x 4 + 68 = 3504 bytes of IP packet);
+# - the demo's (scripts/demo.sh, RACK_FAST_* in scripts/rack.sh), which is
+#   the largest slot the fast path takes: XINA_MAX_ELEMS (2048) elements
+#   per packet at MTU 9000, frames that veth hands to XDP in three buffers;
+# - the largest frame that still fits XDP's first buffer on veth: MTU 3506
+#   here (PAGE_SIZE less the XDP headroom and skb_shared_info, less the
+#   Ethernet header), 859 elements (859 x 4 + 68 = 3504 bytes);
 # - a xina UDP port other than the default ("dev attach DEV port P"): the
 #   fast path takes that port, and the default one is then not xina's.
 # Every worker checks every element; the switch's counters must add up.
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd jq "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
+require_cmd jq "$O/xinactl" "$O/xina-allreduce"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xc
@@ -90,8 +90,6 @@ rack_mtu()
 	fi
 	rack_pin_mount "$PIN" || return 1
 	for ((i = 0; i < n; i++)); do
-		ip -n "$RACK-w$i" link set dev eth0 xdp obj "$XINA_PASS_OBJ" \
-			sec xdp || return 1
 		xctl dev attach "p$i" port "$port" || return 1
 	done
 }
@@ -99,20 +97,22 @@ rack_mtu()
 tap_begin 6
 
 # The demo's configuration, both dtypes, the last packet part-full.
-rack_mtu 4 3500
-check_err $? "rack of 4 at MTU 3500 could not be set up"
-allreduce_case 4 11 32 832 i32 $((4 * (832 * 32 * 3 + 5)))
-log_test "demo configuration (MTU 3500, 832 elements, 32 slots): 4 workers i32"
-allreduce_case 4 12 32 832 f32 $((8 << 20))
-log_test "demo configuration (MTU 3500, 832 elements, 32 slots): 4 workers f32 8 MiB"
+rack_mtu 4 "$RACK_FAST_MTU"
+check_err $? "rack of 4 at MTU $RACK_FAST_MTU could not be set up"
+E=$RACK_FAST_ELEMS
+S=$RACK_FAST_SLOTS
+allreduce_case 4 11 "$S" "$E" i32 $((4 * (E * S * 3 + 5)))
+log_test "demo configuration (MTU $RACK_FAST_MTU, $E elements, $S slots): 4 workers i32"
+allreduce_case 4 12 "$S" "$E" f32 $((8 << 20))
+log_test "demo configuration (MTU $RACK_FAST_MTU, $E elements, $S slots): 4 workers f32 8 MiB"
 
-# The largest slot: 859 elements at the largest MTU veth takes with XDP.
+# The largest frame XDP on veth takes in one buffer: 859 elements.
 rack_mtu 2 3506
 check_err $? "rack of 2 at MTU 3506 could not be set up"
 allreduce_case 2 13 32 859 i32 $((4 * (859 * 32 * 2 + 7)))
-log_test "largest slot on veth (MTU 3506, 859 elements): 2 workers i32"
+log_test "largest one-buffer frame on veth (MTU 3506, 859 elements): 2 workers i32"
 allreduce_case 2 14 32 859 f32 $((4 << 20))
-log_test "largest slot on veth (MTU 3506, 859 elements): 2 workers f32 4 MiB"
+log_test "largest one-buffer frame on veth (MTU 3506, 859 elements): 2 workers f32 4 MiB"
 
 # Another xina port: the workers send to it and get their results from it.
 PORT=9300

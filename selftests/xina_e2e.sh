@@ -11,7 +11,7 @@
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd jq "$O/xinactl" "$O/xina-allreduce" "$O/bpf/xina_pass.bpf.o"
+require_cmd jq "$O/xinactl" "$O/xina-allreduce"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xe

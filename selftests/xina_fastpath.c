@@ -4,10 +4,12 @@
  *
  * Every test loads a fresh skeleton (maps not pinned, small), configures
  * one job in the maps the way xinactl does, and feeds xina_xdp Ethernet
- * frames built here.  The multicast of a result (devmap broadcast and the
- * egress program) is run for real in a network namespace this test makes
- * with unshare(): veth pairs, a live-frames test_run, packet sockets on
- * the worker ends.
+ * frames built here; frames longer than a page are multi-buffer frames in
+ * BPF_PROG_TEST_RUN, as they are on veth.  A result leaves xina_xdp with
+ * XDP_PASS and a mark in the XDP metadata (which BPF_PROG_TEST_RUN hands
+ * back in front of the frame); its fan-out by the TC program xina_fanout
+ * is run for real in a network namespace this test makes with unshare():
+ * veth pairs, packet sockets on the worker ends.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,7 +33,6 @@
 
 #include "xina_maps.h"
 #include "bpf/xina.skel.h"
-#include "bpf/xina_pass.skel.h"
 #include "xtest.h"
 
 #define JOB_ID		7
@@ -43,6 +44,7 @@
 #define WK_IP(r)	(0x0a070001U + (r))	/* 10.7.0.1 + rank */
 #define WK_PORT(r)	(40000 + (r))
 #define FRAME_MAX	(14 + 20 + 8 + 40 + 4 * XINA_MAX_ELEMS)
+#define META_MAX	64	/* XDP metadata BPF_PROG_TEST_RUN hands back */
 #define HDRS_LEN	(14 + 20 + 8)
 #define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
 
@@ -50,8 +52,8 @@ static const __u8 sw_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0xfe, 0x01 };
 
 struct fixture {
 	struct xina *skel;
-	int xdp, egress, pass_fd;
-	int jobs, members, ports, meta, vals, stats, tx;
+	int xdp, fanout;
+	int jobs, members, meta, vals, stats;
 	struct xina_job job;
 	int ncpus;
 };
@@ -86,10 +88,9 @@ static int fx_open(void)
 	s->rodata->nr_cpus = F.ncpus;
 	bpf_map__set_max_entries(s->maps.xina_meta, NR_VERSIONS);
 	bpf_map__set_max_entries(s->maps.xina_vals, NR_VERSIONS);
-	bpf_map__set_max_entries(s->maps.xina_members, 64);
-	bpf_map__set_max_entries(s->maps.xina_ports, 64);
-	bpf_map__set_max_entries(s->maps.xina_jobs, 8);
-	bpf_map__set_max_entries(s->maps.xina_tx, 8);
+	/* members of job indexes 0..JOB_IDX only */
+	bpf_map__set_max_entries(s->maps.xina_members,
+				 (JOB_IDX + 1) * XINA_MAX_WORKERS);
 	err = xina__load(s);
 	if (err) {
 		XT_LOG("xina__load: %s", strerror(-err));
@@ -98,14 +99,12 @@ static int fx_open(void)
 	}
 	F.skel = s;
 	F.xdp = bpf_program__fd(s->progs.xina_xdp);
-	F.egress = bpf_program__fd(s->progs.xina_egress);
+	F.fanout = bpf_program__fd(s->progs.xina_fanout);
 	F.jobs = bpf_map__fd(s->maps.xina_jobs);
 	F.members = bpf_map__fd(s->maps.xina_members);
-	F.ports = bpf_map__fd(s->maps.xina_ports);
 	F.meta = bpf_map__fd(s->maps.xina_meta);
 	F.vals = bpf_map__fd(s->maps.xina_vals);
 	F.stats = bpf_map__fd(s->maps.xina_stats);
-	F.tx = bpf_map__fd(s->maps.xina_tx);
 	return 0;
 }
 
@@ -115,14 +114,19 @@ static void fx_close(void)
 	memset(&F, 0, sizeof(F));
 }
 
+/* Index of member @rank of the job in xina_members. */
+static __u32 member_key(unsigned int rank)
+{
+	return JOB_IDX * XINA_MAX_WORKERS + rank;
+}
+
 /* Configure the job as "xinactl job add" does.  port: members' UDP port
  * (0: any). */
 static int job_add(unsigned int workers, unsigned int slots,
 		   unsigned int elems, bool port)
 {
+	__u32 bucket = xina_job_bucket(JOB_ID, 0), k;
 	struct xina_member m = {};
-	struct xina_member_key k;
-	__u32 id = JOB_ID;
 	unsigned int r;
 
 	if (fx_open())
@@ -134,16 +138,15 @@ static int job_add(unsigned int workers, unsigned int slots,
 		.slot_base = SLOT_BASE, .slots = slots,
 		.workers = workers, .elems = elems,
 	};
-	if (bpf_map_update_elem(F.jobs, &id, &F.job, BPF_NOEXIST))
-		return -1;
 	for (r = 0; r < workers; r++) {
-		k = (struct xina_member_key){ .job = JOB_ID, .rank = r };
+		k = member_key(r);
 		m.addr = htonl(WK_IP(r));
 		m.port = port ? htons(WK_PORT(r)) : 0;
-		if (bpf_map_update_elem(F.members, &k, &m, BPF_NOEXIST))
+		if (bpf_map_update_elem(F.members, &k, &m, BPF_ANY))
 			return -1;
 	}
-	return 0;
+	/* last, as xinactl does: the job appears with its members */
+	return bpf_map_update_elem(F.jobs, &bucket, &F.job, BPF_ANY);
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -264,11 +267,18 @@ static size_t build_frame(__u8 *buf, const struct contrib *c)
 	return len;
 }
 
+/*
+ * One run of xina_xdp.  A result or an answer is handed to the TC fan-out
+ * with XDP_PASS and a struct xina_mark in the XDP metadata, which
+ * BPF_PROG_TEST_RUN returns in front of the frame: @mark holds it (magic
+ * 0 when there was none) and @out the frame alone.
+ */
 struct run {
 	int err;
 	__u32 retval;
 	__u32 len;
-	__u8 out[FRAME_MAX];
+	struct xina_mark mark;
+	__u8 out[FRAME_MAX + META_MAX];
 };
 
 static int pin_cpu(int cpu)
@@ -300,20 +310,49 @@ static void run_on(const void *in, __u32 len, struct run *r, int ifindex)
 	r->err = bpf_prog_test_run_opts(F.xdp, &o) ? -errno : 0;
 	r->retval = o.retval;
 	r->len = o.data_size_out;
+	memset(&r->mark, 0, sizeof(r->mark));
+	if (!r->err && r->retval == XDP_PASS && r->len >= sizeof(r->mark) &&
+	    ((struct xina_mark *)r->out)->magic == XINA_MARK_MAGIC) {
+		memcpy(&r->mark, r->out, sizeof(r->mark));
+		r->len -= sizeof(r->mark);
+		memmove(r->out, r->out + sizeof(r->mark), r->len);
+	}
 }
+
+
 
 static void run(const void *in, __u32 len, struct run *r)
 {
 	run_on(in, len, r, 1);
 }
 
+/*
+ * Verdicts of send_c() beyond the XDP actions: a marked XDP_PASS, a result
+ * for every member or an answer for rank r->mark.to alone.
+ */
+#define V_RESULT	100
+#define V_ANSWER	101
+
+static int verdict(const struct run *r)
+{
+	if (r->err)
+		return r->err;
+	if (!r->mark.magic)
+		return r->retval;
+	if (r->mark.job != JOB_ID) {
+		XT_LOG("marked for job %u, not %u", r->mark.job, JOB_ID);
+		return -EPROTO;
+	}
+	return r->mark.to == XINA_MARK_ALL ? V_RESULT : V_ANSWER;
+}
+
 static int send_c(const struct contrib *c, struct run *r)
 {
-	__u8 buf[FRAME_MAX];
+	static __u8 buf[FRAME_MAX];
 	size_t len = build_frame(buf, c);
 
 	run(buf, len, r);
-	return r->err ? r->err : (int)r->retval;
+	return verdict(r);
 }
 
 /* ---- state readers ------------------------------------------------------ */
@@ -453,11 +492,11 @@ static void aggregate(unsigned int workers, __u8 op, __u16 count)
 	struct run r;
 	unsigned int w;
 
-	ASSERT_OK(job_add(workers, 4, 64, false));
+	ASSERT_OK(job_add(workers, 4, count > 64 ? count : 64, false));
 	for (w = 0; w < workers; w++) {
 		c = contrib(w, 2, 0, count, op);
 		ASSERT_EQ(send_c(&c, &r),
-			  w + 1 < workers ? XDP_DROP : XDP_REDIRECT);
+			  w + 1 < workers ? XDP_DROP : V_RESULT);
 	}
 	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * count);
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
@@ -465,10 +504,7 @@ static void aggregate(unsigned int workers, __u8 op, __u16 count)
 	EXPECT_EQ(be64toh(xhdr(r.out)->offset), 1000 + 2);
 	EXPECT_EQ(ntohs(xhdr(r.out)->rank), workers - 1);
 	EXPECT_EQ(xhdr(r.out)->exp, -3);
-	EXPECT_EQ(iphdr(r.out)->saddr, htonl(SW_IP));
-	EXPECT_EQ(ntohs(udphdr(r.out)->source), XINA_UDP_PORT);
-	EXPECT_TRUE(!memcmp(r.out + ETH_ALEN, sw_mac, ETH_ALEN),
-		    "result source MAC is not the switch's");
+	/* addressed by the fan-out, per member: see fanout_live */
 	EXPECT_EQ(result_errors(r.out, op, workers, 2, 0, count), 0);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), workers);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 1);
@@ -515,6 +551,28 @@ TEST(count_one)
 	aggregate(2, XINA_OP_MAX, 1);
 }
 
+/*
+ * Jumbo frames: longer than a page, so BPF_PROG_TEST_RUN hands them over in
+ * several buffers, as veth does; the elements beyond the first buffer are
+ * read and the result written through bpf_xdp_{load,store}_bytes().
+ */
+TEST(sum_jumbo)
+{
+	aggregate(4, XINA_OP_SUM, XINA_MAX_ELEMS);
+}
+
+TEST(max_jumbo)
+{
+	aggregate(3, XINA_OP_MAX, XINA_MAX_ELEMS);
+}
+
+/* Lengths that split elements between the buffers, and end in a tail. */
+TEST(sum_jumbo_odd)
+{
+	aggregate(2, XINA_OP_SUM, 1027);
+	aggregate(2, XINA_OP_SUM, 2045);
+}
+
 /* Round r+1 runs on the other version while round r's result is kept. */
 TEST(next_round_other_version)
 {
@@ -526,7 +584,7 @@ TEST(next_round_other_version)
 	c = contrib(0, 1, 0, 32, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	c = contrib(1, 1, 0, 32, XINA_OP_SUM);
-	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
 
 	/* round 1 opens on version 1 */
 	c = contrib(0, 1, 1, 32, XINA_OP_SUM);
@@ -534,10 +592,10 @@ TEST(next_round_other_version)
 	/* rank 1 lost round 0's result: answered from version 0 */
 	c = contrib(1, 1, 0, 32, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
-	ASSERT_EQ(send_c(&c, &r), XDP_TX);
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 32), 0);
 	c = contrib(1, 1, 1, 32, XINA_OP_SUM);
-	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 1, 32), 0);
 
 	ASSERT_OK(meta_of(1, 0, &m0));
@@ -549,7 +607,7 @@ TEST(next_round_other_version)
 	c = contrib(1, 1, 2, 32, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	c = contrib(0, 1, 2, 32, XINA_OP_SUM);
-	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 2, 32), 0);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
 	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
@@ -559,8 +617,6 @@ TEST(next_round_other_version)
 TEST(retransmission_answered)
 {
 	struct snapshot s = {};
-	const struct iphdr *iph;
-	__u8 mac[ETH_ALEN];
 	struct contrib c;
 	struct run r;
 	unsigned int w;
@@ -569,25 +625,15 @@ TEST(retransmission_answered)
 	for (w = 0; w < 3; w++) {
 		c = contrib(w, 3, 4, 16, XINA_OP_SUM);
 		c.exp = 5 + w;
-		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : XDP_REDIRECT);
+		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : V_RESULT);
 	}
 	ASSERT_OK(snap_take(&s));
 	c = contrib(1, 3, 4, 16, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
 	c.exp = 0;
-	ASSERT_EQ(send_c(&c, &r), XDP_TX);
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 1);	/* for the sender alone */
 	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * 16);
-	iph = iphdr(r.out);
-	wk_mac(mac, 1);
-	EXPECT_TRUE(!memcmp(r.out, mac, ETH_ALEN), "dst MAC is not rank 1's");
-	EXPECT_TRUE(!memcmp(r.out + ETH_ALEN, sw_mac, ETH_ALEN),
-		    "src MAC is not the switch's");
-	EXPECT_EQ(ntohl(iph->daddr), WK_IP(1));
-	EXPECT_EQ(ntohl(iph->saddr), SW_IP);
-	EXPECT_EQ(ip_csum(iph, sizeof(*iph)), 0);
-	EXPECT_EQ(ntohs(udphdr(r.out)->dest), WK_PORT(1));
-	EXPECT_EQ(ntohs(udphdr(r.out)->source), XINA_UDP_PORT);
-	EXPECT_EQ(udphdr(r.out)->check, 0);
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
 	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 1);
 	EXPECT_EQ(xhdr(r.out)->exp, 5 + 2);	/* the completer's */
@@ -615,7 +661,7 @@ TEST(duplicate_pending)
 	c = contrib(1, 0, 0, 16, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	c = contrib(2, 0, 0, 16, XINA_OP_SUM);
-	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 0, 0, 16), 0);
 }
 
@@ -630,7 +676,7 @@ TEST(stale_round)
 	c = contrib(0, 0, 0, 16, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	c = contrib(1, 0, 0, 16, XINA_OP_SUM);
-	ASSERT_EQ(send_c(&c, &r), XDP_REDIRECT);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
 	c = contrib(0, 0, 2, 16, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 
@@ -809,6 +855,49 @@ TEST(truncated)
 	free(s.buf);
 }
 
+/*
+ * A jumbo contribution cut short anywhere past its headers, in the first
+ * buffer or in a later one: headers that promise more than the frame holds
+ * make it malformed, and nothing of it is added.
+ */
+TEST(truncated_jumbo)
+{
+	struct contrib c = contrib(1, 1, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+	static __u8 buf[FRAME_MAX];
+	struct counts before;
+	struct snapshot s;
+	size_t full, len;
+	struct run r;
+
+	ASSERT_OK(job_add(4, 4, XINA_MAX_ELEMS, true));
+	c.rank = 0;
+	c.saddr = WK_IP(0);
+	c.sport = WK_PORT(0);
+	c.slot = 2;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);	/* a pending round */
+	ASSERT_OK(snap_take(&s));
+	c = contrib(1, 2, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+	full = build_frame(buf, &c);
+	for (len = full - 1; len > PAYLOAD_OFF; len = len > 509 ? len - 509 : 0) {
+		counts_read(&before);
+		run(buf, len, &r);
+		EXPECT_EQ(r.err, 0);
+		EXPECT_EQ(r.retval, XDP_DROP);
+		EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1),
+			  0);
+		if (xt.failed) {
+			XT_LOG("at length %zu of %zu", len, full);
+			break;
+		}
+	}
+	EXPECT_TRUE(snap_same(&s), "truncated jumbo frames changed slot state");
+	/* and the whole frame still completes nothing but its own add */
+	run(buf, full, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 2);
+	free(s.buf);
+}
+
 TEST(malformed)
 {
 	struct snapshot s;
@@ -907,7 +996,8 @@ TEST(wrong_key)
 
 TEST(not_a_member)
 {
-	struct xina_member_key k = { .job = JOB_ID, .rank = 2 };
+	struct xina_member none = {};
+	__u32 k = member_key(2);
 	struct snapshot s;
 	struct contrib c;
 
@@ -918,8 +1008,8 @@ TEST(not_a_member)
 	c.rank = 0xffff;
 	EXPECT_EQ(refused("rank 65535", &c, NO_STAT, XINA_STAT_DROP_MEMBER,
 			  &s), 0);
-	/* in range, but no member entry (deleted) */
-	ASSERT_OK(bpf_map_delete_elem(F.members, &k));
+	/* in range, but no member configured (an empty entry) */
+	ASSERT_OK(bpf_map_update_elem(F.members, &k, &none, BPF_ANY));
 	c = contrib(2, 1, 0, 8, XINA_OP_SUM);
 	EXPECT_EQ(refused("rank 2 without entry", &c, NO_STAT,
 			  XINA_STAT_DROP_MEMBER, &s), 0);
@@ -1058,13 +1148,11 @@ TEST(not_xina_passes)
 /* Valid contributions teach the switch where the member is. */
 TEST(learns_member)
 {
-	struct xina_member_key k = { .job = JOB_ID, .rank = 1 };
-	struct xina_port_key pk = { .ifindex = 1, .job = JOB_ID };
 	struct xina_member m;
+	__u32 k = member_key(1);
 	__u8 mac[ETH_ALEN];
 	struct contrib c;
 	struct run r;
-	__u32 rank;
 
 	ASSERT_OK(job_add(2, 4, 8, false));
 	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
@@ -1073,11 +1161,13 @@ TEST(learns_member)
 	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
 	wk_mac(mac, 1);
 	EXPECT_TRUE(!memcmp(m.mac, mac, ETH_ALEN), "MAC not learned");
+	EXPECT_TRUE(!memcmp(m.sw_mac, sw_mac, ETH_ALEN),
+		    "the switch MAC the member sends to not learned");
+	EXPECT_EQ(ntohl(m.sw_addr), SW_IP);
 	EXPECT_EQ(m.ifindex, 1);
 	EXPECT_EQ(ntohs(m.rport), 5555);
 	EXPECT_EQ(m.port, 0);
-	ASSERT_OK(bpf_map_lookup_elem(F.ports, &pk, &rank));
-	EXPECT_EQ(rank, 1);
+	EXPECT_EQ(ntohl(m.addr), WK_IP(1));
 
 	/* a refused packet teaches nothing */
 	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
@@ -1114,7 +1204,7 @@ TEST(two_cpus_exact)
 					ASSERT_EQ(ret, XDP_DROP);
 					continue;
 				}
-				ASSERT_EQ(ret, XDP_REDIRECT);
+				ASSERT_EQ(ret, V_RESULT);
 				bad += result_errors(r.out, c.op, workers,
 						     slot, round, count);
 				done++;
@@ -1128,7 +1218,7 @@ TEST(two_cpus_exact)
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), slots * rounds * workers);
 }
 
-/* ---- multicast: devmap broadcast and xina_egress, live ------------------ */
+/* ---- fan-out: xina_fanout on the TC hook, live ----------------------------- */
 
 /*
  * Run ip(8) with the NULL-terminated arguments, without a shell: a
@@ -1166,12 +1256,30 @@ static int ip(bool quiet, ...)
 	return 0;
 }
 
-static int veth_pair(const char *sw, const char *wk, const char *wk_mac)
+static int veth_pair(const char *sw, const char *wk, const char *wk_mac,
+		     const char *mtu)
 {
-	return ip(false, "link", "add", sw, "type", "veth", "peer", "name", wk,
-		  "address", wk_mac, NULL) ||
+	return ip(false, "link", "add", sw, "mtu", mtu, "type", "veth", "peer",
+		  "name", wk, "address", wk_mac, "mtu", mtu, NULL) ||
 	       ip(false, "link", "set", sw, "up", NULL) ||
 	       ip(false, "link", "set", wk, "up", NULL);
+}
+
+/* xina_xdp and xina_fanout on switch port @ifindex, as "dev attach" does. */
+static int port_attach(int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = F.fanout);
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		return err;
+	return bpf_xdp_attach(ifindex, F.xdp, 0, NULL);
 }
 
 static int packet_socket(const char *ifname)
@@ -1232,13 +1340,15 @@ static bool udp_csum_ok(const __u8 *frame, size_t len)
 }
 
 /*
- * What xina_egress made of one copy of the result of (slot 2, round 0),
- * received on the worker end @wk of member @rank's port: addressed to that
- * member alone (MAC, IP, UDP port it sent from), from the switch, with
- * valid checksums and the exact sum.  Returns the number of bad fields.
+ * What xina_fanout made of one copy of the result of (slot 2, round 0) of
+ * @workers with @count elements, received on the worker end @wk for member
+ * @rank: addressed to that member alone (its MAC, IP, the UDP port it sent
+ * from), from the switch address and MAC the member sent to, with valid
+ * checksums and the exact aggregate.  Returns the number of bad fields.
  */
 static int check_copy(const char *wk, unsigned int rank, const __u8 *buf,
-		      ssize_t n, size_t len)
+		      ssize_t n, size_t len, unsigned int workers,
+		      unsigned int count)
 {
 	const struct iphdr *iph = iphdr(buf);
 	const struct udphdr *udp = udphdr(buf);
@@ -1280,80 +1390,110 @@ static int check_copy(const char *wk, unsigned int rank, const __u8 *buf,
 		   xhdr(buf)->type);
 	COPY_CHECK(ntohl(xhdr(buf)->job) == JOB_ID, "job %u", wk,
 		   ntohl(xhdr(buf)->job));
-	bad += result_errors(buf, XINA_OP_SUM, 2, 2, 0, 32);
+	bad += result_errors(buf, XINA_OP_SUM, workers, 2, 0, count);
 #undef COPY_CHECK
 	return bad;
 }
 
+/* The rank a received copy is addressed to, from its destination IP. */
+static unsigned int copy_rank(const __u8 *buf)
+{
+	return ntohl(iphdr(buf)->daddr) - WK_IP(0);
+}
+
 /*
- * A rack of two: veth pairs in this test's own netns, xina_xdp on the
- * switch ends, xina_pass on the worker ends, one member behind each port.
- * Both contributions are sent for real from packet sockets on the worker
- * ends, so the whole multicast runs: devmap broadcast of the result,
- * xina_egress rewriting each copy, delivery to both workers.  This is the
- * test of xina_egress: 6.1 and 6.18 refuse BPF_PROG_TEST_RUN of a devmap
- * program.  The members are configured with any port (0): the port each
- * copy goes to is the one learned from its member's contribution.
+ * A rack of two ports: veth pairs in this test's own netns, xina_xdp and
+ * xina_fanout on the switch ends as "dev attach" puts them, nothing on the
+ * worker ends.  Ranks 0 and 2 are behind port 0, rank 1 behind port 1.
+ * The contributions are sent for real from packet sockets on the worker
+ * ends, so the whole fan-out runs: XDP_PASS of the marked result, TC
+ * ingress, one clone per member with that member's headers, delivery.
+ * The members are configured with any port (0): the port each copy goes
+ * to is the one learned from its member's contribution.  @count elements
+ * per packet at MTU @mtu: with 2048, the frames span several buffers.
  */
-TEST(multicast_live)
+static void fan_out(unsigned int count, const char *mtu)
 {
 	const char *sw[2] = { "xsw0", "xsw1" }, *wk[2] = { "xwk0", "xwk1" };
 	const char *wk_macs[2] = { "02:00:00:00:07:00", "02:00:00:00:07:01" };
-	struct bpf_devmap_val dv = {};
-	struct xina_pass *pass = NULL;
+	static __u8 buf[FRAME_MAX + 64];
+	const unsigned int workers = 3;
+	unsigned int got[3] = {}, rank;
 	int fd[2] = { -1, -1 }, i;
-	__u32 ifi[2], wifi[2];
-	__u8 buf[FRAME_MAX];
 	struct contrib c;
+	__u32 ifi[2];
 	size_t len;
 	ssize_t n;
 
 	if (!have_netns)
 		XT_SKIP("no private network namespace (unshare failed)");
 	for (i = 0; i < 2; i++)
-		if (veth_pair(sw[i], wk[i], wk_macs[i]))
+		if (veth_pair(sw[i], wk[i], wk_macs[i], mtu))
 			XT_SKIP("cannot make veth pairs (veth, ip(8))");
 
-	ASSERT_OK(job_add(2, 4, 32, false));
-	pass = xina_pass__open_and_load();
-	ASSERT_TRUE(pass, "cannot load xina_pass: %s", strerror(errno));
+	ASSERT_OK(job_add(workers, 4, count, false));
 	for (i = 0; i < 2; i++) {
 		ifi[i] = if_nametoindex(sw[i]);
-		wifi[i] = if_nametoindex(wk[i]);
-		ASSERT_TRUE(ifi[i] && wifi[i], "no ifindex for %s", sw[i]);
-		ASSERT_OK(bpf_xdp_attach(wifi[i],
-					 bpf_program__fd(pass->progs.xina_pass),
-					 0, NULL));
-		ASSERT_OK(bpf_xdp_attach(ifi[i], F.xdp, 0, NULL));
-		dv.ifindex = ifi[i];
-		dv.bpf_prog.fd = F.egress;
-		ASSERT_OK(bpf_map_update_elem(F.tx, &ifi[i], &dv, BPF_ANY));
+		ASSERT_TRUE(ifi[i], "no ifindex for %s", sw[i]);
+		ASSERT_OK(port_attach(ifi[i]));
 		fd[i] = packet_socket(wk[i]);
 		ASSERT_TRUE(fd[i] >= 0, "packet socket on %s: %s", wk[i],
 			    strerror(errno));
 	}
 
-	for (i = 0; i < 2; i++) {
-		c = contrib(i, 2, 0, 32, XINA_OP_SUM);
+	for (rank = 0; rank < workers; rank++) {
+		c = contrib(rank, 2, 0, count, XINA_OP_SUM);
 		len = build_frame(buf, &c);
-		ASSERT_EQ(send(fd[i], buf, len, 0), (ssize_t)len);
+		ASSERT_EQ(send(fd[rank % 2], buf, len, 0), (ssize_t)len);
 	}
 
-	/* One copy on each port, addressed to the member behind it. */
+	/* One copy per member, out of the port it is behind: two on port 0. */
 	for (i = 0; i < 2; i++) {
-		memset(buf, 0, sizeof(buf));
-		n = recv_result(fd[i], buf, sizeof(buf));
-		EXPECT_EQ(check_copy(wk[i], i, buf, n, len), 0);
+		while ((n = recv_result_within(fd[i], buf, sizeof(buf),
+					       i ? 200 : 2000)) > 0) {
+			rank = copy_rank(buf);
+			EXPECT_TRUE(rank < workers && rank % 2 == (unsigned int)i,
+				    "%s: a copy for rank %u", wk[i], rank);
+			if (rank >= workers)
+				continue;
+			got[rank]++;
+			EXPECT_EQ(check_copy(wk[i], rank, buf, n, len, workers,
+					     count), 0);
+		}
 	}
-	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 2);
+	for (rank = 0; rank < workers; rank++)
+		EXPECT_TRUE(got[rank] == 1, "rank %u got %u copies, want 1",
+			    rank, got[rank]);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), workers);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 1);
-	/* and no second copy: the broadcast sends one per port */
+	EXPECT_EQ(jstat(XINA_STAT_TX), workers);
+	EXPECT_EQ(jstat(XINA_STAT_TX_UNKNOWN), 0);
+
+	/* Rank 2 lost its copy: its resend is answered to it alone. */
+	c = contrib(2, 2, 0, count, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	len = build_frame(buf, &c);
+	ASSERT_EQ(send(fd[0], buf, len, 0), (ssize_t)len);
+	n = recv_result(fd[0], buf, sizeof(buf));
+	EXPECT_EQ(check_copy(wk[0], 2, buf, n, len, workers, count), 0);
+	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
 	for (i = 0; i < 2; i++)
 		EXPECT_TRUE(recv_result_within(fd[i], buf, sizeof(buf), 200) < 0,
-			    "%s: a second result arrived", wk[i]);
+			    "%s: a copy of the answer arrived", wk[i]);
+	EXPECT_EQ(jstat(XINA_STAT_TX), workers + 1);
 	for (i = 0; i < 2; i++)
 		close(fd[i]);
-	xina_pass__destroy(pass);	/* teardown deletes the links */
+}
+
+TEST(fanout_live)
+{
+	fan_out(32, "1500");
+}
+
+/* Frames of three buffers on veth: the elements beyond the first. */
+TEST(fanout_live_jumbo)
+{
+	fan_out(XINA_MAX_ELEMS, "9000");
 }
 
 /* libbpf's warnings (verifier logs included) as TAP diagnostics. */
@@ -1369,14 +1509,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 		fprintf(stderr, "# %s\n", line);
 	free(buf);
 	return 0;
-}
-
-static bool xina_pass_loads(void)
-{
-	struct xina_pass *pass = xina_pass__open_and_load();
-
-	xina_pass__destroy(pass);
-	return pass;
 }
 
 static void teardown(void)
@@ -1402,9 +1534,6 @@ int main(void)
 	if (fx_open())
 		return xt_fail_all("load the XDP object",
 				   "xina.bpf.o does not load; see the log above");
-	if (!xina_pass_loads())
-		return xt_fail_all("load the pass program",
-				   "xina_pass.bpf.o does not load; see the log above");
 	fx_close();
 	return xt_main(NULL, teardown);
 }

@@ -17,7 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd jq ss "$O/xinactl" "$O/xina-allreduce" "$O/xina-swagg" \
-	"$O/xina-libtest" "$O/bpf/xina_pass.bpf.o"
+	"$O/xina-libtest"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xl

@@ -189,8 +189,8 @@ refused "workers '1x' is not a number" x job add 5 workers 1x $M1
 refused "workers '0' out of range 1..256" x job add 5 workers 0 $M1
 refused "workers '257' out of range 1..256" x job add 5 workers 257 $M1
 refused "slots '0' out of range" x job add 5 workers 1 slots 0 $M1
-refused "elems '0' out of range 1..1024" x job add 5 workers 1 elems 0 $M1
-refused "elems '1025' out of range 1..1024" x job add 5 workers 1 elems 1025 $M1
+refused "elems '0' out of range 1..2048" x job add 5 workers 1 elems 0 $M1
+refused "elems '2049' out of range 1..2048" x job add 5 workers 1 elems 2049 $M1
 refused "key 'zz' is not a number" x job add 5 workers 1 key zz $M1
 refused "key '-1' is not a number" x job add 5 workers 1 key -1 $M1
 refused "key '0x10000000000000000' out of range" \
@@ -215,8 +215,8 @@ refused "member address '0.0.0.0' is not a unicast" \
 refused "member address '239.1.1.1' is not a unicast" \
 	x job add 5 workers 1 member 0 239.1.1.1
 refused "job 1 already exists" x job add 1 workers 1 $M1
-refused "slots 3000 too many" x job add 5 workers 1 slots 3000 $M1
-refused "no room for slots 2000" x job add 5 workers 1 slots 2000 $M1
+refused "slots 600 too many" x job add 5 workers 1 slots 600 $M1
+refused "no room for slots 500" x job add 5 workers 1 slots 500 $M1
 refused "missing job ID" x job del
 refused "job ID 'one' is not a number" x job del one
 refused "unknown argument '2'" x job del 1 2
@@ -267,7 +267,9 @@ check_err $? "no XDP program on va"
 json_ok xsw -j dev show 'len(j["devs"]) == 1 and j["devs"][0]["ifname"] == "va" and
 	j["devs"][0]["mode"] == "native" and j["devs"][0]["port"] == 9277 and
 	j["devs"][0]["attached"] and j["devs"][0]["tx"]'
-log_test "dev attach va: native XDP, pinned, in xina_tx"
+ip netns exec "$NS_SW" tc filter show dev va ingress | grep -q "xina_fanout"
+check_err $? "no xina_fanout TC filter on va ingress"
+log_test "dev attach va: native XDP and the TC fan-out, pinned"
 
 xsw dev attach vc port 9300 mode generic
 check_err $? "dev attach vc failed"
@@ -294,7 +296,7 @@ json_ok x -j stats 'j["backend"] == "maps" and
 	[k["id"] for k in j["jobs"]] == [2, 3] and
 	set(j["jobs"][0]) == {"id", "rx", "contrib", "complete",
 		"retrans_answered", "dup", "stale", "drop_key", "drop_member",
-		"drop_range", "drop_op", "rx_cpu"} and
+		"drop_range", "drop_op", "tx", "tx_unknown", "rx_cpu"} and
 	set(j["switch"]) == {"malformed", "no_job", "pass"}'
 log_test "stats: every job, every counter, switch counters"
 
@@ -323,9 +325,11 @@ xsw dev detach va
 check_err $? "dev detach va failed"
 ip -n "$NS_SW" link show va | grep -q "prog/xdp"
 check_fail $? "XDP still on va"
-[ ! -e "$PIN/prog_xdp_va" ]
-check_err $? "pin $PIN/prog_xdp_va left behind"
-log_test "dev detach va: XDP and pin removed"
+[ ! -e "$PIN/prog_xdp_va" ] && [ ! -e "$PIN/prog_tc_va" ]
+check_err $? "pins $PIN/prog_{xdp,tc}_va left behind"
+ip netns exec "$NS_SW" tc filter show dev va ingress | grep -q "xina_fanout"
+check_fail $? "xina_fanout TC filter still on va"
+log_test "dev detach va: XDP, TC filter and pins removed"
 
 # someone else removed xina's program: detach cleans up what is left
 ip -n "$NS_SW" link set vc xdpgeneric off
@@ -343,14 +347,14 @@ log_test "job del 2, job del 3: no jobs left"
 # Eight "job add" at once on a fresh pin dir: one bpffs, eight indexes,
 # eight disjoint slot ranges.
 for i in 1 2 3 4 5 6 7 8; do
-	XINA_PIN_DIR=$PIN2 x job add $i workers 1 slots 100 member 0 10.0.0.$i &
+	XINA_PIN_DIR=$PIN2 x job add $i workers 1 slots 60 member 0 10.0.0.$i &
 done
 wait
 [ "$(findmnt -n -o FSTYPE "$PIN2" | wc -l)" -eq 1 ]
 check_err $? "$(findmnt -n "$PIN2" | wc -l) bpffs mounted on $PIN2"
 json_ok env XINA_PIN_DIR="$PIN2" "$XINACTL" -j job show '
 	len(j["jobs"]) == 8 and len({k["idx"] for k in j["jobs"]}) == 8 and
-	sorted(k["slot_base"] for k in j["jobs"]) == list(range(0, 1600, 200))'
+	sorted(k["slot_base"] for k in j["jobs"]) == list(range(0, 960, 120))'
 log_test "8 concurrent job add: one mount, distinct indexes and ranges"
 
 echo "1..$tap_n"

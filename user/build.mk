@@ -5,10 +5,22 @@
 .PHONY: user
 
 # ---- libxina, xina-allreduce, xina-swagg -----------------------------------
-LIBXINA_SRCS := user/libxina.c user/libxina_io.c user/libxina_f32.c
+# libxina_xsk.c (AF_XDP) embeds bpf/xina_wkr.bpf.c through its skeleton and
+# needs libxdp (and libbpf under it): whoever links libxina.a links
+# $(LIBXINA_LIBS) too.
+LIBXINA_SRCS := user/libxina.c user/libxina_io.c user/libxina_f32.c \
+		user/libxina_pack.c user/libxina_xsk.c user/libxina_rtnl.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
-LIBXINA_HDRS := user/libxina.h user/libxina_int.h include/uapi/linux/xina.h
+LIBXINA_HDRS := user/libxina.h user/libxina_int.h user/libxina_rtnl.h \
+		include/uapi/linux/xina.h
+LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm
+
+$(O)/user/libxina_xsk.o $(O)/user/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.skel.h
+
+# The element loops (see libxina_pack.c): vectorised, never contracted.
+$(O)/user/libxina_pack.o $(O)/user/libxina_pack.pic.o: \
+	XCFLAGS += -O3 -ffp-contract=off
 
 $(O)/user/%.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
@@ -24,20 +36,20 @@ $(O)/libxina.a: $(LIBXINA_OBJS)
 
 # Only the LIBXINA_API symbols are exported (hidden visibility otherwise).
 $(O)/libxina.so.0: $(LIBXINA_PIC)
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libxina.so.0 -o $@ $^ -lm
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libxina.so.0 -o $@ $^ $(LIBXINA_LIBS)
 
 $(O)/libxina.so: $(O)/libxina.so.0
 	$(Q)ln -sf libxina.so.0 $@
 
 $(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
 
 $(O)/xina-swagg: $(O)/user/xina_swagg.o $(O)/user/xina_names.o
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 # Negative tests of libxina and of the aggregators, run by selftests.
 $(O)/xina-libtest: $(O)/user/xina_libtest.o $(O)/libxina.a
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
 
 user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg \
       $(O)/xina-libtest

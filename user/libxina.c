@@ -62,11 +62,25 @@ const char *xina_last_error(const struct xina *x)
 	return x && x->err[0] ? x->err : "no error";
 }
 
+const char *xina_io_reason(const struct xina *x)
+{
+	return x ? x->io_reason : "";
+}
+
 int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
 {
-	if (!x || !st)
+	struct xina_worker_stats all;
+	size_t n;
+
+	if (!x || !st || st->sz < offsetofend(struct xina_worker_stats, sz))
 		return -EINVAL;
-	*st = x->st;
+	all = x->st;
+	if (x->io && x->io->stats)
+		x->io->stats(x, &all);
+	/* an older caller's struct is shorter: fill what it has */
+	n = st->sz < sizeof(all) ? st->sz : sizeof(all);
+	all.sz = n;
+	memcpy(st, &all, n);
 	return 0;
 }
 
@@ -138,6 +152,12 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 			 o->flags & ~XINA_OPT_F_ALL);
 		return -EINVAL;
 	}
+	if (o->io != XINA_IO_AUTO && o->io != XINA_IO_UDP &&
+	    o->io != XINA_IO_XSK) {
+		snprintf(err, len, "io %d is none of XINA_IO_AUTO, XINA_IO_UDP, XINA_IO_XSK",
+			 o->io);
+		return -EINVAL;
+	}
 	if (!o->switch_port)
 		o->switch_port = XINA_UDP_PORT;
 	if (!o->timeout_ms)
@@ -157,9 +177,8 @@ static int xina_alloc(struct xina *x)
 
 	x->slot = calloc(slots, sizeof(*x->slot));
 	x->next_round = calloc(slots, sizeof(*x->next_round));
-	x->tx = calloc(slots, x->pkt_sz);
 	x->txq = calloc(slots, sizeof(*x->txq));
-	if (!x->slot || !x->next_round || !x->tx || !x->txq)
+	if (!x->slot || !x->next_round || !x->txq)
 		return -ENOMEM;
 	return 0;
 }
@@ -168,11 +187,11 @@ void xina_close(struct xina *x)
 {
 	if (!x)
 		return;
+	xina_io_close(x);
 	if (x->fd >= 0)
 		close(x->fd);
 	free(x->slot);
 	free(x->next_round);
-	free(x->tx);
 	free(x->txq);
 	free(x->rx);
 	free(x->exps);
@@ -209,6 +228,9 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 		goto err_out;
 	}
 	err = xina_sock_open(x);
+	if (err)
+		goto err_out;
+	err = xina_io_open(x);
 	if (err)
 		goto err_out;
 	x->idle_since_ns = xina_now_ns();
@@ -283,28 +305,11 @@ static void xina_rtt_sample(struct xina *x, uint64_t ns)
 	x->srtt_us = x->srtt_us - x->srtt_us / 8 + r / 8;
 }
 
-/* One int32 block to and from network byte order. */
-static void xina_i32_pack(uint32_t *dst, const int32_t *src, size_t cnt)
-{
-	size_t i;
-
-	for (i = 0; i < cnt; i++)
-		dst[i] = htonl((uint32_t)src[i]);
-}
-
-static void xina_i32_unpack(int32_t *dst, const uint32_t *src, size_t cnt)
-{
-	size_t i;
-
-	for (i = 0; i < cnt; i++)
-		dst[i] = (int32_t)ntohl(src[i]);
-}
-
 /* Build the packet of @block in slot @s's transmit buffer and queue it. */
 static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 		      uint64_t block)
 {
-	struct xina_hdr *h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
 	uint64_t off = block * x->o.elems;
 	uint32_t *v = (uint32_t *)(h + 1);
 	size_t cnt;
@@ -352,11 +357,23 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
  * timer (whose floor is far above the rack's round trip); if only a
  * peer's copy was lost, the switch drops this one as a duplicate.  Once
  * per transmission: the timer stays the backstop.
+ *
+ * Unlike TCP's segments, blocks complete in the order the slowest worker
+ * sends them, not this one: while one slot waits for a peer's lost (or
+ * descheduled) contribution, later slots keep completing, and without a
+ * second condition every waiting block would be resent at once.  So a
+ * block must also be older than the smoothed round trip plus twice its
+ * variation: one that is not late is not lost, whatever order the results
+ * come in.  At 1% loss (4 workers, MTU 9000, 32 slots) this took resends
+ * from a quarter of all sends to a tenth, and goodput from 0.75 to about
+ * 0.85 of lossless.
  */
 #define XINA_REORDER	3
 
-static void xina_fast_retransmit(struct xina *x, uint64_t block)
+static void xina_fast_retransmit(struct xina *x, uint64_t block,
+				 uint64_t now)
 {
+	uint64_t young = ((uint64_t)x->srtt_us + 2ull * x->rttvar_us) * 1000;
 	struct xina_slot *sl;
 	struct xina_hdr *h;
 	uint32_t s;
@@ -366,9 +383,10 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block)
 	for (s = 0; s < x->o.slots; s++) {
 		sl = &x->slot[s];
 		if (!sl->busy || sl->queued || sl->fast ||
-		    sl->block + XINA_REORDER > block)
+		    sl->block + XINA_REORDER > block ||
+		    now - sl->sent_ns < young)
 			continue;
-		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
 		sl->resent = true;
 		sl->fast = true;
@@ -427,7 +445,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	c->progress_ns = xina_now_ns();
 	if (!sl->resent && sl->sent_ns)
 		xina_rtt_sample(x, c->progress_ns - sl->sent_ns);
-	xina_fast_retransmit(x, block);
+	xina_fast_retransmit(x, block, c->progress_ns);
 	if (block + x->o.slots < c->nblocks)
 		xina_fill(x, c, s, block + x->o.slots);
 }
@@ -449,7 +467,7 @@ static void xina_timers(struct xina *x, uint64_t now)
 				next = sl->deadline_ns;
 			continue;
 		}
-		h = (struct xina_hdr *)(x->tx + s * x->pkt_sz);
+		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
 		sl->resent = true;
 		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
@@ -568,12 +586,12 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 		xina_fill(x, &c, b, b);
 
 	while (c.done < c.nblocks) {
-		err = xina_tx_flush(x);
+		err = x->io->tx_flush(x);
 		if (err)
 			return err;
 		now = xina_now_ns();
-		err = xina_rx_poll(x, xina_wait_ms(x, &c, now),
-				   xina_on_result, &c);
+		err = x->io->rx_poll(x, xina_wait_ms(x, &c, now),
+				     xina_on_result, &c);
 		if (err < 0)
 			return err;
 		now = xina_now_ns();

@@ -76,12 +76,16 @@ extern "C" {
 #define XINA_EXP_ZERO		(-128)	/* block exponent of an all-zero block */
 #define XINA_DEF_TIMEOUT_MS	3000
 /*
- * Floor of the adaptive retransmission timeout (see xina_rto()).  2 ms:
- * with a 10 ms floor, 1% loss cost 4 workers 80% of their goodput on the
- * veth rack; at 2 ms (and with fast retransmit) about 10%, without more
- * spurious resends when nothing is lost.
+ * Floor of the adaptive retransmission timeout (see xina_rto()).  5 ms,
+ * measured on the veth rack (4 workers, MTU 9000, 2048 elements, 32
+ * slots): at 2 ms, when nothing was lost, 1-3% of all sends were spurious
+ * timer resends (a worker sharing its CPU waits several ms for its turn);
+ * at 5 ms none, and 1% loss still keeps 0.9 of the lossless goodput
+ * because fast retransmit, not the timer, recovers nearly every loss; at
+ * 10 ms the calls' last blocks, which no later result can fast-retransmit,
+ * wait longer.
  */
-#define XINA_DEF_RTO_US		2000
+#define XINA_DEF_RTO_US		5000
 #define XINA_DEF_RTO_MAX_US	200000
 
 enum xina_opt_flags {
@@ -99,6 +103,42 @@ enum xina_log_level {
 
 typedef void (*xina_log_fn)(void *ctx, enum xina_log_level level,
 			    const char *msg);
+
+/*
+ * How a handle moves its packets (opts.io).
+ *
+ * XINA_IO_UDP: the connected UDP socket, sendmmsg() with UDP GSO trains and
+ * recvmmsg() with UDP_GRO.  Works everywhere, without privileges.
+ *
+ * XINA_IO_XSK: AF_XDP.  libxina builds whole frames (Ethernet to the next
+ * hop's MAC from the kernel's neighbour table, IPv4, UDP without checksum)
+ * in a UMEM and hands them to the interface its route to the switch leaves
+ * through; its own XDP program on that interface redirects this handle's
+ * results, and nothing else, into the socket.  Zero-copy where the driver
+ * supports it, copy mode otherwise.  Needs CAP_NET_ADMIN and CAP_NET_RAW,
+ * an Ethernet interface without another XDP program, and a free queue 0:
+ * one AF_XDP handle per interface, further handles on it use UDP.  The
+ * UDP socket stays bound (it reserves the port, receives ICMP errors and
+ * whatever results reach the stack) and carries the first packets until
+ * the kernel has resolved the switch's MAC.  On a NIC with several
+ * queues, results that RSS puts on another queue than 0 reach the stack
+ * and are read from the socket: steer them to queue 0 (e.g. ethtool -N
+ * DEV flow-type udp4 src-ip SWITCH src-port 9277 action 0).  Where AF_XDP cannot be set up,
+ * the handle uses UDP and says why (xina_io_reason(), and the log
+ * callback at XINA_LOG_WARN).
+ *
+ * XINA_IO_AUTO (0, the default): AF_XDP where the driver binds it in
+ * zero-copy mode, UDP otherwise.  In copy mode (veth, drivers without
+ * AF_XDP zero-copy) UDP sockets measured about 20% faster on the veth
+ * rack: AF_XDP copies every result three times there, the socket once
+ * (numbers and reasons at XSK_AUTO_COPY_MODE in libxina_xsk.c).
+ * Zero-copy copies nothing; it is not measured here (no such NIC).
+ */
+enum xina_io {
+	XINA_IO_AUTO,
+	XINA_IO_UDP,
+	XINA_IO_XSK,
+};
 
 /*
  * Options of xina_open().  Extensible in the libbpf way: @sz is
@@ -136,6 +176,7 @@ struct xina_opts {
 	 * skew is expected, and a dead peer is still found in bounded time.
 	 */
 	uint32_t	join_timeout_ms;
+	enum xina_io	io;		/* packet I/O; 0: XINA_IO_AUTO */
 	size_t		:0;
 };
 
@@ -145,7 +186,14 @@ struct xina_opts {
 		__VA_ARGS__						\
 	}
 
+/*
+ * Counters of a handle, read with xina_get_stats().  Extensible like
+ * struct xina_opts: the caller sets @sz to sizeof(struct xina_worker_stats)
+ * of its build (XINA_STATS() does), the library fills that much and no
+ * more, and says in @sz how much it filled.
+ */
 struct xina_worker_stats {
+	size_t		sz;
 	uint64_t	calls;		/* allreduce calls completed */
 	uint64_t	sent;		/* contributions sent, first copies */
 	uint64_t	retrans;	/* contributions sent again */
@@ -154,10 +202,24 @@ struct xina_worker_stats {
 	uint64_t	malformed;	/* datagrams that are no valid result */
 	uint64_t	timeouts;	/* retransmission timer expiries */
 	uint64_t	tx_syscalls;	/* sendmmsg calls */
-	uint64_t	rx_syscalls;	/* recvmmsg calls that returned data */
+	uint64_t	rx_syscalls;	/* recvmmsg calls that returned data;
+					 * AF_XDP: and poll() calls */
 	uint64_t	gso_sends;	/* datagrams sent as part of a GSO batch */
 	uint64_t	gro_segs;	/* results that arrived coalesced by GRO */
+	/* Appended for the AF_XDP path: */
+	uint32_t	io;		/* in use: XINA_IO_UDP or XINA_IO_XSK */
+	uint32_t	xsk_zerocopy;	/* 1: the AF_XDP socket is zero-copy */
+	uint64_t	xsk_tx_frames;	/* frames sent through the AF_XDP ring */
+	uint64_t	xsk_rx_frames;	/* frames received through it */
+	uint64_t	xsk_kicks;	/* sendto() calls that woke its transmit */
+	uint64_t	xsk_fill_empty;	/* frames the kernel found no fill ring entry for */
+	uint64_t	xsk_rx_dropped;	/* frames the kernel dropped: rx ring full, too large */
 };
+
+#define XINA_STATS(name)						\
+	struct xina_worker_stats name = {				\
+		.sz = sizeof(struct xina_worker_stats),			\
+	}
 
 struct xina;
 
@@ -176,6 +238,13 @@ LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);
 LIBXINA_API int xina_get_stats(const struct xina *x,
 			       struct xina_worker_stats *st);
 LIBXINA_API const char *xina_last_error(const struct xina *x);
+
+/*
+ * Why the handle moves its packets the way it does, in words: for AF_XDP
+ * the interface, queue and mode; for UDP why AF_XDP was not used, or ""
+ * when opts.io asked for UDP.  Valid as long as the handle.
+ */
+LIBXINA_API const char *xina_io_reason(const struct xina *x);
 
 /*
  * The documented per-element error bound of xina_allreduce_f32() for a

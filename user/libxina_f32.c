@@ -101,65 +101,6 @@ static int xina_block_exps(struct xina *x, const float *buf, size_t n,
 	return 0;
 }
 
-/* Scale exponent s of a block with agreed exponent @e: x * 2^s fits. */
-static int xina_scale(const struct xina *x, int32_t e)
-{
-	return 31 - (int)x->headroom - e;
-}
-
-/*
- * Adding and subtracting 1.5 * 2^52 rounds a double of magnitude below
- * 2^51 to the nearest integer, ties to even, like rint() in the default
- * rounding mode, but inline and vectorisable: rint()/lrintf() calls
- * dominated the float path.
- */
-#define XINA_RINT_MAGIC	6755399441055744.0
-
-/*
- * Quantise one block straight into its packet (network order), called
- * just before the block is sent: the floats are read once, while they are
- * still in the cache, and no scratch tensor is written and read back.
- */
-void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
-		   size_t cnt, int32_t exp)
-{
-	const double lim = (double)((1l << (31 - x->headroom)) - 1);
-	double scale, v;
-	size_t i;
-
-	if (exp == XINA_EXP_ZERO) {
-		memset(dst, 0, cnt * sizeof(*dst));
-		return;
-	}
-	/* 2^s may not be a float, but is a double: x * 2^s is exact. */
-	scale = ldexp(1.0, xina_scale(x, exp));
-	for (i = 0; i < cnt; i++) {
-		v = (double)src[i] * scale;
-		v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
-		v = v > lim ? lim : v < -lim ? -lim : v;
-		dst[i] = htonl((uint32_t)(int32_t)v);
-	}
-}
-
-/*
- * Dequantise one result as it arrives.  Q * 2^-s is exact in double; the
- * conversion to float is the one rounding, the same on every worker.
- */
-void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,
-		     size_t cnt, int32_t exp)
-{
-	double scale;
-	size_t i;
-
-	if (exp == XINA_EXP_ZERO) {
-		for (i = 0; i < cnt; i++)
-			dst[i] = 0.0f;
-		return;
-	}
-	scale = ldexp(1.0, -xina_scale(x, exp));
-	for (i = 0; i < cnt; i++)
-		dst[i] = (float)((double)(int32_t)ntohl(src[i]) * scale);
-}
 
 /* A peer can only send what passed xina_block_exps() on its side. */
 static int xina_check_exps(struct xina *x, const int32_t *exps,

@@ -26,8 +26,40 @@ struct xina_slot {
 	bool		fast;		/* fast-retransmitted since last sent */
 };
 
+struct xina;
+
+/* Called for every datagram received (one GRO segment at a time). */
+typedef void (*xina_rx_fn)(struct xina *x, const uint8_t *p, size_t len,
+			   void *ctx);
+
+/*
+ * Packet I/O of a handle: the UDP socket (libxina_io.c) or AF_XDP
+ * (libxina_xsk.c).  open() runs once the UDP socket is bound and connected
+ * and provides the slots' transmit buffers (x->tx, x->tx_stride); it fails
+ * with the reason in x->io_reason and undoes what it did.  tx_flush() sends
+ * what x->txq names and keeps the rest queued; rx_poll() waits up to
+ * @timeout_ms and hands every result to @fn.
+ */
+struct xina_io_ops {
+	enum xina_io	io;
+	int		(*open)(struct xina *x);
+	int		(*tx_flush)(struct xina *x);
+	int		(*rx_poll)(struct xina *x, int timeout_ms, xina_rx_fn fn,
+				   void *ctx);
+	void		(*close)(struct xina *x);
+	/* Optional: counters kept elsewhere (the kernel's), into @st. */
+	void		(*stats)(const struct xina *x,
+				 struct xina_worker_stats *st);
+};
+
+extern const struct xina_io_ops xina_io_udp;
+extern const struct xina_io_ops xina_io_xsk;
+
+struct xina_xsk;
+
 struct xina {
-	int			fd;
+	int			fd;	/* the UDP socket, whatever the I/O */
+	struct sockaddr_in	local;	/* its address and port once connected */
 	struct sockaddr_in	sw;
 	struct xina_opts	o;	/* validated copy, defaults filled in */
 	size_t			pkt_sz;	/* header + elems * 4 */
@@ -44,7 +76,11 @@ struct xina {
 
 	struct xina_slot	*slot;
 	uint32_t		*next_round;	/* per slot, persists across calls */
-	uint8_t			*tx;	/* slots * pkt_sz, kept for resends */
+	const struct xina_io_ops *io;
+	struct xina_xsk		*xsk;	/* AF_XDP state, libxina_xsk.c */
+	char			io_reason[256];
+	uint8_t			*tx;	/* slot s at tx + s * tx_stride, kept for resends */
+	size_t			tx_stride;
 	uint32_t		*txq;	/* slots waiting to be sent */
 	uint32_t		txq_len;
 	uint8_t			*rx;	/* receive buffers */
@@ -64,14 +100,20 @@ __attribute__((format(printf, 3, 4)))
 void xina_log(struct xina *x, enum xina_log_level lvl, const char *fmt, ...);
 uint64_t xina_now_ns(void);
 
-/* libxina_io.c */
+/* The packet (struct xina_hdr first) of slot @s. */
+static inline uint8_t *xina_tx_pkt(const struct xina *x, uint32_t s)
+{
+	return x->tx + (size_t)s * x->tx_stride;
+}
+
+/* libxina_io.c: the UDP socket, and the choice of the I/O. */
 int xina_sock_open(struct xina *x);
-int xina_tx_flush(struct xina *x);
-/* Called for every datagram received (one GRO segment at a time). */
-typedef void (*xina_rx_fn)(struct xina *x, const uint8_t *p, size_t len,
-			   void *ctx);
-int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx);
-int xina_resolve(struct xina *x);
+int xina_io_open(struct xina *x);
+void xina_io_close(struct xina *x);
+/* For AF_XDP, which keeps reading the socket: drain it once. */
+int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx);
+/* Slots txq[from, from + cnt) went out: arm their timers. */
+void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt);
 
 /* Checks every allreduce starts with; negative errno, nothing sent. */
 int xina_call_check(struct xina *x, const void *buf, size_t n);
@@ -87,7 +129,11 @@ int xina_call_check(struct xina *x, const void *buf, size_t n);
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 		       const int32_t *exps);
 
-/* libxina_f32.c: one block of float32 to and from the wire. */
+/* libxina_pack.c: one block to and from the wire. */
+void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
+		   size_t cnt);
+void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,
+		     size_t cnt);
 void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
 		   size_t cnt, int32_t exp);
 void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,

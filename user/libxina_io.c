@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
 /*
- * libxina packet I/O: one connected, non-blocking UDP socket per handle.
+ * libxina packet I/O: one connected, non-blocking UDP socket per handle,
+ * whatever moves the packets, and the UDP implementation of struct
+ * xina_io_ops.
  *
  * One datagram per syscall tops out around 250K packets/s on these
  * machines, so both directions are batched: sendmmsg() where each message
@@ -9,6 +11,9 @@
  * UDP_GRO so that results a GRO-capable device coalesced arrive as one
  * buffer.  Both fall back to plain datagrams when the kernel or the
  * device refuses.
+ *
+ * The AF_XDP implementation (libxina_xsk.c) keeps the socket: it reserves
+ * the port, receives ICMP errors and any result that reaches the stack.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -72,6 +77,7 @@ static int xina_rx_alloc(struct xina *x)
 
 int xina_sock_open(struct xina *x)
 {
+	socklen_t alen = sizeof(x->local);
 	struct sockaddr_in local;
 	int err;
 
@@ -107,11 +113,67 @@ int xina_sock_open(struct xina *x)
 			  x->o.switch_port, strerror(errno));
 		return err;
 	}
+	/* The address and port the route and bind() gave us. */
+	if (getsockname(x->fd, (struct sockaddr *)&x->local, &alen)) {
+		err = -errno;
+		xina_fail(x, "getsockname: %s", strerror(errno));
+		return err;
+	}
 	x->gso = !(x->o.flags & XINA_OPT_F_NO_GSO);
 	err = xina_rx_alloc(x);
 	if (err)
 		xina_fail(x, "out of memory for receive buffers");
 	return err;
+}
+
+/*
+ * AF_XDP where opts.io allows it and it can be set up (libxina_xsk.c
+ * decides, for XINA_IO_AUTO as well), else UDP.
+ */
+int xina_io_open(struct xina *x)
+{
+	x->io_reason[0] = '\0';
+	if (x->o.io != XINA_IO_UDP) {
+		if (!xina_io_xsk.open(x)) {
+			x->io = &xina_io_xsk;
+			goto out;
+		}
+		xina_log(x, x->o.io == XINA_IO_XSK ? XINA_LOG_WARN : XINA_LOG_DEBUG,
+			 "using UDP sockets, not AF_XDP: %s", x->io_reason);
+	}
+	x->io = &xina_io_udp;
+	if (x->io->open(x)) {
+		x->io = NULL;
+		return -ENOMEM;
+	}
+out:
+	x->st.io = x->io->io;
+	return 0;
+}
+
+void xina_io_close(struct xina *x)
+{
+	if (x->io)
+		x->io->close(x);
+	x->io = NULL;
+}
+
+/* The slots' packets in plain memory: the socket copies them. */
+static int xina_udp_open(struct xina *x)
+{
+	x->tx_stride = x->pkt_sz;
+	x->tx = calloc(x->o.slots, x->tx_stride);
+	if (!x->tx) {
+		xina_fail(x, "out of memory for %u slots", x->o.slots);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void xina_udp_close(struct xina *x)
+{
+	free(x->tx);
+	x->tx = NULL;
 }
 
 /* Slots queued for transmission, grouped into GSO trains. */
@@ -124,7 +186,7 @@ struct xina_txb {
 
 static size_t xina_pkt_len(struct xina *x, uint32_t s)
 {
-	const struct xina_hdr *h = (const struct xina_hdr *)(x->tx + s * x->pkt_sz);
+	const struct xina_hdr *h = (const struct xina_hdr *)xina_tx_pkt(x, s);
 
 	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
 }
@@ -156,7 +218,7 @@ static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 		for (k = 0; k < max_seg && q < x->txq_len; k++, q++) {
 			if (xina_pkt_len(x, x->txq[q]) != len)
 				break;
-			b->iov[iov].iov_base = x->tx + x->txq[q] * x->pkt_sz;
+			b->iov[iov].iov_base = xina_tx_pkt(x, x->txq[q]);
 			b->iov[iov++].iov_len = len;
 		}
 		mh->msg_iovlen = k;
@@ -178,7 +240,7 @@ static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 }
 
 /* Mark slots txq[from, from + cnt) sent and arm their timers. */
-static void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt)
+void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt)
 {
 	uint64_t now = xina_now_ns(), dl;
 	struct xina_slot *sl;
@@ -231,7 +293,7 @@ static int xina_tx_error(struct xina *x, int e)
 	return -e;
 }
 
-int xina_tx_flush(struct xina *x)
+static int xina_udp_tx_flush(struct xina *x)
 {
 	struct xina_txb b;
 	uint32_t done = 0, i;
@@ -300,26 +362,15 @@ static void xina_rx_one(struct xina *x, struct mmsghdr *m, const uint8_t *p,
 	}
 }
 
-/*
- * Wait up to @timeout_ms for results (or for room to send, when packets
- * are still queued) and drain the socket in batches.
- */
-int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx)
+/* Read what the socket holds, in batches. */
+int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx)
 {
 	struct mmsghdr msg[XINA_BATCH];
 	struct iovec iov[XINA_BATCH];
 	char cbuf[XINA_BATCH][CMSG_SPACE(sizeof(int))];
-	struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
 	unsigned int i, rounds;
 	int ret;
 
-	if (x->txq_len)
-		pfd.events |= POLLOUT;
-	ret = poll(&pfd, 1, timeout_ms);
-	if (ret < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (!(pfd.revents & (POLLIN | POLLERR)))
-		return 0;
 	/* Bounded, so that refills go out while results keep coming. */
 	for (rounds = 0; rounds < 4; rounds++) {
 		for (i = 0; i < x->rx_batch; i++) {
@@ -354,3 +405,31 @@ int xina_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn, void *ctx)
 	}
 	return 0;
 }
+
+/*
+ * Wait up to @timeout_ms for results (or for room to send, when packets
+ * are still queued) and drain the socket.
+ */
+static int xina_udp_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn,
+			    void *ctx)
+{
+	struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+	int ret;
+
+	if (x->txq_len)
+		pfd.events |= POLLOUT;
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (!(pfd.revents & (POLLIN | POLLERR)))
+		return 0;
+	return xina_udp_drain(x, fn, ctx);
+}
+
+const struct xina_io_ops xina_io_udp = {
+	.io		= XINA_IO_UDP,
+	.open		= xina_udp_open,
+	.tx_flush	= xina_udp_tx_flush,
+	.rx_poll	= xina_udp_rx_poll,
+	.close		= xina_udp_close,
+};

@@ -67,7 +67,8 @@ static void ar_usage(FILE *f)
 		"                      --slots S --elems E [--dtype i32|f32] [--op sum|max]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
-		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n");
+		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
+		"                      [--io auto|udp|xsk]\n");
 }
 
 static int ar_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
@@ -116,8 +117,25 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
-	OPT_JOIN_TIMEOUT,
+	OPT_JOIN_TIMEOUT, OPT_IO,
 };
+
+static int ar_io(const char *arg, enum xina_io *io)
+{
+	static const char *const names[] = {
+		[XINA_IO_AUTO] = "auto", [XINA_IO_UDP] = "udp", [XINA_IO_XSK] = "xsk",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*io = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, "xina-allreduce: --io '%s' is none of auto, udp, xsk\n", arg);
+	return -EINVAL;
+}
 
 static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 {
@@ -205,6 +223,8 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_VERBOSE:
 		c->verbose = true;
 		break;
+	case OPT_IO:
+		return ar_io(arg, &o->io);
 	default:
 		return -EINVAL;
 	}
@@ -233,6 +253,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
+		{ "io", required_argument, NULL, OPT_IO },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -544,11 +565,31 @@ static void ar_log(void *ctx, enum xina_log_level lvl, const char *msg)
 	fprintf(stderr, "xina-allreduce: rank %u: %s\n", *(uint16_t *)ctx, msg);
 }
 
+/* The JSON fields of the packet I/O the handle uses, and why. */
+static void ar_json_io(struct xina *x, const struct xina_worker_stats *st)
+{
+	const char *r = x ? xina_io_reason(x) : "";
+
+	printf(",\"io\":\"%s\",\"io_reason\":\"",
+	       st->io == XINA_IO_XSK ? "xsk" : "udp");
+	for (; *r; r++)
+		printf(*r == '"' || *r == '\\' ? "\\%c" : "%c", *r);
+	printf("\",\"xsk_zerocopy\":%s,\"xsk_tx_frames\":%llu,"
+	       "\"xsk_rx_frames\":%llu,\"xsk_kicks\":%llu,"
+	       "\"xsk_fill_empty\":%llu,\"xsk_rx_dropped\":%llu",
+	       st->xsk_zerocopy ? "true" : "false",
+	       (unsigned long long)st->xsk_tx_frames,
+	       (unsigned long long)st->xsk_rx_frames,
+	       (unsigned long long)st->xsk_kicks,
+	       (unsigned long long)st->xsk_fill_empty,
+	       (unsigned long long)st->xsk_rx_dropped);
+}
+
 static void ar_report(const struct ar_cfg *c, struct xina *x,
 		      const struct ar_result *res, double *secs,
 		      uint32_t done, const char *error)
 {
-	struct xina_worker_stats st = {};
+	XINA_STATS(st);
 	double med = 0, best = 0;
 	bool ok = !error && !res->bad;
 
@@ -593,6 +634,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.tx_syscalls,
 	       (unsigned long long)st.rx_syscalls,
 	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs);
+	ar_json_io(x, &st);
 	if (error) {
 		printf(",\"error\":\"");
 		for (; *error; error++)

@@ -126,7 +126,7 @@ static void test_opts(void)
 /* Non-finite input is refused before a single packet leaves. */
 static void test_nonfinite(void)
 {
-	struct xina_worker_stats st;
+	XINA_STATS(st);
 	float buf[20] = { 1.0f, 2.0f };
 	struct xina *x = NULL;
 	struct xina_opts o;
@@ -358,7 +358,8 @@ bad:
  */
 static int test_call(char **argv)
 {
-	struct xina_worker_stats st, st2;
+	XINA_STATS(st);
+	XINA_STATS(st2);
 	int32_t *buf, one = 42;
 	struct sockaddr_in sa;
 	struct xina *x = NULL;
@@ -571,7 +572,7 @@ static int test_fake_switch(const char *ip)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	int fd, foreign, ctl[2], rep[2], status, err;
 	uint64_t want_ign, want_mal;
-	struct xina_worker_stats st;
+	XINA_STATS(st);
 	socklen_t sl = sizeof(sa);
 	struct fs_report r = {};
 	struct xina *x = NULL;

@@ -15,6 +15,8 @@ static const char *const stat_names[XINA_STAT_MAX] = {
 	[XINA_STAT_DROP_MEMBER]		= "drop_member",
 	[XINA_STAT_DROP_RANGE]		= "drop_range",
 	[XINA_STAT_DROP_OP]		= "drop_op",
+	[XINA_STAT_TX]			= "tx",
+	[XINA_STAT_TX_UNKNOWN]		= "tx_unknown",
 };
 
 static const char *const gstat_names[XINA_GSTAT_MAX] = {

@@ -4,10 +4,12 @@
  *
  * A port is attached by loading the embedded object (its maps are the
  * pinned ones, its programs are this port's, with the port's xina UDP
- * port in rodata), attaching xina_xdp through netlink (not a bpf_link: it
- * must outlive xinactl), pinning it as <pin dir>/prog_xdp_<ifname> and
- * adding the port to the result devmap xina_tx with xina_egress as its
- * egress program.  The pin is how later runs find the port again.
+ * port in rodata), attaching xina_fanout as a TC filter on the port's
+ * clsact ingress hook (handle DEV_TC_HANDLE, priority DEV_TC_PRIO), then
+ * xina_xdp through netlink (neither is a bpf_link: they must outlive
+ * xinactl), and pinning both as <pin dir>/prog_{tc,xdp}_<ifname>.  The pins
+ * are how later runs find the port again.  Detaching removes xina's filter
+ * and leaves the clsact qdisc, which other filters may share.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +29,9 @@
 #include "bpf/xina.skel.h"
 
 #define DEV_PIN_PREFIX	"prog_xdp_"
+#define DEV_TC_PIN_PREFIX	"prog_tc_"
+#define DEV_TC_HANDLE	0x78696e	/* "xin" */
+#define DEV_TC_PRIO	0x7869		/* "xi" */
 
 struct dev_req {
 	const char	*name;
@@ -34,6 +39,7 @@ struct dev_req {
 	__u32		port;
 	__u32		xdp_flags;	/* XDP_FLAGS_{DRV,SKB}_MODE */
 	char		pin[PATH_MAX];
+	char		tc_pin[PATH_MAX];
 };
 
 void xinactl_dev_usage(FILE *f)
@@ -46,10 +52,9 @@ void xinactl_dev_usage(FILE *f)
 		"where  UDPPORT := 1..65535, the switch's xina port (default %d)\n"
 		"       mode native (default) needs XDP support in the driver;\n"
 		"       generic works on any device, slower\n"
-		"Note:  on a veth the peer end needs an XDP program as well (xina_pass\n"
-		"       of xina_pass.bpf.o, e.g. 'ip link set dev PEER xdp obj\n"
-		"       xina_pass.bpf.o sec xdp'), or frames the fast path sends back\n"
-		"       through the veth never arrive.\n",
+		"Note:  attach adds a clsact qdisc to DEV if it has none, and a TC\n"
+		"       filter that sends results to the workers; detach removes the\n"
+		"       filter and leaves the qdisc.\n",
 		XINA_UDP_PORT);
 }
 
@@ -68,6 +73,18 @@ static void dev_pin_path(struct xinactl *x, const char *ifname, char *path,
 			 size_t size)
 {
 	snprintf(path, size, "%s/" DEV_PIN_PREFIX "%s", x->pin_dir, ifname);
+}
+
+static void dev_tc_pin_path(struct xinactl *x, const char *ifname, char *path,
+			    size_t size)
+{
+	snprintf(path, size, "%s/" DEV_TC_PIN_PREFIX "%s", x->pin_dir, ifname);
+}
+
+static void dev_pin_paths(struct xinactl *x, struct dev_req *r)
+{
+	dev_pin_path(x, r->name, r->pin, sizeof(r->pin));
+	dev_tc_pin_path(x, r->name, r->tc_pin, sizeof(r->tc_pin));
 }
 
 static int dev_parse_attach(int argc, char **argv, struct dev_req *r)
@@ -130,9 +147,9 @@ static int dev_check_free(struct xinactl *x, struct dev_req *r)
 		     q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id, r->name);
 		return -EBUSY;
 	}
-	if (!access(r->pin, F_OK)) {
-		xerr("device '%s' has a leftover xina pin %s: run 'xinactl dev detach %s' first",
-		     r->name, r->pin, r->name);
+	if (!access(r->pin, F_OK) || !access(r->tc_pin, F_OK)) {
+		xerr("device '%s' has a leftover xina pin under %s: run 'xinactl dev detach %s' first",
+		     r->name, x->pin_dir, r->name);
 		return -EEXIST;
 	}
 	return 0;
@@ -148,11 +165,11 @@ static int dev_load(struct xinactl *x, const struct dev_req *r,
 	ret = xmaps_skel_open(x, &skel);
 	if (ret)
 		return ret;
-	/* a port needs its ingress and its egress program, nothing else */
+	/* a port needs its XDP and its TC program, nothing else */
 	bpf_object__for_each_program(prog, skel->obj)
 		bpf_program__set_autoload(prog,
 					  prog == skel->progs.xina_xdp ||
-					  prog == skel->progs.xina_egress);
+					  prog == skel->progs.xina_fanout);
 	skel->rodata->xina_port = r->port;
 	ret = xmaps_skel_load(x, skel);
 	if (ret) {
@@ -182,21 +199,61 @@ static int dev_attach_xdp(const struct dev_req *r, int prog_fd)
 	return ret;
 }
 
+/* xina's filter on the clsact ingress hook of @ifindex. */
+#define DEV_TC_HOOK(name, ifidx)					\
+	LIBBPF_OPTS(bpf_tc_hook, name, .ifindex = (ifidx),		\
+		    .attach_point = BPF_TC_INGRESS)
+#define DEV_TC_OPTS(name, ...)						\
+	LIBBPF_OPTS(bpf_tc_opts, name, .handle = DEV_TC_HANDLE,		\
+		    .priority = DEV_TC_PRIO, ##__VA_ARGS__)
+
+static int dev_attach_tc(const struct dev_req *r, int prog_fd)
+{
+	DEV_TC_HOOK(hook, r->ifindex);
+	DEV_TC_OPTS(opts, .prog_fd = prog_fd);
+	int ret;
+
+	xmaps_log_reset();
+	ret = bpf_tc_hook_create(&hook);
+	if (ret && ret != -EEXIST) {
+		xerr("cannot add a clsact qdisc to device '%s': %s", r->name,
+		     strerror(-ret));
+		xmaps_log_dump();
+		return ret;
+	}
+	ret = bpf_tc_attach(&hook, &opts);
+	if (ret) {
+		xerr("attaching the TC program to device '%s' failed: %s%s",
+		     r->name, strerror(-ret),
+		     ret == -EEXIST ? " (a filter with xina's handle and priority is there already)" : "");
+		xmaps_log_dump();
+	}
+	return ret;
+}
+
+static int dev_detach_tc(unsigned int ifindex)
+{
+	DEV_TC_HOOK(hook, ifindex);
+	DEV_TC_OPTS(opts);
+
+	return bpf_tc_detach(&hook, &opts);
+}
+
 /*
- * Order: devmap entry, then XDP, then the pin; so the port can take
- * results as soon as it takes contributions.  Undone in reverse.
+ * Order: TC (results), then XDP (contributions), then the pins; so the
+ * port can send results as soon as it takes contributions.  Undone in
+ * reverse.
  */
 static int dev_attach(struct xinactl *x, int argc, char **argv)
 {
-	struct bpf_devmap_val val = {};
 	struct dev_req r = {};
 	struct xina *skel;
-	int lock_fd, tx_fd, prog_fd, ret;
+	int lock_fd, prog_fd, tc_fd, ret;
 
 	ret = dev_parse_attach(argc, argv, &r);
 	if (ret)
 		return ret;
-	dev_pin_path(x, r.name, r.pin, sizeof(r.pin));
+	dev_pin_paths(x, &r);
 	ret = xmaps_pin_dir_setup(x);
 	if (ret)
 		return ret;
@@ -210,23 +267,25 @@ static int dev_attach(struct xinactl *x, int argc, char **argv)
 	if (ret)
 		goto unlock;
 
-	tx_fd = bpf_map__fd(skel->maps.xina_tx);
 	prog_fd = bpf_program__fd(skel->progs.xina_xdp);
-	val.ifindex = r.ifindex;
-	val.bpf_prog.fd = bpf_program__fd(skel->progs.xina_egress);
-	if (bpf_map_update_elem(tx_fd, &r.ifindex, &val, BPF_ANY)) {
-		ret = -errno;
-		xerr("cannot add device '%s' to the result devmap xina_tx: %s",
-		     r.name, strerror(-ret));
+	tc_fd = bpf_program__fd(skel->progs.xina_fanout);
+	ret = dev_attach_tc(&r, tc_fd);
+	if (ret)
 		goto destroy;
-	}
 	ret = dev_attach_xdp(&r, prog_fd);
 	if (ret)
-		goto del_tx;
+		goto detach_tc;
+	if (bpf_obj_pin(tc_fd, r.tc_pin)) {
+		ret = -errno;
+		xerr("cannot pin the TC program of device '%s' at %s: %s",
+		     r.name, r.tc_pin, strerror(-ret));
+		goto detach;
+	}
 	if (bpf_obj_pin(prog_fd, r.pin)) {
 		ret = -errno;
 		xerr("cannot pin the program of device '%s' at %s: %s",
 		     r.name, r.pin, strerror(-ret));
+		unlink(r.tc_pin);
 		goto detach;
 	}
 	xina__destroy(skel);
@@ -235,8 +294,8 @@ static int dev_attach(struct xinactl *x, int argc, char **argv)
 
 detach:
 	bpf_xdp_detach(r.ifindex, r.xdp_flags, NULL);
-del_tx:
-	bpf_map_delete_elem(tx_fd, &r.ifindex);
+detach_tc:
+	dev_detach_tc(r.ifindex);
 destroy:
 	xina__destroy(skel);
 unlock:
@@ -271,21 +330,6 @@ static __u32 dev_xdp_mode(unsigned int ifindex, __u32 id)
 	return 0;
 }
 
-static int dev_tx_del(struct xinactl *x, unsigned int ifindex)
-{
-	char path[PATH_MAX];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), "%s/xina_tx", x->pin_dir);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (bpf_map_delete_elem(fd, &ifindex) && errno != ENOENT)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static int dev_detach(struct xinactl *x, int argc, char **argv)
 {
 	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
@@ -297,7 +341,7 @@ static int dev_detach(struct xinactl *x, int argc, char **argv)
 		return -EINVAL;
 	if (argc > 1)
 		return xunexpected("dev detach", argv[1]);
-	dev_pin_path(x, r.name, r.pin, sizeof(r.pin));
+	dev_pin_paths(x, &r);
 	ret = xmaps_pin_dir_check(x, false);
 	if (ret)
 		return ret;
@@ -338,10 +382,12 @@ static int dev_detach(struct xinactl *x, int argc, char **argv)
 		xwarn("xina's program (id %u) no longer runs on device '%s'; removing what is left of it",
 		      id, r.name);
 	}
-	ret = dev_tx_del(x, r.ifindex);
-	if (ret)
-		xwarn("cannot remove device '%s' from xina_tx: %s", r.name,
-		      strerror(-ret));
+	ret = dev_detach_tc(r.ifindex);
+	if (ret && ret != -ENOENT && ret != -EINVAL)
+		xwarn("cannot remove xina's TC filter from device '%s': %s",
+		      r.name, strerror(-ret));
+	if (unlink(r.tc_pin) && errno != ENOENT)
+		xwarn("cannot remove %s: %s", r.tc_pin, strerror(errno));
 	if (unlink(r.pin)) {
 		ret = -errno;
 		xerr("cannot remove %s: %s", r.pin, strerror(-ret));
@@ -390,15 +436,25 @@ static int dev_prog_port(int prog_fd, __u32 *port)
 	return ret;
 }
 
-static bool dev_in_tx(int tx_fd, unsigned int ifindex)
+/* Is xina's filter on @ifindex, running the program pinned at @tc_pin? */
+static bool dev_has_tc(unsigned int ifindex, const char *tc_pin)
 {
-	struct bpf_devmap_val val;
+	DEV_TC_HOOK(hook, ifindex);
+	DEV_TC_OPTS(opts);
+	__u32 id = 0;
+	int fd;
 
-	return ifindex && tx_fd >= 0 &&
-	       !bpf_map_lookup_elem(tx_fd, &ifindex, &val);
+	if (!ifindex || bpf_tc_query(&hook, &opts))
+		return false;
+	fd = bpf_obj_get(tc_pin);
+	if (fd < 0)
+		return false;
+	dev_prog_id(fd, &id);
+	close(fd);
+	return id && opts.prog_id == id;
 }
 
-static void dev_print(struct xinactl *x, const char *ifname, int tx_fd)
+static void dev_print(struct xinactl *x, const char *ifname)
 {
 	unsigned int ifindex = if_nametoindex(ifname);
 	const char *mode_s = "none";
@@ -415,11 +471,12 @@ static void dev_print(struct xinactl *x, const char *ifname, int tx_fd)
 		close(fd);
 	}
 	mode = dev_xdp_mode(ifindex, id);
+	dev_tc_pin_path(x, ifname, path, sizeof(path));
+	tx = dev_has_tc(ifindex, path);
 	if (mode == XDP_FLAGS_DRV_MODE)
 		mode_s = "native";
 	else if (mode == XDP_FLAGS_SKB_MODE)
 		mode_s = "generic";
-	tx = dev_in_tx(tx_fd, ifindex);
 
 	xp_open_obj(NULL);
 	xp_str(XP_ANY, "ifname", "dev %s", ifname);
@@ -434,7 +491,7 @@ static void dev_print(struct xinactl *x, const char *ifname, int tx_fd)
 	else if (!mode)
 		xp_text(" (not attached: run 'xinactl dev detach %s')", ifname);
 	else if (!tx)
-		xp_text(" (missing from xina_tx: gets no results)");
+		xp_text(" (TC program missing: sends no results)");
 	xp_nl();
 	xp_close_obj();
 }
@@ -448,8 +505,7 @@ static int dev_pin_filter(const struct dirent *d)
 static int dev_show(struct xinactl *x, int argc, char **argv)
 {
 	struct dirent **names = NULL;
-	char path[PATH_MAX];
-	int n = 0, i, tx_fd = -1;
+	int n = 0, i;
 
 	if (argc > 0)
 		return xunexpected("dev show", argv[0]);
@@ -461,20 +517,16 @@ static int dev_show(struct xinactl *x, int argc, char **argv)
 			     strerror(errno));
 			return -errno;
 		}
-		snprintf(path, sizeof(path), "%s/xina_tx", x->pin_dir);
-		tx_fd = bpf_obj_get(path);
 	}
 	xp_open_obj(NULL);
 	xp_open_arr("devs");
 	for (i = 0; i < n; i++) {
-		dev_print(x, names[i]->d_name + strlen(DEV_PIN_PREFIX), tx_fd);
+		dev_print(x, names[i]->d_name + strlen(DEV_PIN_PREFIX));
 		free(names[i]);
 	}
 	xp_close_arr();
 	xp_close_obj();
 	free(names);
-	if (tx_fd >= 0)
-		close(tx_fd);
 	return 0;
 }
 

@@ -39,11 +39,9 @@
 enum xm_map {
 	XM_JOBS,
 	XM_MEMBERS,
-	XM_PORTS,
 	XM_META,
 	XM_VALS,
 	XM_STATS,
-	XM_TX,
 	XM_NR,
 };
 
@@ -54,21 +52,16 @@ static const struct xm_shape {
 	__u32		key_size;
 	__u32		value_size;
 } xm_shapes[XM_NR] = {
-	[XM_JOBS]	= { "xina_jobs", BPF_MAP_TYPE_HASH, sizeof(__u32),
+	[XM_JOBS]	= { "xina_jobs", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
 			    sizeof(struct xina_job) },
-	[XM_MEMBERS]	= { "xina_members", BPF_MAP_TYPE_HASH,
-			    sizeof(struct xina_member_key),
+	[XM_MEMBERS]	= { "xina_members", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
 			    sizeof(struct xina_member) },
-	[XM_PORTS]	= { "xina_ports", BPF_MAP_TYPE_HASH,
-			    sizeof(struct xina_port_key), sizeof(__u32) },
 	[XM_META]	= { "xina_meta", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
 			    sizeof(struct xina_meta) },
 	[XM_VALS]	= { "xina_vals", BPF_MAP_TYPE_PERCPU_ARRAY,
 			    sizeof(__u32), sizeof(struct xina_part) },
 	[XM_STATS]	= { "xina_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
 			    sizeof(__u32), sizeof(struct xina_counters) },
-	[XM_TX]		= { "xina_tx", BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
-			    sizeof(struct bpf_devmap_val) },
 };
 
 struct xm {
@@ -252,68 +245,6 @@ void xmaps_unlock(int lock_fd)
 }
 
 /*
- * The kernel adds BPF_F_RDONLY_PROG to every devmap it creates (and
- * refuses it at creation); libbpf 1.1 then finds a pinned devmap's flags
- * different from the object's and will not reuse it by pin path.  So
- * devmaps are reused by fd, after our own check, and pinned after load.
- */
-static bool xm_is_devmap(const struct bpf_map *map)
-{
-	return bpf_map__type(map) == BPF_MAP_TYPE_DEVMAP ||
-	       bpf_map__type(map) == BPF_MAP_TYPE_DEVMAP_HASH;
-}
-
-static int xm_devmap_reuse(struct bpf_map *map, const char *path)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-	int fd, ret;
-
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	ret = bpf_obj_get_info_by_fd(fd, &info, &len);
-	if (ret)
-		goto out;
-	if (info.type != bpf_map__type(map) ||
-	    info.key_size != bpf_map__key_size(map) ||
-	    info.value_size != bpf_map__value_size(map) ||
-	    info.max_entries != bpf_map__max_entries(map)) {
-		ret = -EINVAL;
-		xerr("map %s does not match this xinactl's BPF object: pinned by another xina version?",
-		     path);
-		goto out;
-	}
-	ret = bpf_map__reuse_fd(map, fd);
-out:
-	close(fd);
-	return ret;
-}
-
-static int xm_devmap_pin(struct xinactl *x, struct xina *skel)
-{
-	char path[PATH_MAX];
-	struct bpf_map *map;
-	int ret;
-
-	bpf_object__for_each_map(map, skel->obj) {
-		if (!xm_is_devmap(map))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
-			 bpf_map__name(map));
-		if (!access(path, F_OK))
-			continue;
-		ret = bpf_map__pin(map, path);
-		if (ret) {
-			xerr("cannot pin map %s at %s: %s", bpf_map__name(map),
-			     path, strerror(-ret));
-			return ret;
-		}
-	}
-	return 0;
-}
-
-/*
  * Open the embedded object with every map pinned by name under the pin
  * dir and the number of CPUs set; the caller picks the programs to load.
  */
@@ -355,10 +286,7 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
 			 bpf_map__name(map));
-		if (xm_is_devmap(map))
-			ret = xm_devmap_reuse(map, path);
-		else
-			ret = bpf_map__set_pin_path(map, path);
+		ret = bpf_map__set_pin_path(map, path);
 		if (ret) {
 			xerr("cannot use map %s at %s: %s", bpf_map__name(map),
 			     path, strerror(-ret));
@@ -377,7 +305,7 @@ int xmaps_skel_load(struct xinactl *x, struct xina *skel)
 	xmaps_log_reset();
 	ret = xina__load(skel);
 	if (!ret)
-		return xm_devmap_pin(x, skel);
+		return 0;
 	xerr("loading the BPF object failed: %s%s", strerror(-ret),
 	     ret == -EINVAL ?
 	     " (maps pinned by another xina version under the pin dir?)" : "");
@@ -449,6 +377,13 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 		ret = xm_check_shape(x, i, m->fd[i], &entries[i]);
 		if (ret)
 			return ret;
+	}
+	if (entries[XM_JOBS] != XINA_JOB_BUCKETS ||
+	    entries[XM_MEMBERS] != XINA_MAX_JOBS * XINA_MAX_WORKERS) {
+		xerr("maps %s/xina_jobs and xina_members have %u and %u entries, not %d and %d: pinned by another xina version?",
+		     x->pin_dir, entries[XM_JOBS], entries[XM_MEMBERS],
+		     XINA_JOB_BUCKETS, XINA_MAX_JOBS * XINA_MAX_WORKERS);
+		return -EINVAL;
 	}
 	if (entries[XM_STATS] < XINA_MAX_JOBS + 1) {
 		xerr("map %s/xina_stats has %u entries, fewer than %d jobs + 1",
@@ -531,15 +466,44 @@ static __u64 xm_mem_bytes(const struct xm *m, __u32 slots)
 			       m->ncpus * ROUND8(sizeof(struct xina_part)));
 }
 
+/*
+ * Find job @id: its entry in @j and its bucket in @bucket (either may be
+ * NULL).  -ENOENT (no message) if there is none.
+ */
+static int xm_job_find(struct xm *m, __u32 id, struct xina_job *j,
+		       __u32 *bucket)
+{
+	struct xina_job tmp;
+	__u32 p, b;
+
+	if (!id)
+		return -ENOENT;
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(id, p);
+		if (bpf_map_lookup_elem(m->fd[XM_JOBS], &b, &tmp))
+			return -errno;
+		if (tmp.id != id)
+			continue;
+		if (j)
+			*j = tmp;
+		if (bucket)
+			*bucket = b;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* Read job @id; -ENOENT (no message) if there is none. */
 static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 {
-	struct xina_member_key mk = { .job = id };
 	struct xina_member mv;
 	struct xina_job j;
+	__u32 rank, key;
+	int ret;
 
-	if (bpf_map_lookup_elem(m->fd[XM_JOBS], &id, &j))
-		return -errno;
+	ret = xm_job_find(m, id, &j, NULL);
+	if (ret)
+		return ret;
 	memset(job, 0, sizeof(*job));
 	job->id = j.id;
 	job->workers = j.workers;
@@ -550,16 +514,15 @@ static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 	job->idx = j.idx;
 	job->slot_base = j.slot_base;
 	job->mem_bytes = xm_mem_bytes(m, j.slots);
-	for (mk.rank = 0; mk.rank < j.workers && mk.rank < XINA_MAX_WORKERS;
-	     mk.rank++) {
-		/* a member missing under a live job shows as 0.0.0.0 */
-		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &mk, &mv))
+	for (rank = 0; rank < j.workers && rank < XINA_MAX_WORKERS; rank++) {
+		key = j.idx * XINA_MAX_WORKERS + rank;
+		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &key, &mv))
 			continue;
-		job->member[mk.rank].addr = mv.addr;
-		job->member[mk.rank].port = mv.port;
-		job->member[mk.rank].rport = mv.rport;
-		job->member[mk.rank].ifindex = mv.ifindex;
-		memcpy(job->member[mk.rank].mac, mv.mac, sizeof(mv.mac));
+		job->member[rank].addr = mv.addr;
+		job->member[rank].port = mv.port;
+		job->member[rank].rport = mv.rport;
+		job->member[rank].ifindex = mv.ifindex;
+		memcpy(job->member[rank].mac, mv.mac, sizeof(mv.mac));
 	}
 	return 0;
 }
@@ -583,25 +546,18 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * Ids of all jobs, sorted.  Hash iteration restarts from the first key if
- * the current one is deleted under it; the bound keeps that finite.
- */
+/* Ids of all jobs, sorted. */
 static int xm_job_ids(struct xm *m, __u32 *ids, __u32 max, __u32 *nr)
 {
-	__u32 key, next, n = 0;
-	void *prev = NULL;
+	struct xina_job j;
+	__u32 b, n = 0;
 
 	*nr = 0;
-	while (n < max) {
-		if (bpf_map_get_next_key(m->fd[XM_JOBS], prev, &next)) {
-			if (errno != ENOENT)
-				return -errno;
-			break;
-		}
-		ids[n++] = next;
-		key = next;
-		prev = &key;
+	for (b = 0; b < XINA_JOB_BUCKETS && n < max; b++) {
+		if (bpf_map_lookup_elem(m->fd[XM_JOBS], &b, &j))
+			return -errno;
+		if (j.id)
+			ids[n++] = j.id;
 	}
 	qsort(ids, n, sizeof(*ids), cmp_u32);
 	*nr = n;
@@ -610,7 +566,7 @@ static int xm_job_ids(struct xm *m, __u32 *ids, __u32 max, __u32 *nr)
 
 static int xm_job_walk(struct xinactl *x, xinactl_job_cb cb, void *arg)
 {
-	__u32 ids[XINA_MAX_JOBS * 2], nr, i;
+	__u32 ids[XINA_JOB_BUCKETS], nr, i;
 	struct xm *m = x->be_priv;
 	struct xinactl_job *job;
 	int ret;
@@ -639,46 +595,19 @@ static int xm_job_walk(struct xinactl *x, xinactl_job_cb cb, void *arg)
 	return ret;
 }
 
-/*
- * Delete every entry of job @id from a hash map whose key holds the job id
- * at @job_off.  Keys are collected first: deleting while iterating a hash
- * map restarts the iteration.
- */
-static int xm_del_job_keys(int fd, size_t key_size, size_t job_off, __u32 id)
+/* Clear the member entries of job index @idx. */
+static int xm_clear_members(struct xm *m, __u32 idx)
 {
-	size_t cap = XINA_MAX_JOBS * XINA_MAX_WORKERS, n = 0, i;
-	char *keys, cur[16], next[16];
-	void *prev = NULL;
-	__u32 job;
-	int ret = 0;
+	struct xina_member zero = {};
+	__u32 rank, key;
 
-	keys = malloc(cap * key_size);
-	if (!keys)
-		return -ENOMEM;
-	while (n < cap && !bpf_map_get_next_key(fd, prev, next)) {
-		memcpy(&job, next + job_off, sizeof(job));
-		if (job == id)
-			memcpy(keys + n++ * key_size, next, key_size);
-		memcpy(cur, next, key_size);
-		prev = cur;
+	for (rank = 0; rank < XINA_MAX_WORKERS; rank++) {
+		key = idx * XINA_MAX_WORKERS + rank;
+		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &key, &zero,
+					BPF_ANY))
+			return -errno;
 	}
-	for (i = 0; i < n; i++)
-		if (bpf_map_delete_elem(fd, keys + i * key_size) &&
-		    errno != ENOENT)
-			ret = -errno;
-	free(keys);
-	return ret;
-}
-
-static int xm_del_members_ports(struct xm *m, __u32 id)
-{
-	int ret, ret2;
-
-	ret = xm_del_job_keys(m->fd[XM_MEMBERS], sizeof(struct xina_member_key),
-			      offsetof(struct xina_member_key, job), id);
-	ret2 = xm_del_job_keys(m->fd[XM_PORTS], sizeof(struct xina_port_key),
-			       offsetof(struct xina_port_key, job), id);
-	return ret ? ret : ret2;
+	return 0;
 }
 
 struct xm_range {
@@ -702,7 +631,7 @@ struct xm_usage {
 static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
 			 struct xm_usage *u)
 {
-	__u32 ids[XINA_MAX_JOBS * 2], nr, i;
+	__u32 ids[XINA_JOB_BUCKETS], nr, i;
 	struct xm *m = x->be_priv;
 	struct xina_job j;
 	int ret;
@@ -719,7 +648,7 @@ static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
 			     new->id, new->id);
 			return -EEXIST;
 		}
-		if (bpf_map_lookup_elem(m->fd[XM_JOBS], &ids[i], &j))
+		if (xm_job_find(m, ids[i], &j, NULL))
 			continue;
 		if (j.idx < XINA_MAX_JOBS)
 			u->idx_used[j.idx] = true;
@@ -803,28 +732,49 @@ out:
 	return ret;
 }
 
-static int xm_write_members(struct xm *m, const struct xinactl_job *job)
+static int xm_write_members(struct xm *m, __u32 idx,
+			    const struct xinactl_job *job)
 {
-	struct xina_member_key mk = { .job = job->id };
 	struct xina_member mv;
+	__u32 rank, key;
 
-	for (mk.rank = 0; mk.rank < job->workers; mk.rank++) {
+	for (rank = 0; rank < job->workers; rank++) {
 		memset(&mv, 0, sizeof(mv));
-		mv.addr = job->member[mk.rank].addr;
-		mv.port = job->member[mk.rank].port;
-		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &mk, &mv,
-					BPF_NOEXIST))
+		mv.addr = job->member[rank].addr;
+		mv.port = job->member[rank].port;
+		key = idx * XINA_MAX_WORKERS + rank;
+		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &key, &mv, BPF_ANY))
 			return -errno;
 	}
 	return 0;
 }
 
+/* A free bucket for job @id among its probes. */
+static int xm_alloc_bucket(struct xm *m, __u32 id, __u32 *bucket)
+{
+	struct xina_job j;
+	__u32 p, b;
+
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(id, p);
+		if (bpf_map_lookup_elem(m->fd[XM_JOBS], &b, &j))
+			return -errno;
+		if (!j.id) {
+			*bucket = b;
+			return 0;
+		}
+	}
+	xerr("job id %u: the %d places of the job table it may use are taken by other jobs; choose another id",
+	     id, XINA_JOB_PROBES);
+	return -ENOSPC;
+}
+
 static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 {
 	struct xm *m = x->be_priv;
+	__u32 idx, base, bucket;
 	struct xina_job j = {};
 	struct xm_usage *u;
-	__u32 idx, base;
 	int ret;
 
 	u = malloc(sizeof(*u));
@@ -839,9 +789,12 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 	ret = xm_alloc_range(m, u, job->slots, &base);
 	if (ret)
 		goto out;
+	ret = xm_alloc_bucket(m, job->id, &bucket);
+	if (ret)
+		goto out;
 
 	/* leftovers of a "job del" that died half way, then a clean start */
-	ret = xm_del_members_ports(m, job->id);
+	ret = xm_clear_members(m, idx);
 	if (!ret)
 		ret = xm_zero_job(m, idx, base, job->slots);
 	if (ret) {
@@ -849,7 +802,7 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 		     strerror(-ret));
 		goto out;
 	}
-	ret = xm_write_members(m, job);
+	ret = xm_write_members(m, idx, job);
 	if (ret) {
 		xerr("job %u: cannot write its members: %s", job->id,
 		     strerror(-ret));
@@ -865,14 +818,14 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 	j.workers = job->workers;
 	j.elems = job->elems;
 	j.flags = job->flags;
-	if (bpf_map_update_elem(m->fd[XM_JOBS], &j.id, &j, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &j, BPF_ANY)) {
 		ret = -errno;
 		xerr("job %u: cannot write it: %s", job->id, strerror(-ret));
 		goto undo;
 	}
 	goto out;
 undo:
-	xm_del_members_ports(m, job->id);
+	xm_clear_members(m, idx);
 out:
 	free(u);
 	return ret;
@@ -881,21 +834,28 @@ out:
 static int xm_job_del(struct xinactl *x, __u32 id)
 {
 	struct xm *m = x->be_priv;
+	struct xina_job j, zero = {};
+	__u32 bucket;
 	int ret;
 
-	/* first: the fast path stops using the job's members and slots */
-	if (bpf_map_delete_elem(m->fd[XM_JOBS], &id)) {
-		ret = -errno;
+	ret = xm_job_find(m, id, &j, &bucket);
+	if (ret) {
 		if (ret == -ENOENT)
 			xerr("job %u does not exist", id);
 		else
-			xerr("cannot delete job %u: %s", id, strerror(-ret));
+			xerr("cannot read job %u: %s", id, strerror(-ret));
 		return ret;
 	}
-	ret = xm_del_members_ports(m, id);
+	/* first: the fast path stops using the job's members and slots */
+	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &zero, BPF_ANY)) {
+		ret = -errno;
+		xerr("cannot delete job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	ret = xm_clear_members(m, j.idx);
 	if (ret)
-		xwarn("job %u deleted, but some of its members are left over (%s); the next 'job add %u' removes them",
-		      id, strerror(-ret), id);
+		xwarn("job %u deleted, but its members are left over (%s); the next job that gets its index clears them",
+		      id, strerror(-ret));
 	return 0;
 }
 
@@ -939,8 +899,8 @@ static int xm_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
 	struct xina_job j;
 	int ret;
 
-	if (bpf_map_lookup_elem(m->fd[XM_JOBS], &id, &j)) {
-		ret = -errno;
+	ret = xm_job_find(m, id, &j, NULL);
+	if (ret) {
 		if (ret == -ENOENT)
 			xerr("job %u does not exist", id);
 		else

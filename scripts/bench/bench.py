@@ -15,6 +15,14 @@ namespace on a bridge in the switch namespace):
 Every launch reads the switch ports' byte counters before and after and
 refuses a result whose bytes did not cross the ports: a peer that moved
 its data through shared memory or loopback is never reported.
+
+Two regimes, every system in each, in the same invocation:
+  cpu   the rack as it is: the links are veths, every process shares the
+        CPUs, so goodput is what the CPUs can push.
+  link  every worker's link limited to LINK_RATE_BPS in both directions
+        (rack_shape: TBF on eth0 and, through an IFB, on its ingress), at
+        a rate where no system saturates the CPUs: goodput is what the
+        links carry, reported against each system's physical limit.
 """
 
 import argparse
@@ -31,12 +39,45 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIB = 1 << 20
 SWITCH_IP = "10.77.0.254"
 WORKER_PORT = 7000
-# Every system runs on the same links: MTU 3500 (the largest frame XDP on
-# veth takes in one buffer carries 859 int32).  xina uses 832 elements per
-# packet and 32 slots, the configuration of "make demo" (see README).
-JOB, KEY, SLOTS, ELEMS = 1, 0x6265_6e63_68, 32, 832
-MTU = 3500
 LAUNCH_TIMEOUT = 600
+
+# The xina configuration, in one place.  Every system runs on links of this
+# MTU (the rack's); xina sends ELEMS elements per packet and uses SLOTS
+# slots.  Today: MTU 3500 (the largest frame XDP on veth takes in one
+# buffer carries 859 int32), 832 elements and 32 slots, the configuration
+# of "make demo" (see README).  With XDP multi-buffer: MTU 9000 and 2048.
+XINA_CONF = {"mtu": 9000, "elems": 2048, "slots": 32}
+MTU, ELEMS, SLOTS = XINA_CONF["mtu"], XINA_CONF["elems"], XINA_CONF["slots"]
+JOB, KEY = 1, 0x6265_6e63_68
+
+# The link-bound regime: every worker's link at this rate, both directions
+# (make bench LINK_RATE=bits/s overrides it).  One rate for every system
+# and worker count, low enough that no system saturates the rack's 2 CPUs
+# at 8 workers: xina through the XDP switch cost about 20 CPU seconds per
+# GiB at 8 workers on 2026-11-29 (MTU 3500), so 8 workers at 400 Mbit/s
+# (47 MB/s of tensor each) keep it near half the CPUs.  The page shows
+# each run's host busy fraction.
+LINK_RATE_BPS = 400_000_000
+
+
+def pin_cpu(rank):
+    """Every system's rank i runs on CPU i mod CPUs (xina-nsrun -P does the
+    same for OpenMPI's ranks): one placement for all, as a launcher such
+    as torchrun or mpirun --bind-to core gives them.  Unpinned, the
+    scheduler moved xina's workers between the two CPUs and cost it 10-20%
+    on the rack; Gloo measured the same either way."""
+    return ["taskset", "-c", str(rank % os.cpu_count())]
+
+# Bytes of one frame that TBF counts besides the payload (Ethernet header
+# to the end of the payload; no preamble, inter-frame gap or FCS, which a
+# real wire adds: WIRE_EXTRA).
+ETH_HDR = 14
+XINA_HDR = ETH_HDR + 20 + 8 + 40      # Ethernet, IPv4, UDP, xina header
+TCP_HDR = 20 + 20 + 12                # IPv4, TCP with timestamps, per segment
+WIRE_EXTRA = 8 + 12 + 4               # preamble, inter-frame gap, FCS
+
+# The fast path microbenchmark: these element counts, and xina's own.
+FASTPATH_ELEMS = [64, 256, 358]
 
 
 class BenchError(Exception):
@@ -91,6 +132,16 @@ class Rack:
         return {l["ifname"]: l["stats64"]["rx"]["bytes"]
                 for l in json.loads(out) if re.fullmatch(r"p\d+", l["ifname"])}
 
+    def worker_rx(self):
+        """Bytes each worker's eth0 received (results, peers' data)."""
+        rx = []
+        for i in range(self.n):
+            out = subprocess.run(["ip", "-n", self.ns(i), "-j", "-s", "link",
+                                  "show", "eth0"], text=True,
+                                 capture_output=True, check=True).stdout
+            rx.append(json.loads(out)[0]["stats64"]["rx"]["bytes"])
+        return rx
+
     def attach_xdp(self):
         self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
         self.xdp = True
@@ -104,8 +155,9 @@ class Rack:
         return r.stdout
 
     def xdp_prog_ids(self):
-        """The fast path on our ports and the egress programs sharing its
-        maps (other racks on this host run programs of the same names)."""
+        """The fast path on our ports and every program sharing its maps
+        (devmap egress or TC fan-out programs; other racks on this host run
+        programs of the same names, on maps of their own)."""
         out = subprocess.run(["ip", "-n", self.sw, "-j", "link", "show"],
                              text=True, capture_output=True, check=True).stdout
         mains = {l["xdp"]["prog"]["id"] for l in json.loads(out)
@@ -119,8 +171,7 @@ class Rack:
         for p in progs:
             if p["id"] in mains:
                 maps |= set(p.get("map_ids", []))
-        egress = {p["id"] for p in progs if p["name"] == "xina_egress"
-                  and maps & set(p.get("map_ids", []))}
+        egress = {p["id"] for p in progs if maps & set(p.get("map_ids", []))}
         return sorted(mains | egress)
 
     # Loss.  rack_impair's nftables drop sits in the output hook, where a
@@ -180,10 +231,32 @@ def quantile(v, q):
     return v[i] + (pos - i) * (v[i + 1] - v[i])
 
 
+def link_limit_Bps(system, workers, rate_bps):
+    """The most tensor bytes per second one worker can get through links of
+    rate_bps in each direction, framing taken out as the shaper counts it.
+
+    xina (both switches): every worker sends its tensor once and receives
+    the result once, ELEMS elements per packet: rate x payload / frame.
+    A ring (Gloo) or Rabenseifner (OpenMPI) sends and receives 2(N-1)/N of
+    the tensor per worker, in TCP segments of MTU - TCP_HDR payload:
+    rate x N / (2(N-1)) x payload / frame.
+    """
+    if system.startswith("xina"):
+        payload = 4 * ELEMS
+        return rate_bps / 8 * payload / (payload + XINA_HDR), \
+            f"rate x {payload}/{payload + XINA_HDR} (xina frames)"
+    payload = MTU - TCP_HDR
+    ring = workers / (2 * (workers - 1)) if workers > 1 else 1.0
+    return rate_bps / 8 * ring * payload / (MTU + ETH_HDR), \
+        f"rate x N/(2(N-1)) x {payload}/{MTU + ETH_HDR} (TCP segments)"
+
+
 def record(system, workers, dtype, nbytes, times, worker_cpu, host_busy,
-           switch_cpu, loss=0.0, **extra):
+           switch_cpu, window_s, loss=0.0, **extra):
     """One measurement: goodput per worker from the per-iteration times
-    (each the slowest rank's), CPU per reduced GiB."""
+    (each the slowest rank's), CPU per GiB of tensor (one worker's tensor
+    bytes times the timed calls), the host's busy fraction over the timed
+    windows."""
     med = quantile(times, 0.5)
     p25, p75 = quantile(times, 0.25), quantile(times, 0.75)
     gib = len(times) * nbytes / (1 << 30)
@@ -202,6 +275,10 @@ def record(system, workers, dtype, nbytes, times, worker_cpu, host_busy,
         "host_busy_s": host_busy,
         "worker_cpu_s_per_gib": worker_cpu / gib,
         "switch_cpu_s_per_gib": switch_cpu / gib,
+        "host_busy_s_per_gib": host_busy / gib,
+        "window_s": window_s,
+        "busy_frac": host_busy / (window_s * os.cpu_count())
+        if window_s > 0 else None,
     }
     r.update(extra)
     return r
@@ -216,18 +293,28 @@ class Bench:
         self.results = []
         self.port_seq = 0
         self.port_ratio = 0.0
+        self.busiest_ratio = 0.0
+        self.bg_busy = None
+        self.link_rate = args.link_rate
+        self.regime = "cpu"
 
     # ---- plan ---------------------------------------------------------
 
     def plan(self):
+        """Per regime: worker counts, tensor sizes and timed calls per size.
+        Loss runs are of the cpu regime, on the 4-worker rack."""
         if self.a.quick:
-            return {"workers": [2, 4], "sizes": [1 * MIB, 16 * MIB, 64 * MIB],
-                    "iters": [8, 4, 3], "loss_size": 16 * MIB,
-                    "loss_iters": 3, "fastpath_packets": 3000,
-                    "addloop_packets": 500000}
-        return {"workers": [2, 4, 8],
-                "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
-                "iters": [10, 8, 5, 3, 2], "loss_size": 64 * MIB,
+            return {"cpu": {"workers": [2, 4], "sizes": [1 * MIB, 64 * MIB],
+                            "iters": [8, 3]},
+                    "link": {"workers": [4], "sizes": [64 * MIB], "iters": [3]},
+                    "loss_size": 64 * MIB,
+                    "loss_iters": 2, "fastpath_packets": 3000,
+                    "addloop_packets": 200000}
+        return {"cpu": {"workers": [2, 4, 8],
+                        "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
+                        "iters": [10, 8, 5, 3, 2]},
+                "link": {"workers": [2, 4, 8], "sizes": [64 * MIB], "iters": [3]},
+                "loss_size": 64 * MIB,
                 "loss_iters": 3, "fastpath_packets": 20000,
                 "addloop_packets": 2000000}
 
@@ -237,10 +324,16 @@ class Bench:
         """Run fn() and require that every port received at least the
         tensor bytes of every call (each algorithm here sends at least its
         tensor once per call: ring and Rabenseifner 2(N-1)/N of it, xina
-        all of it)."""
-        before = self.rack.port_rx()
+        all of it).  Before it, the host's busy fraction with nothing of
+        ours running: the machine is shared, and that load is in every
+        host-wide figure."""
+        self.bg_busy = background_busy()
+        before, wbefore = self.rack.port_rx(), self.rack.worker_rx()
+        t0 = time.monotonic()
         out = fn()
-        after = self.rack.port_rx()
+        log(f"{self.regime} {what} {n} workers: launch took "
+            f"{time.monotonic() - t0:.1f} s")
+        after, wafter = self.rack.port_rx(), self.rack.worker_rx()
         need = sum(b * (it + warmup) for b, it in zip(sizes, iters))
         need *= len(self.dtypes)
         got = [after[f"p{i}"] - before[f"p{i}"] for i in range(n)]
@@ -250,8 +343,12 @@ class Bench:
                     f"{what}, {n} workers: switch port p{i} received {got[i]} bytes, "
                     f"expected at least {int(0.9 * need)}: the data did not cross "
                     f"the rack's links; refusing the result")
-        # what one worker puts on its link per tensor byte (whole launch)
+        # what one worker puts on its link per tensor byte (whole launch),
+        # and the busiest direction of the busiest link: an algorithm that
+        # loads its links unevenly is bound by that one
         self.port_ratio = sum(got) / n / need
+        self.busiest_ratio = max(max(got[i], wafter[i] - wbefore[i])
+                                 for i in range(n)) / need
         return out
 
     def spawn(self, argv, **kw):
@@ -287,7 +384,7 @@ class Bench:
                 # over the links, not shared memory; no node-local collectives
                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
                 "10.77.0.0/24", "--mca", "coll", "^sm,han,adapt",
-                f"{self.bin}/xina-nsrun", "-p", f"{self.rack.name}-w%d",
+                f"{self.bin}/xina-nsrun", "-p", "-P", f"{self.rack.name}-w%d",
                 f"{self.bin}/xina-bench-mpi", "--bytes",
                 ",".join(map(str, sizes)), "--iters", ",".join(map(str, iters)),
                 "--dtype", ",".join(self.dtypes), "--warmup", "1"]
@@ -304,7 +401,8 @@ class Bench:
         script = f"{ROOT}/scripts/bench/gloo_allreduce.py"
 
         def run():
-            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i), "env",
+            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i)] +
+                                pin_cpu(i) + ["env",
                                  "GLOO_SOCKET_IFNAME=eth0", "/usr/bin/python3",
                                  script, "--rank", str(i), "--workers", str(n),
                                  "--master", master,
@@ -323,7 +421,7 @@ class Bench:
         # the workers): what no worker was charged for is the switch's.
         sw = max(0.0, j["host_busy_s"] - j["worker_cpu_s"])
         r = record(system, j["workers"], j["dtype"], j["bytes"], j["t"],
-                   j["worker_cpu_s"], j["host_busy_s"], sw,
+                   j["worker_cpu_s"], j["host_busy_s"], sw, j["window_s"],
                    switch_cpu_method="host busy minus workers (bridge)")
         self.keep(r)
 
@@ -340,8 +438,8 @@ class Bench:
             for i in range(n):
                 extra = list(switch_args) if i == 0 else []
                 procs.append(self.spawn(
-                    ["ip", "netns", "exec", self.rack.ns(i),
-                     f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
+                    ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+                    [f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
                      f"{worker_ip(i)}:{WORKER_PORT}"] + argv_common + extra))
             return self.collect(procs, f"{system} {n}")
         outs = self.checked(system, n, sizes, iters, 1, run)
@@ -351,7 +449,7 @@ class Bench:
             times = [max(p["t"][i] for p in per) for i in range(r0["iters"])]
             r = record(system, n, r0["dtype"], r0["bytes"], times,
                        sum(p["cpu_s"] for p in per), r0["host_busy_s"],
-                       r0["switch_cpu_s"], loss=loss,
+                       r0["switch_cpu_s"], r0["window_s"], loss=loss,
                        sent=sum(p["sent"] for p in per),
                        retrans=sum(p["retrans"] for p in per),
                        timeouts=sum(p["timeouts"] for p in per),
@@ -409,15 +507,18 @@ class Bench:
 
     def micro(self):
         p = self.plan()
+        elems = ",".join(map(str, sorted(set(FASTPATH_ELEMS) | {ELEMS})))
         for prog in ("xina-bench-addloop", "xina-bench-addloop-simd"):
             out = subprocess.run([f"{self.bin}/{prog}", "-n",
-                                  str(p["addloop_packets"])], text=True,
-                                 capture_output=True, check=True).stdout
+                                  str(p["addloop_packets"]), "-e", elems],
+                                 text=True, capture_output=True,
+                                 check=True).stdout
             for j in self.json_lines(out):
                 self.keep(j)
         out = subprocess.run(["ip", "netns", "exec", self.rack.sw,
                               f"{self.bin}/xina-bench-fastpath", "-n",
-                              str(p["fastpath_packets"])], text=True,
+                              str(p["fastpath_packets"]), "-e", elems],
+                             text=True,
                              capture_output=True)
         if out.returncode:
             raise BenchError(f"xina-bench-fastpath: {out.stderr.strip()}")
@@ -429,30 +530,74 @@ class Bench:
     def keep(self, r):
         if "system" in r:
             r["port_rx_per_tensor_byte"] = round(self.port_ratio, 3)
+            r["busiest_link_per_tensor_byte"] = round(self.busiest_ratio, 3)
+            r["regime"] = self.regime
+            r["bg_busy_frac"] = self.bg_busy
+            r["link_rate_bps"] = None
+            r["link_limit_Bps"] = None
+            if self.regime == "link":
+                lim, how = link_limit_Bps(r["system"], r["workers"],
+                                          self.link_rate)
+                r.update(link_rate_bps=self.link_rate, link_limit_Bps=lim,
+                         link_limit_method=how,
+                         of_limit=r["goodput_Bps"] / lim)
         self.results.append(r)
         if "system" in r:
-            log(f"{r['system']:10} {r['workers']} workers {r['dtype']} "
-                f"{r['bytes'] // MIB:4} MiB loss {r['loss'] * 100:.1f}%: "
-                f"{r['goodput_Bps'] / 1e6:8.1f} MB/s per worker "
-                f"(+-{r['spread_pct'] / 2:.0f}%)")
+            lim = (f", {100 * r['of_limit']:.0f}% of the limit"
+                   if r["link_limit_Bps"] else "")
+            busy = (f"{100 * r['busy_frac']:.0f}%" if r["busy_frac"] is not None
+                    else "?")
+            log(f"{r['regime']:4} {r['system']:10} {r['workers']} workers "
+                f"{r['dtype']} {r['bytes'] // MIB:4} MiB loss "
+                f"{r['loss'] * 100:.1f}%: {r['goodput_Bps'] / 1e6:8.1f} MB/s "
+                f"per worker (+-{r['spread_pct'] / 2:.0f}%{lim}), host busy "
+                f"{busy} (before: {100 * r['bg_busy_frac']:.0f}%)")
         else:
             log(f"{r['bench']}: {json.dumps(r)}")
 
+    def peers(self, n, q):
+        self.openmpi(n, q["sizes"], q["iters"])
+        self.gloo(n, q["sizes"], q["iters"])
+        self.swagg(n, q["sizes"], q["iters"])
+
+    def set_regime(self, regime, n):
+        """Switch the rack's links to @regime (shape or unshape them)."""
+        if regime == "link":
+            self.rack.sh(f"rack_shape {self.rack.name} {n} "
+                         f"{self.link_rate}bit")
+            log(f"links of {n} workers at {self.link_rate / 1e6:.0f} Mbit/s "
+                "each way")
+        elif self.regime == "link":
+            self.rack.sh(f"rack_unshape {self.rack.name} {n}")
+        self.regime = regime
+
     def run(self):
+        """Per worker count, one rack: the bridge's systems (OpenMPI, Gloo,
+        xina-swagg) in both regimes, then the XDP switch attached and run in
+        both.  The peers never run through the XDP program."""
         p = self.plan()
+        cpu, link = p["cpu"], p["link"]
         self.dtypes = ["f32", "i32"]
         t0 = time.monotonic()
         load0 = os.getloadavg()[0]
-        for n in p["workers"]:
+        for n in sorted(set(cpu["workers"]) | set(link["workers"])):
             self.rack.up(n)
             log(f"rack {self.rack.name}: {n} workers")
             if n == 4:
                 self.micro()  # needs the ports p0..p3
-            self.openmpi(n, p["sizes"], p["iters"])
-            self.gloo(n, p["sizes"], p["iters"])
-            self.swagg(n, p["sizes"], p["iters"])
+            if n in cpu["workers"]:
+                self.peers(n, cpu)
+            if n in link["workers"]:
+                self.set_regime("link", n)
+                self.peers(n, link)
+                self.set_regime("cpu", n)
             self.rack.attach_xdp()
-            self.xdp(n, p["sizes"], p["iters"])
+            if n in cpu["workers"]:
+                self.xdp(n, cpu["sizes"], cpu["iters"])
+            if n in link["workers"]:
+                self.set_regime("link", n)
+                self.xdp(n, link["sizes"], link["iters"])
+                self.set_regime("cpu", n)
             if n == 4:
                 for permille in (1, 10):
                     self.rack.impair(permille)
@@ -470,7 +615,16 @@ class Bench:
             "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
             "kernel": platform.release(), "cpus": os.cpu_count(),
             "cpu_model": cpu_model(), "mtu": MTU,
-            "xina": {"slots": SLOTS, "elems_per_packet": ELEMS},
+            "xina": {"slots": SLOTS, "elems_per_packet": ELEMS,
+                     "frame_bytes": 4 * ELEMS + XINA_HDR},
+            "regimes": {
+                "cpu": p["cpu"],
+                "link": dict(p["link"], rate_bps=self.link_rate,
+                             shaper="tbf burst 256k latency 50ms on eth0 and "
+                                    "on an ifb fed by eth0's ingress"),
+            },
+            "frame_overhead": {"xina_hdr": XINA_HDR, "tcp_hdr": TCP_HDR,
+                               "eth_hdr": ETH_HDR, "wire_extra": WIRE_EXTRA},
             "openmpi": tool_version(["mpirun", "--version"]),
             "torch": tool_version(["/usr/bin/python3", "-c",
                                    "import torch; print('torch', torch.__version__)"]),
@@ -478,6 +632,20 @@ class Bench:
         with open(self.a.out, "w") as f:
             json.dump({"meta": meta, "results": self.results}, f, indent=1)
         log(f"{len(self.results)} records in {self.a.out} ({elapsed:.0f} s)")
+
+
+def host_busy_s():
+    """Busy seconds of all CPUs (everything but idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def background_busy(seconds=0.5):
+    """The host's busy fraction over @seconds, nothing of ours running."""
+    b0, t0 = host_busy_s(), time.monotonic()
+    time.sleep(seconds)
+    return (host_busy_s() - b0) / ((time.monotonic() - t0) * os.cpu_count())
 
 
 def cpu_model():
@@ -502,7 +670,10 @@ def main():
     ap.add_argument("--rack", required=True, help="name of the rack to use")
     ap.add_argument("--o", default=os.environ.get("O", "build"))
     ap.add_argument("--out", required=True, help="results.json to write")
+    ap.add_argument("--link-rate", type=float, default=LINK_RATE_BPS,
+                    help="bits/s of every worker link in the link regime")
     a = ap.parse_args()
+    a.link_rate = int(a.link_rate)
     b = Bench(a)
     try:
         b.run()

@@ -91,17 +91,19 @@ def measure(a, nbytes, iters, dtype):
         bad += wrong()
 
     t = []
-    cpu = busy = softirq = 0.0
+    cpu = busy = softirq = window = 0.0
     for _ in range(iters):
         buf.copy_(src)          # in place: restore the input, not timed
         dist.barrier()
         h0 = host_cpu()
+        w0 = time.perf_counter()
         c0 = self_cpu()
         t0 = time.perf_counter()
         dist.all_reduce(buf)
         t.append(time.perf_counter() - t0)
         dist.barrier()
         cpu += self_cpu() - c0
+        window += time.perf_counter() - w0
         h1 = host_cpu()
         busy += h1[0] - h0[0]
         softirq += h1[1] - h0[1]
@@ -125,6 +127,8 @@ def measure(a, nbytes, iters, dtype):
             "t_max_s": max(t), "timed_s": sum(t),
             "goodput_Bps": nbytes / med, "worker_cpu_s": float(cc[0]),
             "host_busy_s": busy, "host_softirq_s": softirq,
+            # rank 0's CPU windows: busy / (window_s * CPUs) = busy fraction
+            "window_s": window,
         }), flush=True)
     return int(ok)
 

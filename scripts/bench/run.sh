@@ -1,11 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make bench [QUICK=1]: xina against its peers on a rack of network
-# namespaces, then the report.
+# make bench [QUICK=1] [LINK_RATE=BITS/S]: xina against its peers on a rack
+# of network namespaces, in two regimes (CPU-bound: the rack as it is;
+# link-bound: every worker's link shaped to LINK_RATE both ways), then the
+# report.
 #
-#   QUICK=1 scripts/bench/run.sh    2 and 4 workers, 1..64 MiB (< 3 min)
-#   scripts/bench/run.sh            2, 4 and 8 workers, 1..256 MiB (< 15 min)
+#   QUICK=1 scripts/bench/run.sh    cpu: 2 and 4 workers, 1 and 64 MiB;
+#                                   link: 4 workers, 64 MiB (< 4 min)
+#   scripts/bench/run.sh            cpu: 2, 4 and 8 workers, 1..256 MiB;
+#                                   link: 2, 4 and 8 workers, 64 MiB
 #
 # Writes $O/bench/results.json, $O/bench/*.png and Documentation/benchmarks.md.
 # The rack is torn down on exit, also when interrupted.  Timings are
@@ -34,7 +38,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: must run as root (network namespaces, XDP, BPF_PROG_TEST_RUN)" >&2
 	exit 1
 fi
-for f in xinactl xina-swagg bpf/xina_pass.bpf.o bench/bin/xina-bench-xina \
+for f in xinactl xina-swagg bench/bin/xina-bench-xina \
 	 bench/bin/xina-bench-mpi bench/bin/xina-bench-fastpath; do
 	[ -e "$O/$f" ] || { echo "bench: $O/$f is missing: run make bench" >&2; exit 1; }
 done
@@ -45,10 +49,11 @@ mkdir -p "$OUT"
 STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 
-quick=()
-[ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && quick=(--quick)
+opts=()
+[ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && opts+=(--quick)
+[ -n "${LINK_RATE:-}" ] && opts+=(--link-rate "$LINK_RATE")
 start=$SECONDS
-/usr/bin/python3 "$XINA_ROOT/scripts/bench/bench.py" "${quick[@]}" \
+/usr/bin/python3 "$XINA_ROOT/scripts/bench/bench.py" "${opts[@]}" \
 	--rack "$RACK" --o "$O" --out "$OUT/results.json" || exit 1
 /usr/bin/python3 "$XINA_ROOT/scripts/bench/report.py" "$OUT/results.json" \
 	--plots "$OUT" --doc "$XINA_ROOT/Documentation/benchmarks.md" || exit 1

@@ -316,7 +316,7 @@ TEST_F(nl, new_bad_values)
 		{ "slots 0", XINA_A_JOB_SLOTS, 0, 4, -ERANGE, "integer out of range" },
 		{ "slots 65537", XINA_A_JOB_SLOTS, 65537, 4, -ERANGE, "integer out of range" },
 		{ "elems 0", XINA_A_JOB_ELEMS, 0, 2, -ERANGE, "integer out of range" },
-		{ "elems 1025", XINA_A_JOB_ELEMS, 1025, 2, -ERANGE, "integer out of range" },
+		{ "elems 2049", XINA_A_JOB_ELEMS, 2049, 2, -ERANGE, "integer out of range" },
 		{ "key as u32", XINA_A_JOB_KEY, 1, 4, -EINVAL, "invalid attribute length" },
 		{ "flags bit 0", XINA_A_JOB_FLAGS, 1, 4, -EINVAL, "reserved bit set" },
 		{ "flags bit 31", XINA_A_JOB_FLAGS, 1U << 31, 4, -EINVAL, "reserved bit set" },

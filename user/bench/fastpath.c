@@ -8,7 +8,8 @@
  * Run it in a namespace that has one device per rank (the rack's switch
  * namespace: -d p%d, the default): every contribution of rank r enters on
  * device r, as on the rack.  With all ranks on one device, xina_learn()
- * would rewrite xina_ports on every packet, a cost the rack never pays.
+ * would rewrite the member entries on every packet, a cost the rack
+ * never pays.
  *
  * Why one packet per BPF_PROG_TEST_RUN call.  Without live frames the
  * kernel runs "repeat" times over the same buffer: the second run of a
@@ -27,9 +28,13 @@
  * adds only.  At the end the partial must hold PACKETS times the payload
  * (checked), which proves that every timed run added.
  * K = 4 and K = 1: ranks 0..K-1 contribute in turn, round after round; the
- * K-th contribution folds and returns the result (XDP_REDIRECT; in
- * BPF_PROG_TEST_RUN without live frames the broadcast itself does not
- * happen and is not in the number).  Every result is checked.
+ * K-th contribution folds and returns the result (XDP_PASS to the TC
+ * fan-out, which BPF_PROG_TEST_RUN does not run: the copies to the members
+ * are not in the number).  Every result is checked.
+ *
+ * Frames of more than a page's worth of elements are multi-buffer frames
+ * in BPF_PROG_TEST_RUN, as they are on veth: the elements beyond the first
+ * buffer go through bpf_xdp_load_bytes(), and that is in the number.
  *
  * The thread is pinned to one CPU: the per-CPU partial is then the one
  * checked.  One JSON line per case on stdout.
@@ -66,6 +71,12 @@ struct pkt {
 	struct udphdr udp;
 	struct xina_hdr xh;
 	__be32 v[XINA_MAX_ELEMS];
+} __attribute__((packed));
+
+/* What BPF_PROG_TEST_RUN hands back: the XDP metadata, then the frame. */
+struct marked_pkt {
+	struct xina_mark mark;
+	struct pkt pkt;
 } __attribute__((packed));
 
 struct bench {
@@ -143,13 +154,13 @@ static int job_setup(struct bench *b, unsigned int workers)
 			return -errno;
 	}
 	for (r = 0; r < workers; r++) {
-		struct xina_member_key mk = { .job = BENCH_JOB, .rank = r };
 		struct xina_member m = { .addr = member_addr(r) };
 
-		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_members), &mk, &m, 0))
+		k = job.idx * XINA_MAX_WORKERS + r;
+		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_members), &k, &m, 0))
 			return -errno;
 	}
-	k = BENCH_JOB;
+	k = xina_job_bucket(BENCH_JOB, 0);
 	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_jobs), &k, &job, 0))
 		return -errno;
 	return 0;
@@ -157,7 +168,7 @@ static int job_setup(struct bench *b, unsigned int workers)
 
 /* One packet, one run; returns the kernel's duration in ns, or -errno. */
 static long run_one(int prog_fd, int ifindex, struct pkt *in, size_t len,
-		    struct pkt *out, __u32 *retval)
+		    struct marked_pkt *out, __u32 *retval)
 {
 	struct xdp_md md = {
 		.data_end = len, .ingress_ifindex = ifindex, .rx_queue_index = 0,
@@ -284,12 +295,20 @@ static int bench_kinf(struct bench *b, unsigned int count, double timer)
 	return 0;
 }
 
-static int check_result(const struct pkt *out, unsigned int k,
+/* The result, behind the mark xina_xdp leaves in the metadata for TC. */
+static int check_result(const struct marked_pkt *o, unsigned int k,
 			unsigned int count, __u32 round)
 {
+	const struct pkt *out = &o->pkt;
 	unsigned int i, r;
 	__u32 want;
 
+	if (o->mark.magic != XINA_MARK_MAGIC || o->mark.job != BENCH_JOB ||
+	    o->mark.to != XINA_MARK_ALL) {
+		fprintf(stderr, "xina-bench-fastpath: K=%u round %u: no mark for the fan-out\n",
+			k, round);
+		return -EIO;
+	}
 	if (out->xh.type != XINA_T_RESULT) {
 		fprintf(stderr, "xina-bench-fastpath: K=%u round %u: type %u, not a result\n",
 			k, round, out->xh.type);
@@ -311,9 +330,10 @@ static int check_result(const struct pkt *out, unsigned int k,
 static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 		   double timer)
 {
-	struct pkt p, out;
+	struct marked_pkt out;
 	unsigned int i, rank;
 	char name[16];
+	struct pkt p;
 	__u32 ret, round;
 	size_t len;
 	long d;
@@ -332,7 +352,7 @@ static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 		b->ns[i] = d;
 		if (rank + 1 < k && ret == XDP_DROP)
 			continue;
-		if (rank + 1 == k && ret == XDP_REDIRECT) {
+		if (rank + 1 == k && ret == XDP_PASS) {
 			err = check_result(&out, k, count, round);
 			if (err)
 				return err;

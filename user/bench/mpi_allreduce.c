@@ -19,7 +19,7 @@
  * CPU: each rank's user+system time (getrusage) from the barrier before
  * each call to a barrier after it, summed over calls and ranks, and the
  * host's /proc/stat busy and softirq time over the same windows, read by
- * rank 0 (the switch's share is what is left once the ranks' own time is
+ * rank 0, with how long its windows lasted (window_s; the switch's share is what is left once the ranks' own time is
  * taken out; see Documentation/benchmarks.md).
  */
 #include <errno.h>
@@ -157,7 +157,7 @@ static int check(const void *buf, size_t n, int size, int f32)
 }
 
 static void report(const struct run *r, int size, double *t, double cpu,
-		   const struct host_cpu *host)
+		   const struct host_cpu *host, double window)
 {
 	double med, p25, p75, total = 0;
 	int i;
@@ -175,10 +175,10 @@ static void report(const struct run *r, int size, double *t, double cpu,
 	       "\"iters\":%d,\"warmup\":%d,\"t_median_s\":%.6f,\"t_p25_s\":%.6f,"
 	       "\"t_p75_s\":%.6f,\"t_min_s\":%.6f,\"t_max_s\":%.6f,\"timed_s\":%.6f,"
 	       "\"goodput_Bps\":%.0f,\"worker_cpu_s\":%.4f,"
-	       "\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f}\n",
+	       "\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f,\"window_s\":%.6f}\n",
 	       size, r->f32 ? "f32" : "i32", r->bytes, r->iters, r->warmup,
 	       med, p25, p75, t[0], t[r->iters - 1], total, r->bytes / med,
-	       cpu, host->busy, host->softirq);
+	       cpu, host->busy, host->softirq, window);
 	fflush(stdout);
 }
 
@@ -188,7 +188,7 @@ static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 {
 	MPI_Datatype dt = r->f32 ? MPI_FLOAT : MPI_INT32_T;
 	struct host_cpu h0 = { 0 }, h1 = { 0 }, hd, hsum = { 0 };
-	double t0, cpu0, cpu = 0, cpu_all = 0;
+	double t0, w0 = 0, cpu0, cpu = 0, cpu_all = 0, window = 0;
 	size_t n = r->bytes / 4;
 	int rank, size, i, err = 0;
 
@@ -206,8 +206,10 @@ static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 	for (i = 0; i < r->iters; i++) {
 		memset(rbuf, 0xff, r->bytes);	/* no stale result passes */
 		MPI_Barrier(MPI_COMM_WORLD);
-		if (rank == 0)
+		if (rank == 0) {
 			host_cpu_read(&h0);
+			w0 = mono_s();
+		}
 		cpu0 = self_cpu_s();
 		t0 = MPI_Wtime();
 		MPI_Allreduce(sbuf, rbuf, n, dt, MPI_SUM, MPI_COMM_WORLD);
@@ -215,6 +217,7 @@ static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 		MPI_Barrier(MPI_COMM_WORLD);
 		cpu += self_cpu_s() - cpu0;
 		if (rank == 0) {
+			window += mono_s() - w0;
 			host_cpu_read(&h1);
 			host_cpu_sub(&hd, &h1, &h0);
 			hsum.busy += hd.busy;
@@ -228,7 +231,7 @@ static int measure(const struct run *r, void *sbuf, void *rbuf, double *t,
 	MPI_Reduce(t, tmax, r->iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(&cpu, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 	if (rank == 0 && !err)
-		report(r, size, tmax, cpu_all, &hsum);
+		report(r, size, tmax, cpu_all, &hsum, window);
 	return err;
 }
 

@@ -2,7 +2,7 @@
 /*
  * xina-nsrun: run one command in a network namespace, for the benchmarks.
  *
- *   xina-nsrun [-p] [-c FILE] NETNS CMD [ARG...]
+ *   xina-nsrun [-p] [-P] [-c FILE] NETNS CMD [ARG...]
  *
  * NETNS is a name under /run/netns or a path; a "%d" in it is replaced by
  * the MPI rank (OMPI_COMM_WORLD_RANK), so that mpirun can start one rank
@@ -15,6 +15,8 @@
  *    namespace it was created in, whatever setns does later): it listens on
  *    127.0.0.1:PORT inside NETNS and forwards each connection to
  *    127.0.0.1:PORT of the namespace it was started in.
+ * -P pins the command to CPU (rank mod the number of CPUs), as the
+ *    benchmarks place the ranks of every system.
  * -c appends {"cpu_user_s":...,"cpu_sys_s":...} of the command (wait4) to
  *    FILE, one line per run.
  *
@@ -47,9 +49,10 @@ struct pipe_half {
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: xina-nsrun [-p] [-c FILE] NETNS CMD [ARG...]\n"
+		"usage: xina-nsrun [-p] [-P] [-c FILE] NETNS CMD [ARG...]\n"
 		"  NETNS  name under /run/netns or a path; %%d = MPI rank\n"
 		"  -p     relay mpirun's PMIx server into NETNS\n"
+		"  -P     pin the command to CPU (MPI rank mod CPUs)\n"
 		"  -c     append the command's CPU seconds as JSON to FILE\n");
 	exit(2);
 }
@@ -269,18 +272,41 @@ static int supervise(pid_t child, int lfd, int port, const char *cpu_file)
 	return WEXITSTATUS(status);
 }
 
+/* Pin this process (and what it execs) to CPU (MPI rank mod CPUs). */
+static int pin_rank(void)
+{
+	const char *r = getenv("OMPI_COMM_WORLD_RANK");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	if (!r || ncpu < 1) {
+		fprintf(stderr, "xina-nsrun: -P needs OMPI_COMM_WORLD_RANK\n");
+		return -1;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(atoi(r) % ncpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("xina-nsrun: sched_setaffinity");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cpu_file = NULL;
-	int relay = 0, opt, ns_fd, self_fd, lfd = -1, port = 0;
+	int relay = 0, pin = 0, opt, ns_fd, self_fd, lfd = -1, port = 0;
 	char path[PATH_MAX];
 	sigset_t mask;
 	pid_t child;
 
-	while ((opt = getopt(argc, argv, "+pc:h")) != -1) {
+	while ((opt = getopt(argc, argv, "+pPc:h")) != -1) {
 		switch (opt) {
 		case 'p':
 			relay = 1;
+			break;
+		case 'P':
+			pin = 1;
 			break;
 		case 'c':
 			cpu_file = optarg;
@@ -291,6 +317,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind < 2)
 		usage();
+	if (pin && pin_rank())
+		return 2;
 	if (ns_path(argv[optind], path, sizeof(path)))
 		return 2;
 	ns_fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -23,7 +23,9 @@
  * time (as the peers' drivers do).  CPU: user+system time of this process
  * from the barrier before each call to the barrier after it, summed over
  * the calls (as in the peers' drivers); rank 0 adds the host's /proc/stat
- * busy and softirq seconds over the same windows, and the switch's: the
+ * busy and softirq seconds over the same windows, how long its windows
+ * lasted (window_s: busy / (window_s * CPUs) is the host's busy
+ * fraction), and the switch's CPU: the
  * run time of its XDP programs (--switch-prog, from the kernel's BPF
  * run-time statistics) or the CPU time of the aggregator process
  * (--switch-pid).
@@ -64,7 +66,7 @@ static void usage(void)
 		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K\n"
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
 		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
-		"                       [--switch-pid PID] [--switch-prog ID]...\n");
+		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n");
 	exit(2);
 }
 
@@ -191,10 +193,35 @@ static double switch_cpu_s(const struct cfg *c)
 	return sum;
 }
 
+static enum xina_io io_parse(const char *s)
+{
+	if (!strcmp(s, "auto"))
+		return XINA_IO_AUTO;
+	if (!strcmp(s, "udp"))
+		return XINA_IO_UDP;
+	if (!strcmp(s, "xsk"))
+		return XINA_IO_XSK;
+	fprintf(stderr, "xina-bench-xina: bad --io '%s' (auto, udp or xsk)\n", s);
+	exit(2);
+}
+
+/* "io" and "io_reason" of a row: the packet I/O the handle uses, and why. */
+static void io_json(struct xina *x, const struct xina_worker_stats *st)
+{
+	const char *r = xina_io_reason(x);
+
+	printf(",\"io\":\"%s\",\"io_reason\":\"",
+	       st->io == XINA_IO_XSK ? "xsk" : "udp");
+	for (; *r; r++)
+		printf(*r == '"' || *r == '\\' ? "\\%c" : "%c", *r);
+	printf("\"");
+}
+
 static void parse(int argc, char **argv, struct cfg *c)
 {
 	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
-	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG };
+	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG,
+	       O_IO };
 	static const struct option lo[] = {
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
@@ -210,6 +237,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "switch-pid", required_argument, NULL, O_PID },
 		{ "switch-prog", required_argument, NULL, O_PROG },
+		{ "io", required_argument, NULL, O_IO },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -261,6 +289,9 @@ static void parse(int argc, char **argv, struct cfg *c)
 			break;
 		case O_PROG:
 			prog_open(c, optarg);
+			break;
+		case O_IO:
+			c->o.io = io_parse(optarg);
 			break;
 		default:
 			usage();
@@ -328,6 +359,7 @@ static int barrier(struct xina *x)
 struct cpu_acc {
 	double self;
 	double sw;
+	double wall;	/* rank 0: how long the windows lasted */
 	struct host_cpu host;
 };
 
@@ -337,6 +369,7 @@ static void cpu_snap(const struct cfg *c, struct cpu_acc *a)
 	if (c->o.rank == 0) {
 		host_cpu_read(&a->host);
 		a->sw = switch_cpu_s(c);
+		a->wall = mono_s();
 	}
 }
 
@@ -347,6 +380,7 @@ static void cpu_add(struct cpu_acc *sum, const struct cpu_acc *a,
 
 	sum->self += b->self - a->self;
 	sum->sw += b->sw - a->sw;
+	sum->wall += b->wall - a->wall;
 	host_cpu_sub(&d, &b->host, &a->host);
 	sum->host.busy += d.busy;
 	sum->host.softirq += d.softirq;
@@ -363,7 +397,8 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 		   int iters, int f32, void *buf, double *t)
 {
 	struct cpu_acc acc = { 0 }, a, b;
-	struct xina_worker_stats s0, s1;
+	XINA_STATS(s0);
+	XINA_STATS(s1);
 	size_t n = bytes / 4;
 	double t0;
 	int i, err;
@@ -408,10 +443,11 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 	       acc.self, (unsigned long long)(s1.sent - s0.sent),
 	       (unsigned long long)(s1.retrans - s0.retrans),
 	       (unsigned long long)(s1.timeouts - s0.timeouts));
+	io_json(x, &s1);
 	if (c->o.rank == 0)
 		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f,"
-		       "\"switch_cpu_s\":%.6f",
-		       acc.host.busy, acc.host.softirq, acc.sw);
+		       "\"switch_cpu_s\":%.6f,\"window_s\":%.6f",
+		       acc.host.busy, acc.host.softirq, acc.sw, acc.wall);
 	printf("}\n");
 	fflush(stdout);
 	return 0;

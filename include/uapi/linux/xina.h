@@ -81,7 +81,8 @@
 #define XINA_UDP_PORT		9277	/* default switch port ("XA" on a phone pad) */
 
 #define XINA_MAX_WORKERS	256	/* members of one job (bitmap width) */
-#define XINA_MAX_ELEMS		1024	/* elements of one slot / one packet */
+#define XINA_MAX_ELEMS		2048	/* elements of one slot / one packet: an
+					 * MTU 9000 frame holds 2048 int32 */
 #define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
 
 enum xina_pkt_type {
@@ -213,6 +214,9 @@ enum xina_stat {
 	XINA_STAT_DROP_MEMBER,	/* rank out of range or source is not the member */
 	XINA_STAT_DROP_RANGE,	/* slot, count or round out of range */
 	XINA_STAT_DROP_OP,	/* op or dtype unsupported or mixed in one round */
+	XINA_STAT_TX,		/* copies of results and answers sent to members */
+	XINA_STAT_TX_UNKNOWN,	/* copies not sent: the member was never seen,
+				 * so the switch does not know where it is */
 
 	__XINA_STAT_MAX,
 };
