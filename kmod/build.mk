@@ -14,7 +14,7 @@
 # resolve_btfids is built from linux-source-6.1, both under $(O), and the
 # two steps kbuild would do (pahole, resolve_btfids) are done here.
 
-KVER ?= $(shell ls -d /lib/modules/6.1*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+KVER ?= $(shell ls -d /lib/modules/6.1.[0-9]*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)
 KDIR ?= /lib/modules/$(KVER)/build
 KMOD_OUT := $(O)/kmod
 KMOD_SRC := $(KMOD_OUT)/src

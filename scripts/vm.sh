@@ -9,7 +9,9 @@
 #
 #   scripts/vm.sh [-t TIMEOUT] [-k] [-- TEST...]
 #
-#   -t TIMEOUT  seconds for the whole guest run (default 540)
+#   -t TIMEOUT  seconds for the whole guest run (default 1500: the sum of
+#               the tests' own bounds is larger, but a run that long means
+#               something hangs)
 #   -k          keep the initramfs and the console log in $O/vm
 #   TEST...     only these selftests/vm tests (names as in run.sh)
 #
@@ -25,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
 case "$O" in /*) ;; *) O="$ROOT/$O" ;; esac
 VMDIR="$O/vm"
-TIMEOUT=540
+TIMEOUT=1500
 KEEP=0
 
 usage() {
@@ -50,7 +52,7 @@ skip() {
 
 QEMU=$(command -v qemu-system-x86_64 || true)
 [ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
-KVER=${KVER:-$(ls -d /lib/modules/6.1*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)}
+KVER=${KVER:-$(ls -d /lib/modules/6.1.[0-9]*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)}
 [ -n "$KVER" ] || skip "no Debian 6.1 kernel modules in /lib/modules (apt-get install linux-image-amd64)"
 [ -r "/boot/vmlinuz-$KVER" ] || skip "/boot/vmlinuz-$KVER not readable"
 BUSYBOX=$(command -v busybox || true)
