@@ -360,7 +360,7 @@ __diag_ignore_all("-Wmissing-prototypes",
  * See xina_kfunc.h.  XDP programs run inside an RCU read-side critical
  * section; the explicit rcu_read_lock() documents that the job found here
  * stays valid until the end of the call: xina_job_destroy() unpublishes a
- * job and frees it only after a grace period (call_rcu).
+ * job and frees its slots only after a grace period (synchronize_rcu).
  *
  * Return: enum xina_kf_verdict.
  */
