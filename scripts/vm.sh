@@ -19,6 +19,8 @@
 #               6.1.*-amd64); default $VM_KERNELS, else "6.1 6.12"
 #   TEST...     only these selftests/vm tests (names as in run.sh)
 #
+# XINA_VM_APPEND: more parameters for the guests' kernel command line.
+#
 # The guest is an initramfs: busybox-static, the real ip/tc/bpftool and the
 # test binaries with their shared libraries, the kernel modules the tests
 # need and xina.ko with module BTF.  The kernel is the ELF vmlinux extracted
@@ -105,10 +107,17 @@ run_guest() {
 	# SSE/AVX2).  no_timer_check: on a loaded host the kernel's check of
 	# the emulated IO-APIC timer can fail and panic the boot ("IO-APIC +
 	# timer doesn't work"), seen here at a load average of 10.
+	# $XINA_VM_APPEND: more kernel parameters, e.g.
+	# "slub_debug=FZP,kmalloc-cg-*": poisoned, redzoned and checked frees
+	# in the slab caches of accounted kmalloc(), which hold the slot
+	# memory of the tests' small jobs, so that a write into a deleted
+	# job's freed slots shows in the kernel log ("Poison overwritten"),
+	# which xina_dmesg.sh checks.  Not by default: the verifier's
+	# allocations are accounted too, and every program load gets slower.
 	timeout --foreground -k 10 "$TIMEOUT" "$QEMU" \
 		-machine q35 -accel tcg -cpu max -smp 2 -m 2G \
 		-kernel "$O/vmlinux-$kver" -initrd "$INITRD" \
-		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check xina.tests=${TESTS// /,}" \
+		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check ${XINA_VM_APPEND:-} xina.tests=${TESTS// /,}" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-display none -serial "file:$CONSOLE" -monitor none \
 		-no-reboot </dev/null || rc=$?
