@@ -178,7 +178,17 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 			*stat = XINA_STAT_DUP;
 			return XINA_KF_DROP;
 		}
-		/* A late retransmission: answer it from the kept result. */
+		/*
+		 * A late retransmission: answer it from the kept result,
+		 * copied out under sv->lock as every write of @val is made:
+		 * this CPU's acquire of the lock and the release by the CPU
+		 * that completed the round (or by one that starts round + 2
+		 * in this version) order the copy on weakly ordered CPUs
+		 * too, so a torn copy never goes out.  A seqcount would
+		 * copy without the lock but retry on every contribution to
+		 * the version, and the seen/complete check would still need
+		 * the lock; the copy is at most 8 KiB.
+		 */
 		*stat = XINA_STAT_RETRANS_ANSWERED;
 		h->type = XINA_T_RESULT;
 		h->exp = sv->exp;
