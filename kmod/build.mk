@@ -1,22 +1,36 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# kmod/: xina.ko against Debian's 6.1 kernel, with module BTF, and the VM
-# that tests it.
+# kmod/: xina.ko against Debian 12's kernels, 6.1 and 6.12, with module
+# BTF, and the VM that tests it.
 #
-#   make module          $(O)/kmod/xina.ko (W=1, module BTF, resolved BTF ids)
+#   make module          $(O)/kmod/$(KVER)/xina.ko (W=1, module BTF, resolved
+#                        BTF ids); KVER: an installed kernel, default the
+#                        newest 6.1
 #   make checkpatch      scripts/checkpatch.pl --strict over kmod/
-#   make check-vm        boot Debian's 6.1 kernel under qemu, run selftests/vm
+#   make check-vm        boot each kernel of VM_KERNELS under qemu, run
+#                        selftests/vm (VM_KERNELS="6.1 6.12" by default:
+#                        kernel series or installed versions)
 #   make install-module  xina.ko through dkms on this machine
 #                        (DKMS_KVER=<kernel> for another than the running one)
 #
-# Debian's headers ship neither vmlinux nor resolve_btfids, which kbuild
-# needs for module BTF: vmlinux is extracted from the packaged vmlinuz and
-# resolve_btfids is built from linux-source-6.1, both under $(O), and the
-# two steps kbuild would do (pahole, resolve_btfids) are done here.
+# Debian's 6.1 headers ship neither vmlinux nor resolve_btfids, which
+# kbuild needs for module BTF: vmlinux is extracted from the packaged
+# vmlinuz and resolve_btfids is built from linux-source-6.1, both under
+# $(O), and the two steps kbuild would do (pahole, resolve_btfids) are done
+# here.  The 6.12 headers ship both (a BTF-only vmlinux), and kbuild does
+# them itself.  The ELF vmlinux is extracted for every kernel: the VM boots
+# it.
 
-KVER ?= $(shell ls -d /lib/modules/6.1.[0-9]*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+# The newest installed kernel of series $(1) (6.1 does not match 6.12).
+kmod_kver = $(shell ls -d /lib/modules/$(1).*-amd64 2>/dev/null | sort -V | \
+		    tail -1 | xargs -r basename)
+ifeq ($(origin KVER),undefined)
+KVER := $(call kmod_kver,6.1)
+endif
+VM_KERNELS ?= 6.1 6.12
+export VM_KERNELS
 KDIR ?= /lib/modules/$(KVER)/build
-KMOD_OUT := $(O)/kmod
+KMOD_OUT := $(O)/kmod/$(KVER)
 KMOD_SRC := $(KMOD_OUT)/src
 KMOD_LSRC := $(O)/linux-source
 KMOD_DEPS := $(O)/.deps-vm
@@ -61,7 +75,7 @@ $(KMOD_VMLINUX): $(KMOD_LSRC)/.stamp
 $(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
 		     | $(KMOD_DEPS)
 	$(Q)test -n "$(KVER)" -a -d "$(KDIR)" || \
-		{ echo "kmod: no headers for a 6.1 kernel (KDIR=$(KDIR))" >&2; exit 1; }
+		{ echo "kmod: no headers for kernel '$(KVER)' (KDIR=$(KDIR))" >&2; exit 1; }
 	$(Q)mkdir -p $(KMOD_SRC)/kmod $(KMOD_SRC)/include/uapi/linux
 	$(Q)cp Kbuild $(KMOD_SRC)/
 	$(Q)cp kmod/Kbuild kmod/*.c kmod/*.h $(KMOD_SRC)/kmod/
@@ -71,10 +85,14 @@ $(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
 		{ cat $(KMOD_OUT)/build.log; exit 1; }
 	$(Q)! grep -v '^Skipping BTF generation' $(KMOD_OUT)/build.log
 	$(Q)cp $(KMOD_SRC)/kmod/xina.ko $@.tmp
-	@echo "  BTF     $@"
-	$(Q)LLVM_OBJCOPY=objcopy pahole -J $(PAHOLE_FLAGS) \
-		--btf_base $(KMOD_VMLINUX) $@.tmp
-	$(Q)$(RESOLVE_BTFIDS) -b $(KMOD_VMLINUX) $@.tmp
+	$(Q)if ! readelf -S $@.tmp | grep -q ' \.BTF '; then \
+		echo "  BTF     $@"; \
+		LLVM_OBJCOPY=objcopy pahole -J $(PAHOLE_FLAGS) \
+			--btf_base $(KMOD_VMLINUX) $@.tmp && \
+		$(RESOLVE_BTFIDS) -b $(KMOD_VMLINUX) $@.tmp || exit 1; \
+	fi
+	$(Q)readelf -S $@.tmp | grep -q ' \.BTF_ids ' || \
+		{ echo "kmod: $@ has no .BTF_ids: no kfunc would register" >&2; exit 1; }
 	$(Q)mv $@.tmp $@
 
 module: $(KMOD_OUT)/xina.ko
@@ -86,13 +104,13 @@ checkpatch: $(KMOD_LSRC)/.stamp
 	@echo "  CHECKPATCH kmod/ clean"
 
 check-vm: $(KMOD_DEPS)
-	$(Q)scripts/vm.sh
+	$(Q)scripts/vm.sh $(if $(VM_KERNELS),-K "$(VM_KERNELS)")
 
 # The fast path per packet, module backend against map backend, in the VM.
 .PHONY: bench-vm
 bench-vm: $(KMOD_DEPS) $(O)/bench/bin/xina-bench-fastpath
-	$(Q)scripts/vm.sh -t 900 -k -- xina_bench.sh
-	$(Q)grep -h '^# {' $(O)/vm/console.log | sed 's/^# //' > $(O)/vm/bench.json
+	$(Q)scripts/vm.sh -t 900 -k -K "$(KVER)" -- xina_bench.sh
+	$(Q)grep -h '^# {' $(O)/vm/$(KVER)/console.log | sed 's/^# //' > $(O)/vm/bench.json
 	@echo "  BENCH   $(O)/vm/bench.json"
 
 # For an operator: the module through dkms (rebuilt on kernel updates).

@@ -5,7 +5,9 @@
  * Jobs live in a per-netns xarray keyed by job id.  Writers (netlink, netns
  * exit, module exit) hold xina_lock; the fast path (kfunc.c) only reads,
  * under RCU.  A job's slot memory is charged against the global
- * xina_mem_limit when the job is created and uncharged when it is deleted.
+ * xina_mem_limit when the job is created, and freed and uncharged when it
+ * is deleted, after a grace period: a kfunc call that found the job before
+ * it was unpublished may still be adding into its slots until then.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -84,6 +86,17 @@ void xina_job_stats(const struct xina_job *job, struct xina_counters *sum)
 	}
 }
 
+/* What the fast path writes: slots, values, member locations. */
+static void xina_job_free_slots(struct xina_job *job)
+{
+	kfree(job->loc);
+	job->loc = NULL;
+	kvfree(job->val);
+	job->val = NULL;
+	kvfree(job->slotv);
+	job->slotv = NULL;
+}
+
 static void xina_job_free_rcu(struct rcu_head *rcu)
 {
 	struct xina_job *job = container_of(rcu, struct xina_job, rcu);
@@ -91,17 +104,15 @@ static void xina_job_free_rcu(struct rcu_head *rcu)
 	/* No reader left: rcu_dereference_protected with "1" is exact. */
 	kfree(rcu_dereference_protected(job->cfg, 1));
 	free_percpu(job->stats);
-	kfree(job->loc);
-	kvfree(job->val);
-	kvfree(job->slotv);
+	xina_job_free_slots(job);	/* a job that was never published */
 	kfree(job);
 }
 
 /*
- * kobject release of a job: the last sysfs reference is gone, but a kfunc
- * call that looked the job up before it was unpublished may still run on
- * another CPU, so the memory goes only after an RCU grace period.
- * xina_exit() waits for these callbacks with rcu_barrier().
+ * kobject release of a job: the last sysfs reference is gone.  A deleted
+ * job's slot memory is gone already (xina_jobs_destroy()); the rest goes
+ * after a grace period too, which xina_exit() waits for with
+ * rcu_barrier().
  */
 void xina_job_release(struct kobject *kobj)
 {
@@ -214,15 +225,48 @@ err_cfg:
 	return ERR_PTR(err);
 }
 
-/* Unpublish @job, uncharge it and drop it.  Called under xina_lock. */
-void xina_job_destroy(struct xina_job *job)
+/*
+ * Delete the jobs on @list (linked through ->dead): unpublish them, so
+ * that no lookup finds them and their sysfs directories are gone, wait for
+ * a grace period, after which no kfunc call that found one before can
+ * still be using its slots (the kfuncs hold rcu_read_lock() from lookup to
+ * return), then free their slot memory and only then uncharge it: neither
+ * the memory nor its share of mem_limit is reused while a packet may still
+ * be adding into it, and mem_used never shows less than the jobs hold.
+ * One grace period for all of them.  Called under xina_lock.
+ */
+static void xina_jobs_destroy(struct list_head *list)
 {
+	struct xina_job *job, *tmp;
+
 	lockdep_assert_held(&xina_lock);
 
-	xa_erase(&xina_net(job->net)->jobs, job->id);
-	xina_mem -= job->mem_bytes;
-	xina_njobs--;
-	xina_sysfs_job_del(job);
+	if (list_empty(list))
+		return;
+	list_for_each_entry(job, list, dead) {
+		xa_erase(&xina_net(job->net)->jobs, job->id);
+		xina_sysfs_job_del(job);
+	}
+	synchronize_rcu();
+	list_for_each_entry_safe(job, tmp, list, dead) {
+		list_del(&job->dead);
+		xina_job_free_slots(job);
+		xina_mem -= job->mem_bytes;
+		xina_njobs--;
+		kobject_put(&job->kobj);
+	}
+}
+
+/*
+ * Delete @job; returns once its slot memory is freed and uncharged (one
+ * RCU grace period).  Called under xina_lock.
+ */
+void xina_job_destroy(struct xina_job *job)
+{
+	LIST_HEAD(list);
+
+	list_add(&job->dead, &list);
+	xina_jobs_destroy(&list);
 }
 
 static int __net_init xina_net_init(struct net *net)
@@ -237,10 +281,12 @@ static void __net_exit xina_net_exit(struct net *net)
 	struct xina_net *xn = xina_net(net);
 	struct xina_job *job;
 	unsigned long id;
+	LIST_HEAD(list);
 
 	mutex_lock(&xina_lock);
 	xa_for_each(&xn->jobs, id, job)
-		xina_job_destroy(job);
+		list_add_tail(&job->dead, &list);
+	xina_jobs_destroy(&list);
 	mutex_unlock(&xina_lock);
 	xa_destroy(&xn->jobs);
 }

@@ -44,6 +44,27 @@
 #include "xina.h"
 #include "xina_kfunc.h"
 
+/*
+ * Declaring kfuncs, 6.1 to 6.12.  From 6.9 on register_btf_kfunc_id_set()
+ * takes only sets declared with BTF_KFUNCS_START (it flags the set
+ * BTF_SET8_KFUNCS) and refuses any other with -EINVAL, which fails the
+ * module's init; 6.1 has only BTF_SET8_START.  __bpf_kfunc (6.3) keeps a
+ * kfunc out of line, unclonable and in the object, so that its BTF is
+ * that of its C prototype (on 6.1 noinline does, for a global function
+ * nothing here calls); __bpf_kfunc_start_defs() (6.7) silences the
+ * missing-prototype and, from 6.8, missing-declaration warnings.  Feature
+ * tests on the macros, not LINUX_VERSION_CODE: what matters is what the
+ * kernel's headers declare, whatever version a distribution's backports
+ * carry.
+ */
+#ifndef BTF_KFUNCS_START
+#define BTF_KFUNCS_START(name)	BTF_SET8_START(name)
+#define BTF_KFUNCS_END(name)	BTF_SET8_END(name)
+#endif
+#ifndef __bpf_kfunc
+#define __bpf_kfunc		noinline
+#endif
+
 static void xina_count(struct xina_job *job, enum xina_stat stat)
 {
 	this_cpu_inc(job->stats->c[stat]);
@@ -157,7 +178,17 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 			*stat = XINA_STAT_DUP;
 			return XINA_KF_DROP;
 		}
-		/* A late retransmission: answer it from the kept result. */
+		/*
+		 * A late retransmission: answer it from the kept result,
+		 * copied out under sv->lock as every write of @val is made:
+		 * this CPU's acquire of the lock and the release by the CPU
+		 * that completed the round (or by one that starts round + 2
+		 * in this version) order the copy on weakly ordered CPUs
+		 * too, so a torn copy never goes out.  A seqcount would
+		 * copy without the lock but retry on every contribution to
+		 * the version, and the seen/complete check would still need
+		 * the lock; the copy is at most 8 KiB.
+		 */
 		*stat = XINA_STAT_RETRANS_ANSWERED;
 		h->type = XINA_T_RESULT;
 		h->exp = sv->exp;
@@ -321,9 +352,13 @@ static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
 	}
 }
 
+#ifdef __bpf_kfunc_start_defs
+__bpf_kfunc_start_defs();
+#else
 __diag_push();
 __diag_ignore_all("-Wmissing-prototypes",
 		  "kfuncs are global functions only called from BPF programs");
+#endif
 
 /**
  * xina_kf_contrib - add a contribution into module slot memory
@@ -335,12 +370,12 @@ __diag_ignore_all("-Wmissing-prototypes",
  * See xina_kfunc.h.  XDP programs run inside an RCU read-side critical
  * section; the explicit rcu_read_lock() documents that the job found here
  * stays valid until the end of the call: xina_job_destroy() unpublishes a
- * job and frees it only after a grace period (call_rcu).
+ * job and frees its slots only after a grace period (synchronize_rcu).
  *
  * Return: enum xina_kf_verdict.
  */
-noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
-			     __be16 sport)
+__bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
+				__be32 saddr, __be16 sport)
 {
 	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
 	u32 lin = xdp->data_end - xdp->data, len;
@@ -402,8 +437,8 @@ noinline int xina_kf_contrib(struct xdp_md *ctx, u32 off, __be32 saddr,
  * Return: 0, -ENOENT (no such job), -ERANGE (@rank not below the job's
  * workers) or -ENODATA (no address, or never seen).
  */
-noinline int xina_kf_member(struct __sk_buff *ctx, u32 job_id, u32 rank,
-			    struct xina_kf_member *m)
+__bpf_kfunc int xina_kf_member(struct __sk_buff *ctx, u32 job_id,
+			       u32 rank, struct xina_kf_member *m)
 {
 	struct sk_buff *skb = (struct sk_buff *)ctx;
 	const struct xina_member_loc *loc;
@@ -456,8 +491,8 @@ out:
  * @sent: copies sent (XINA_STAT_TX)
  * @unknown: copies not sent for want of a location (XINA_STAT_TX_UNKNOWN)
  */
-noinline void xina_kf_tx(struct __sk_buff *ctx, u32 job_id, u32 sent,
-			 u32 unknown)
+__bpf_kfunc void xina_kf_tx(struct __sk_buff *ctx, u32 job_id, u32 sent,
+			    u32 unknown)
 {
 	struct sk_buff *skb = (struct sk_buff *)ctx;
 	struct xina_job *job;
@@ -471,16 +506,20 @@ noinline void xina_kf_tx(struct __sk_buff *ctx, u32 job_id, u32 sent,
 	rcu_read_unlock();
 }
 
+#ifdef __bpf_kfunc_end_defs
+__bpf_kfunc_end_defs();
+#else
 __diag_pop();
+#endif
 
-BTF_SET8_START(xina_xdp_kfunc_ids)
+BTF_KFUNCS_START(xina_xdp_kfunc_ids)
 BTF_ID_FLAGS(func, xina_kf_contrib)
-BTF_SET8_END(xina_xdp_kfunc_ids)
+BTF_KFUNCS_END(xina_xdp_kfunc_ids)
 
-BTF_SET8_START(xina_tc_kfunc_ids)
+BTF_KFUNCS_START(xina_tc_kfunc_ids)
 BTF_ID_FLAGS(func, xina_kf_member)
 BTF_ID_FLAGS(func, xina_kf_tx)
-BTF_SET8_END(xina_tc_kfunc_ids)
+BTF_KFUNCS_END(xina_tc_kfunc_ids)
 
 static const struct btf_kfunc_id_set xina_xdp_kfunc_set = {
 	.owner	= THIS_MODULE,

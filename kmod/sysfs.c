@@ -167,11 +167,13 @@ int xina_sysfs_job_add(struct xina_job *job)
 			   job->net->ns.inum);
 }
 
-/* Waits for readers of the job's files, then drops the job's reference. */
+/*
+ * Removes the job's directory; waits for readers of its files.  The job
+ * keeps its reference, which xina_jobs_destroy() drops.
+ */
 void xina_sysfs_job_del(struct xina_job *job)
 {
 	kobject_del(&job->kobj);
-	kobject_put(&job->kobj);
 }
 
 int xina_sysfs_init(void)

@@ -8,6 +8,7 @@
 
 #include <linux/bitops.h>
 #include <linux/kobject.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/if_ether.h>
@@ -83,13 +84,15 @@ struct xina_member_loc {
 /*
  * A job.  Created and deleted under xina_lock; found by the fast path
  * through the per-netns xarray under RCU.  Deletion unpublishes it from the
- * xarray, removes its sysfs directory and frees it after a grace period, so
- * a kfunc call that found it (XDP runs inside an RCU read-side section) may
- * finish using it.
+ * xarray, removes its sysfs directory, waits for a grace period, so that a
+ * kfunc call that found it (the kfuncs hold rcu_read_lock() from lookup to
+ * return) has finished using it, and then frees its slot memory; the
+ * struct itself goes with its kobject, after another grace period.
  */
 struct xina_job {
 	struct kobject		kobj;		/* /sys/kernel/xina/jobs/<name> */
 	struct rcu_head		rcu;
+	struct list_head	dead;		/* on the list being deleted */
 	struct net		*net;		/* not counted: the job dies with it */
 	u32			id;
 	u16			workers;

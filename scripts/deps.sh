@@ -7,8 +7,9 @@
 #   scripts/deps.sh [build] [vm] [bench]...
 #
 #   build  compile bpf/ and user/, run the host selftests (default)
-#   vm     build xina.ko against Debian's 6.1 kernel and boot it under qemu,
-#          with every tool the guest tests run (scripts/vm/mkinitramfs.sh)
+#   vm     build xina.ko against Debian 12's kernels, 6.1 and 6.12 (from
+#          bookworm-security), and boot them under qemu, with every tool the
+#          guest tests run (scripts/vm/mkinitramfs.sh)
 #   bench  the peers of "make bench": OpenMPI, Gloo (torch), gnuplot
 set -euo pipefail
 
@@ -16,6 +17,7 @@ pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev bpftool
 	libelf-dev zlib1g-dev pkg-config iproute2 ethtool iputils-ping procps
 	util-linux psmisc nftables jq"
 pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
 	gcc kmod file iproute2 bpftool util-linux jq nftables"
 pkgs_bench="openmpi-bin libopenmpi-dev python3-torch gnuplot-nox"

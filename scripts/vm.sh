@@ -1,44 +1,54 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boot Debian's 6.1 kernel under qemu (TCG) with xina.ko and run the guest
-# selftests (selftests/vm/run.sh).  Exit status: that of the tests (0 pass,
-# 1 fail), 4 when the VM cannot be had (no qemu, no kernel image): "make
-# check" counts that as a failure, not as a skip.  The guest's counts of
-# tests and checks go to $O/check-vm.result whenever it reported them.
+# Boot Debian 12's kernels, 6.1 and 6.12, one after the other under qemu
+# (TCG) with xina.ko built for each, and run the guest selftests
+# (selftests/vm/run.sh) in each.  Exit status: 0 all passed on every
+# kernel, 1 a test failed (or a guest gave no result), 4 when the VM cannot
+# be had (no qemu, a kernel not installed): "make check" counts that as a
+# failure, not as a skip.  The guests' counts of tests and checks, added up
+# over the kernels, go to $O/check-vm.result whenever every guest reported
+# them.
 #
-#   scripts/vm.sh [-t TIMEOUT] [-k] [-- TEST...]
+#   scripts/vm.sh [-t TIMEOUT] [-k] [-K KERNELS] [-- TEST...]
 #
-#   -t TIMEOUT  seconds for the whole guest run (default 1500: the sum of
-#               the tests' own bounds is larger, but a run that long means
-#               something hangs)
-#   -k          keep the initramfs and the console log in $O/vm
+#   -t TIMEOUT  seconds for the whole run of one guest (default 1500:
+#               the tests' own bounds add up to more, but a guest that
+#               runs that long hangs somewhere)
+#   -k          keep the initramfs and the console log in $O/vm/<kernel>
+#   -K KERNELS  the kernels to boot, a list of installed versions
+#               (6.1.0-57-amd64) or series (6.1: the newest installed
+#               6.1.*-amd64); default $VM_KERNELS, else "6.1 6.12"
 #   TEST...     only these selftests/vm tests (names as in run.sh)
+#
+# XINA_VM_APPEND: more parameters for the guests' kernel command line.
 #
 # The guest is an initramfs: busybox-static, the real ip/tc/bpftool and the
 # test binaries with their shared libraries, the kernel modules the tests
 # need and xina.ko with module BTF.  The kernel is the ELF vmlinux extracted
 # from /boot/vmlinuz, booted through its PVH entry (~3 times faster under
-# TCG than the bzImage).  The guest reports "XINA-VM-RESULT: <rc>" on the
-# serial console and leaves through isa-debug-exit.
+# TCG than the bzImage).  The guest prints its kernel version in its TAP
+# output, reports "XINA-VM-RESULT: <rc>" on the serial console and leaves
+# through isa-debug-exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-build}
 case "$O" in /*) ;; *) O="$ROOT/$O" ;; esac
-VMDIR="$O/vm"
 TIMEOUT=1500
 KEEP=0
+KERNELS=${VM_KERNELS:-6.1 6.12}
 
 usage() {
-	echo "usage: scripts/vm.sh [-t TIMEOUT] [-k] [-- TEST...]" >&2
+	echo "usage: scripts/vm.sh [-t TIMEOUT] [-k] [-K KERNELS] [-- TEST...]" >&2
 	exit 2
 }
 
-while getopts "t:kh" opt; do
+while getopts "t:kK:h" opt; do
 	case "$opt" in
 	t) TIMEOUT=$OPTARG ;;
 	k) KEEP=1 ;;
+	K) KERNELS=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -50,64 +60,126 @@ skip() {
 	exit 4
 }
 
+# An installed kernel version, or the newest installed of a series.
+kernel_of() {
+	local k=$1
+
+	if [ -d "/lib/modules/$k" ]; then
+		echo "$k"
+		return
+	fi
+	ls -d /lib/modules/"$k".*-amd64 2>/dev/null | sort -V | tail -1 |
+		xargs -r basename
+}
+
 QEMU=$(command -v qemu-system-x86_64 || true)
 [ -n "$QEMU" ] || skip "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
-KVER=${KVER:-$(ls -d /lib/modules/6.1.[0-9]*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)}
-[ -n "$KVER" ] || skip "no Debian 6.1 kernel modules in /lib/modules (apt-get install linux-image-amd64)"
-[ -r "/boot/vmlinuz-$KVER" ] || skip "/boot/vmlinuz-$KVER not readable"
 BUSYBOX=$(command -v busybox || true)
 [ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q "statically linked" ||
 	skip "no static busybox (apt-get install busybox-static)"
+KVERS=()
+for k in $KERNELS; do
+	kver=$(kernel_of "$k")
+	[ -n "$kver" ] || skip "no kernel $k in /lib/modules (scripts/deps.sh vm installs Debian's 6.1 and 6.12)"
+	[ -r "/boot/vmlinuz-$kver" ] || skip "/boot/vmlinuz-$kver not readable"
+	KVERS+=("$kver")
+done
+[ "${#KVERS[@]}" -gt 0 ] || skip "no kernel given (-K)"
+rm -f "$O/check-vm.result"
 
-# What the guest runs, built for this machine (the guest is Debian too).
-make -C "$ROOT" -s --no-print-directory O="$O" module vm-progs KVER="$KVER"
-VMLINUX="$O/vmlinux-$KVER"
+# Boot kernel $1 with its xina.ko and the tests; 0 passed, 1 failed.  The
+# guest's counts go to $VMDIR/counts.
+run_guest() {
+	local kver=$1 rc=0 result counts guest start took tp tf ts cp cf cs
+	local VMDIR="$O/vm/$kver" INITRD CONSOLE
 
-rm -rf "$VMDIR" "$O/check-vm.result"
-mkdir -p "$VMDIR"
-INITRD="$VMDIR/initramfs.cpio.gz"
-CONSOLE="$VMDIR/console.log"
-"$ROOT/scripts/vm/mkinitramfs.sh" "$O" "$KVER" "$VMDIR/root" "$INITRD"
+	start=$(date +%s)
+	# What the guest runs, built for this machine (the guest is Debian
+	# too); xina.ko for this kernel.
+	make -C "$ROOT" -s --no-print-directory O="$O" module vm-progs \
+		KVER="$kver" || return 1
+	rm -rf "$VMDIR"
+	mkdir -p "$VMDIR"
+	INITRD="$VMDIR/initramfs.cpio.gz"
+	CONSOLE="$VMDIR/console.log"
+	"$ROOT/scripts/vm/mkinitramfs.sh" "$O" "$kver" "$VMDIR/root" "$INITRD" ||
+		return 1
 
-# -cpu max: the x86 extensions TCG emulates (the kfunc may use SSE/AVX2).
-# no_timer_check: on a loaded host the kernel's check of the emulated
-# IO-APIC timer can fail and panic the boot ("IO-APIC + timer doesn't
-# work"), seen here at a load average of 10.
-rc=0
-timeout --foreground -k 10 "$TIMEOUT" "$QEMU" \
-	-machine q35 -accel tcg -cpu max -smp 2 -m 2G \
-	-kernel "$VMLINUX" -initrd "$INITRD" \
-	-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check xina.tests=${TESTS// /,}" \
-	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-	-display none -serial "file:$CONSOLE" -monitor none \
-	-no-reboot </dev/null || rc=$?
+	# -cpu max: the x86 extensions TCG emulates (the kfunc may use
+	# SSE/AVX2).  no_timer_check: on a loaded host the kernel's check of
+	# the emulated IO-APIC timer can fail and panic the boot ("IO-APIC +
+	# timer doesn't work"), seen here at a load average of 10.
+	# $XINA_VM_APPEND: more kernel parameters, e.g.
+	# "slub_debug=FZP,kmalloc-cg-*": poisoned, redzoned and checked frees
+	# in the slab caches of accounted kmalloc(), which hold the slot
+	# memory of the tests' small jobs, so that a write into a deleted
+	# job's freed slots shows in the kernel log ("Poison overwritten"),
+	# which xina_dmesg.sh checks.  Not by default: the verifier's
+	# allocations are accounted too, and every program load gets slower.
+	timeout --foreground -k 10 "$TIMEOUT" "$QEMU" \
+		-machine q35 -accel tcg -cpu max -smp 2 -m 2G \
+		-kernel "$O/vmlinux-$kver" -initrd "$INITRD" \
+		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check ${XINA_VM_APPEND:-} xina.tests=${TESTS// /,}" \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-display none -serial "file:$CONSOLE" -monitor none \
+		-no-reboot </dev/null || rc=$?
+	took=$(($(date +%s) - start))
 
-result=$(sed -n 's/^XINA-VM-RESULT: \([0-9]*\).*/\1/p' "$CONSOLE" | tail -1)
-counts=$(tr -d '\r' < "$CONSOLE" | sed -n 's/^XINA-VM-COUNTS: //p' | tail -1)
-# The TAP lines of the guest, for the log of "make check".
-grep -E '^(TAP version|1\.\.|ok |not ok |#)' "$CONSOLE" | tr -d '\r' || true
+	result=$(sed -n 's/^XINA-VM-RESULT: \([0-9]*\).*/\1/p' "$CONSOLE" | tail -1)
+	counts=$(tr -d '\r' < "$CONSOLE" | sed -n 's/^XINA-VM-COUNTS: //p' | tail -1)
+	guest=$(tr -d '\r' < "$CONSOLE" | sed -n 's/^# kernel: //p' | tail -1)
+	# The TAP lines of the guest, for the log of "make check".
+	grep -E '^(TAP version|1\.\.|ok |not ok |#)' "$CONSOLE" | tr -d '\r' || true
 
-if [ -z "$result" ]; then
-	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		echo "vm.sh: guest timed out after ${TIMEOUT}s" >&2
-	else
-		echo "vm.sh: guest ended (qemu exit $rc) without a result" >&2
+	if [ -z "$result" ]; then
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			echo "vm.sh: $kver: guest timed out after ${TIMEOUT}s" >&2
+		else
+			echo "vm.sh: $kver: guest ended (qemu exit $rc) without a result" >&2
+		fi
+		echo "----- guest console ($kver) -----" >&2
+		tr -d '\r' < "$CONSOLE" >&2
+		return 1
 	fi
-	echo "----- guest console -----" >&2
-	tr -d '\r' < "$CONSOLE" >&2
-	exit 1
-fi
+	if [ "$guest" != "$kver" ]; then
+		echo "vm.sh: booted $kver, the guest says it runs '$guest'" >&2
+		return 1
+	fi
+	[ -n "$counts" ] && echo "$counts" > "$VMDIR/counts"
+	read -r tp tf ts cp cf cs <<< "${counts:-? ? ? ? ? ?}"
+	echo "vm: $kver: tests: $tp passed, $tf failed, $ts skipped;" \
+	     "checks: $cp passed, $cf failed, $cs skipped; ${took}s"
+	if [ "$result" -ne 0 ] || [ -z "$counts" ]; then
+		echo "vm.sh: $kver: guest tests failed (run.sh exit $result); guest console:" >&2
+		tr -d '\r' < "$CONSOLE" >&2
+		return 1
+	fi
+	[ "$KEEP" -eq 1 ] || rm -rf "$VMDIR/root" "$INITRD"
+	echo "vm.sh: $kver: guest tests passed (console in $CONSOLE)"
+	return 0
+}
+
+fail=0
+for kver in "${KVERS[@]}"; do
+	run_guest "$kver" || fail=1
+done
+
 # For the closing line of make check: tests passed, failed, skipped and
-# checks passed, failed, skipped, as the guest's run.sh counted them.
-[ -n "$counts" ] && echo "$counts" > "$O/check-vm.result"
-read -r tp tf ts cp cf cs <<< "${counts:-? ? ? ? ? ?}"
-echo "vm: tests: $tp passed, $tf failed, $ts skipped;" \
-     "checks: $cp passed, $cf failed, $cs skipped"
-if [ "$result" -ne 0 ] || [ -z "$counts" ]; then
-	echo "vm.sh: guest tests failed (run.sh exit $result); guest console:" >&2
-	tr -d '\r' < "$CONSOLE" >&2
-	exit 1
+# checks passed, failed, skipped, added up over the kernels; only when
+# every guest counted (a guest without counts fails make check as a whole).
+sum="0 0 0 0 0 0"
+for kver in "${KVERS[@]}"; do
+	if [ ! -s "$O/vm/$kver/counts" ]; then
+		sum=
+		break
+	fi
+	sum=$(echo "$sum" "$(cat "$O/vm/$kver/counts")" |
+	      awk '{ for (i = 1; i <= 6; i++) printf "%d ", $i + $(i + 6) }')
+done
+[ -n "$sum" ] && echo "$sum" > "$O/check-vm.result"
+if [ "${#KVERS[@]}" -gt 1 ] && [ -n "$sum" ]; then
+	read -r tp tf ts cp cf cs <<< "$sum"
+	echo "vm: all kernels (${KVERS[*]}): tests: $tp passed, $tf failed," \
+	     "$ts skipped; checks: $cp passed, $cf failed, $cs skipped"
 fi
-[ "$KEEP" -eq 1 ] || rm -rf "$VMDIR/root" "$INITRD"
-echo "vm.sh: guest tests passed (console in $CONSOLE)"
-exit 0
+exit $fail

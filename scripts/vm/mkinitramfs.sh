@@ -63,7 +63,7 @@ for a in $GUEST_APPLETS; do
 done
 
 # The module and the test programs.
-install -m 644 "$O/kmod/xina.ko" "$R/xina/modules/xina.ko"
+install -m 644 "$O/kmod/$KVER/xina.ko" "$R/xina/modules/xina.ko"
 for p in "$O"/vm-progs/*; do
 	case "$p" in
 	*.bpf.o) install -m 644 "$p" "$R/xina/bpf/" ;;

@@ -28,6 +28,8 @@ n=0
 for t in $tests; do n=$((n + 1)); done
 echo "TAP version 13"
 echo "1..$n"
+# Which kernel these results are of (scripts/vm.sh checks it).
+echo "# kernel: $(uname -r)"
 
 i=0
 pass=0

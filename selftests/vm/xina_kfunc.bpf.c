@@ -3,7 +3,7 @@
  * Test programs of the xina.ko kfunc (selftests/vm/xina_kfunc.c): hand a
  * packet of fixed layout (eth, IPv4 without options, UDP, xina) to
  * xina_kf_contrib() and return its verdict as the XDP return value, which
- * BPF_PROG_TEST_RUN reports as is.
+ * BPF_PROG_TEST_RUN reports as is; or drop it (xina_kf_sink).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -19,8 +19,7 @@
 extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 			   __be16 sport) __ksym;
 
-SEC("xdp")
-int xina_kf_test(struct xdp_md *ctx)
+static __always_inline int xina_kf_run(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -30,6 +29,23 @@ int xina_kf_test(struct xdp_md *ctx)
 	if ((void *)(udp + 1) > end)
 		return XDP_ABORTED;
 	return xina_kf_contrib(ctx, XINA_OFF, iph->saddr, udp->source);
+}
+
+SEC("xdp")
+int xina_kf_test(struct xdp_md *ctx)
+{
+	return xina_kf_run(ctx);
+}
+
+/*
+ * The kfunc on frames of a device (generic XDP, softirq): every frame goes
+ * to the kfunc, whatever its verdict, and is dropped.
+ */
+SEC("xdp")
+int xina_kf_sink(struct xdp_md *ctx)
+{
+	xina_kf_run(ctx);
+	return XDP_DROP;
 }
 
 /* The same timer overhead as xina_kf_test, nothing else (benchmark). */
