@@ -16,10 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-#include <linux/genetlink.h>
-#include <linux/netlink.h>
 #include <bpf/libbpf.h>
 
 #include "xina_maps.h"
@@ -134,75 +131,15 @@ int xparse_dev(const char *s, unsigned int *ifindex)
 }
 
 /*
- * Whether the generic netlink family @name is registered: 1 yes, 0 no,
- * negative errno if netlink itself failed.  Resolving the family is how
- * xinactl learns that xina.ko is loaded.
- */
-static int genl_family_exists(const char *name)
-{
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct {
-		struct nlmsghdr		nlh;
-		struct genlmsghdr	genl;
-		char			attrs[NLA_HDRLEN + GENL_NAMSIZ];
-	} req = {};
-	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
-	struct nlattr *nla = (struct nlattr *)req.attrs;
-	size_t len = strlen(name) + 1;
-	ssize_t n;
-	int fd, ret;
-
-	if (len > GENL_NAMSIZ)
-		return 0;
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0)
-		return -errno;
-
-	nla->nla_type = CTRL_ATTR_FAMILY_NAME;
-	nla->nla_len = NLA_HDRLEN + len;
-	memcpy(req.attrs + NLA_HDRLEN, name, len);
-	req.nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(nla->nla_len);
-	req.nlh.nlmsg_type = GENL_ID_CTRL;
-	req.nlh.nlmsg_flags = NLM_F_REQUEST;
-	req.nlh.nlmsg_seq = 1;
-	req.genl.cmd = CTRL_CMD_GETFAMILY;
-	req.genl.version = 1;
-
-	if (sendto(fd, &req, req.nlh.nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (!NLMSG_OK(nlh, (size_t)n)) {
-		ret = -EPROTO;
-		goto out;
-	}
-	/* an unknown family is answered with an error (-ENOENT) */
-	ret = nlh->nlmsg_type == GENL_ID_CTRL;
-out:
-	close(fd);
-	return ret;
-}
-
-/*
  * The one place that chooses the slot-memory backend: xina.ko's netlink
  * family when the module is loaded, BPF maps otherwise.
  */
 static void xinactl_pick_backend(struct xinactl *x)
 {
 	x->be = &xinactl_maps_backend;
-	if (genl_family_exists(XINA_GENL_NAME) <= 0)
-		return;
 #ifdef XINACTL_HAVE_NL
-	x->be = &xinactl_nl_backend;
-#else
-	xwarn("module xina is loaded, but this xinactl was built without the module backend; using BPF maps");
+	if (xinactl_nl_family_exists() > 0)
+		x->be = &xinactl_nl_backend;
 #endif
 }
 

@@ -7,7 +7,7 @@
  * file per slot-memory backend that applies a validated request:
  *
  *   xinactl_maps.c   BPF maps pinned under the pin dir (no module needed)
- *   xinactl_nl.c     generic netlink family "xina" of xina.ko (later)
+ *   xinactl_nl.c     generic netlink family "xina" of xina.ko (libmnl)
  *
  * Exactly one backend is chosen per run, in xinactl_pick_backend().
  */
@@ -140,6 +140,8 @@ int xmaps_pin_dir_setup(struct xinactl *x);
 int xmaps_lock(struct xinactl *x);
 void xmaps_unlock(int lock_fd);
 int xmaps_skel_open(struct xinactl *x, struct xina **skelp);
+/* xinactl_nl.c: whether xina.ko's family is registered (1, 0, -errno) */
+int xinactl_nl_family_exists(void);
 /* xinactl_nl.c: the module backend's object (xina_kf.bpf.o), same layout */
 struct bpf_object_open_opts;
 struct xina *xinactl_nl_skel_open(const struct bpf_object_open_opts *opts);
