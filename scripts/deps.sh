@@ -14,7 +14,7 @@ set -euo pipefail
 
 pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev libmnl-dev bpftool
 	libelf-dev zlib1g-dev pkg-config iproute2 ethtool iputils-ping procps
-	util-linux psmisc nftables jq"
+	util-linux psmisc nftables jq groff-base"
 pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
 	gcc kmod file iproute2 bpftool util-linux jq nftables"
