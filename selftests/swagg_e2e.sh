@@ -324,6 +324,7 @@ test_member_rank()
 
 	for bad in "2 200=10.0.0.1 0=10.0.0.2" "2 2=10.0.0.1 0=10.0.0.2" \
 		   "1 255=10.0.0.1"; do
+		# shellcheck disable=SC2086 # WORKERS and the members, split
 		set -- $bad
 		w=$1
 		shift
