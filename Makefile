@@ -8,7 +8,8 @@
 #   make check-host / make check-vm   one half of it
 #   make bench      benchmarks against the peers (QUICK=1 for a short run)
 #   make module     xina.ko against Debian's 6.1 headers (with module BTF)
-#   make install    xinactl, libxina, the BPF objects; xina.ko via dkms
+#   make install    xinactl (+ xinactl.8, xina.service), libxina; xina.ko: install-module
+#   make uninstall  what make install put there (not /etc/xina)
 #
 # The pieces add their rules from */build.mk.
 
@@ -33,7 +34,7 @@ DEPS_STAMP := $(O)/.deps-build
 
 .PHONY: all deps clean demo check check-host check-vm bench module install
 
-all: bpf user
+all: bpf user $(O)/dist/xina.service
 
 $(DEPS_STAMP): scripts/deps.sh
 	$(Q)mkdir -p $(O)
@@ -81,9 +82,34 @@ check-host: all selftests
 	$(Q)selftests/run.sh
 
 # xinactl embeds the fast path (and xina_kf.bpf.o for the module backend);
+# with it: its manual, and xina.service, which applies
+# $(SYSCONFDIR)/xina/xina.conf at boot (see xinactl(8)).  The unit goes to
+# systemd's directory of the local administrator's units; "make install"
+# does not enable it.  $(SYSCONFDIR)/xina (configuration and key files) is
+# the administrator's: uninstall leaves it.
 PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR ?= /etc/systemd/system
+INSTALLED := $(SBINDIR)/xinactl $(PREFIX)/bin/xina-allreduce \
+	     $(PREFIX)/bin/xina-swagg $(PREFIX)/lib/libxina.a \
+	     $(PREFIX)/lib/libxina.so.0 $(PREFIX)/lib/libxina.so \
+	     $(PREFIX)/include/libxina.h $(PREFIX)/include/linux/xina.h \
+	     $(MANDIR)/man8/xinactl.8 $(UNITDIR)/xina.service \
+	     $(SYSCONFDIR)/xina/xina.conf.example
+
+.PHONY: uninstall
+
+# The unit with the paths of an install (built by "all" with the default
+# ones, written again by "install" with that install's).
+XINA_UNIT_SED := sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+$(O)/dist/xina.service: dist/xina.service.in Makefile
+	$(Q)mkdir -p $(@D)
+	$(Q)$(XINA_UNIT_SED) $< > $@.tmp && mv $@.tmp $@
+
 install: all
-	install -D -m 0755 $(O)/xinactl $(DESTDIR)$(PREFIX)/sbin/xinactl
+	install -D -m 0755 $(O)/xinactl $(DESTDIR)$(SBINDIR)/xinactl
 	install -D -m 0755 $(O)/xina-allreduce $(DESTDIR)$(PREFIX)/bin/xina-allreduce
 	install -D -m 0755 $(O)/xina-swagg $(DESTDIR)$(PREFIX)/bin/xina-swagg
 	install -D -m 0644 $(O)/libxina.a $(DESTDIR)$(PREFIX)/lib/libxina.a
@@ -92,6 +118,24 @@ install: all
 	install -D -m 0644 user/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
 	install -D -m 0644 include/uapi/linux/xina.h \
 		$(DESTDIR)$(PREFIX)/include/linux/xina.h
+	install -D -m 0644 man/xinactl.8 $(DESTDIR)$(MANDIR)/man8/xinactl.8
+	install -d $(DESTDIR)$(UNITDIR)
+	$(XINA_UNIT_SED) dist/xina.service.in > $(DESTDIR)$(UNITDIR)/xina.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/xina.service
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/xina
+	install -m 0644 dist/xina.conf.example \
+		$(DESTDIR)$(SYSCONFDIR)/xina/xina.conf.example
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload; fi
+	@echo "  xina.service: put the configuration in $(SYSCONFDIR)/xina/xina.conf, then 'systemctl enable --now xina'"
+
+uninstall:
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl disable --now xina.service 2>/dev/null || true; fi
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl daemon-reload; fi
+	@echo "  left $(DESTDIR)$(SYSCONFDIR)/xina (configuration, key files) as it is"
 
 clean:
 	rm -rf $(O)

@@ -13,9 +13,9 @@
 #   bench  the peers of "make bench": OpenMPI, Gloo (torch), gnuplot
 set -euo pipefail
 
-pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev bpftool
+pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev libmnl-dev bpftool
 	libelf-dev zlib1g-dev pkg-config iproute2 ethtool iputils-ping procps
-	util-linux psmisc nftables jq"
+	util-linux psmisc nftables jq groff-base"
 pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc

@@ -38,5 +38,15 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@
 
+# xina-swagg with AddressSanitizer: swagg_e2e.sh gives it bad command
+# lines, and a write out of bounds is a failure rather than luck.
+SELFTESTS += $(ST_OUT)/xina-swagg-asan
+$(ST_OUT)/xina-swagg-asan: user/xina_swagg.c user/xina_names.c \
+			   user/xina_names.h include/uapi/linux/xina.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address -fno-omit-frame-pointer \
+		-o $@ user/xina_swagg.c user/xina_names.c
+
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)

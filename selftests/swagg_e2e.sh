@@ -18,6 +18,7 @@ O=${O:-build}
 SWAGG=$O/xina-swagg
 AR=$O/xina-allreduce
 LIBTEST=$O/xina-libtest
+SWAGG_ASAN=$O/selftests/xina-swagg-asan
 PORT=9277
 JOB=7
 KEY=0x5eed
@@ -314,11 +315,38 @@ test_bad_packets()
 	log_test $rc "bad packets: each dropped into its counter, slots untouched"
 }
 
+# xina-swagg with a --member rank not below --workers: refused before the
+# rank is used (under AddressSanitizer: a write past the members is caught).
+test_member_rank()
+{
+	local rc=0 args="--port $PORT --job $JOB --key $KEY --slots 4 --elems 8"
+	local bad w st
+
+	for bad in "2 200=10.0.0.1 0=10.0.0.2" "2 2=10.0.0.1 0=10.0.0.2" \
+		   "1 255=10.0.0.1"; do
+		# shellcheck disable=SC2086 # WORKERS and the members, split
+		set -- $bad
+		w=$1
+		shift
+		# shellcheck disable=SC2046,SC2086
+		ASAN_OPTIONS=detect_leaks=0 "$SWAGG_ASAN" $args --workers "$w" \
+			$(printf -- '--member %s ' "$@") \
+			> "$tmp/rank.out" 2> "$tmp/rank.err"
+		st=$?
+		[ "$st" -eq 2 ] || { why "workers $w, members $*: exit $st (want 2: usage)"; rc=1; }
+		grep -q "AddressSanitizer" "$tmp/rank.err" &&
+			{ why "workers $w, members $*: $(grep -m1 ERROR "$tmp/rank.err")"; rc=1; }
+		grep -q -- "--member '$1': rank ${1%%=*} not below --workers $w" "$tmp/rank.err" ||
+			{ why "workers $w, members $*: said $(head -n1 "$tmp/rank.err")"; rc=1; }
+	done
+	log_test $rc "--member with a rank not below --workers refused before it is written"
+}
+
 [ "$(id -u)" -eq 0 ] || skip_all "needs root for network namespaces"
 for t in ip ss nft; do
 	command -v $t >/dev/null || skip_all "$t not installed"
 done
-for t in "$SWAGG" "$AR" "$LIBTEST"; do
+for t in "$SWAGG" "$SWAGG_ASAN" "$AR" "$LIBTEST"; do
 	[ -x "$t" ] || skip_all "$t not built (make user)"
 done
 
@@ -332,6 +360,7 @@ ip -n "$ns" link set lo up
 
 echo "TAP version 13"
 test_api
+test_member_rank
 test_bad_packets
 run_job "2 workers i32, 1 element" 2 i32 4 2
 run_job "2 workers i32, last packet partial" 2 i32 $((4 * (ELEMS * 3 + 5))) 3

@@ -57,11 +57,11 @@ user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg \
 
 # ---- xinactl ----------------------------------------------------------------
 # The BPF object is embedded through its skeleton, so every xinactl object
-# depends on it.  user/xinactl_nl.c (module backend over generic netlink) is
-# picked up once it exists.
+# depends on it.  user/xinactl_nl.c (module backend over generic netlink,
+# libmnl) is picked up once it exists.
 XINACTL_SRCS := user/xinactl.c user/xinactl_job.c user/xinactl_dev.c \
-		user/xinactl_stats.c user/xinactl_maps.c user/xina_json.c \
-		user/xina_names.c \
+		user/xinactl_stats.c user/xinactl_maps.c user/xinactl_conf.c \
+		user/xina_json.c user/xina_names.c \
 		$(wildcard user/xinactl_nl.c)
 XINACTL_OBJS := $(XINACTL_SRCS:user/%.c=$(O)/user/xinactl/%.o)
 XINACTL_HDRS := user/xinactl.h user/xina_json.h user/xina_names.h bpf/xina_maps.h \
@@ -75,7 +75,7 @@ $(O)/user/xinactl/%.o: user/%.c $(XINACTL_HDRS) $(DEPS_STAMP)
 
 $(O)/xinactl: $(XINACTL_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lbpf -lelf -lz
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lbpf -lelf -lz -lmnl
 
 user: $(O)/xinactl
 # ---- end of xinactl ---------------------------------------------------------

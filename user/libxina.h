@@ -73,7 +73,12 @@ extern "C" {
 /* The shared library is built with hidden visibility: only this is API. */
 #define LIBXINA_API	__attribute__((visibility("default")))
 
-#define XINA_EXP_ZERO		(-128)	/* block exponent of an all-zero block */
+/*
+ * Block exponent of an all-zero block: below every frexpf exponent of a
+ * nonzero float (-148 for 2^-149 .. 128), so that a block of subnormals
+ * is never taken for zeros, and below them for the MAX that agrees on it.
+ */
+#define XINA_EXP_ZERO		(-150)
 #define XINA_DEF_TIMEOUT_MS	3000
 /*
  * Floor of the adaptive retransmission timeout (see xina_rto()).  5 ms,

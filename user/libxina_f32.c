@@ -25,6 +25,10 @@ static int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 	return 0;
 }
 
+/* frexpf exponents of finite nonzero floats: 2^-149 .. FLT_MAX */
+#define XINA_EXP_MIN	(-148)
+#define XINA_EXP_MAX	128
+
 /* Lanes of the max loop below: independent accumulators vectorise. */
 #define XINA_MAX_LANES	8
 
@@ -102,14 +106,18 @@ static int xina_block_exps(struct xina *x, const float *buf, size_t n,
 }
 
 
-/* A peer can only send what passed xina_block_exps() on its side. */
+/*
+ * A peer can only send what passed xina_block_exps() on its side: a
+ * frexpf exponent of a finite nonzero float, or XINA_EXP_ZERO.
+ */
 static int xina_check_exps(struct xina *x, const int32_t *exps,
 			   uint64_t nblocks)
 {
 	uint64_t b;
 
 	for (b = 0; b < nblocks; b++) {
-		if (exps[b] == XINA_EXP_ZERO || (exps[b] >= -148 && exps[b] <= 128))
+		if (exps[b] == XINA_EXP_ZERO ||
+		    (exps[b] >= XINA_EXP_MIN && exps[b] <= XINA_EXP_MAX))
 			continue;
 		xina_fail(x, "agreed exponent %d of block %llu is impossible: a peer runs an incompatible libxina",
 			  exps[b], (unsigned long long)b);

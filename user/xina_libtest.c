@@ -11,7 +11,8 @@
  *   xina-libtest fakesw IP
  *	libxina against a fake switch of its own on IP (a forked process):
  *	foreign, duplicate, misplaced and malformed results are ignored and
- *	counted exactly, and never placed (see fs_answer()).
+ *	counted exactly, and never placed (see fs_answer()); then float32
+ *	blocks of subnormals only against a mirror switch (test_subnormal()).
  *   xina-libtest call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS
  *		       BLOCKS ok|broken
  *	one worker of a real job (see test_call()); "broken" checks that a
@@ -658,6 +659,151 @@ out:
 	return failed;
 }
 
+/*
+ * The mirror switch: answers every contribution at once with the
+ * aggregate of MS_WORKERS workers that all hold what it carries (SUM:
+ * MS_WORKERS v; MAX: v).  Runs until @ctl closes.
+ */
+#define MS_WORKERS	2
+#define MS_ELEMS	16
+
+static int ms_run(int fd, int ctl)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN },
+	};
+	static struct pkt c;
+	struct sockaddr_in from;
+	unsigned int i;
+	socklen_t fl;
+	ssize_t n;
+
+	while (poll(pfd, 2, 20000) > 0 && !pfd[1].revents) {
+		fl = sizeof(from);
+		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		if (n < (ssize_t)sizeof(c.h) || c.h.type != XINA_T_CONTRIB ||
+		    n != (ssize_t)PLEN(ntohs(c.h.count)))
+			return 1;
+		c.h.type = XINA_T_RESULT;
+		for (i = 0; c.h.op == XINA_OP_SUM && i < ntohs(c.h.count); i++)
+			c.v[i] = htonl(ntohl(c.v[i]) * MS_WORKERS);
+		fs_send(fd, &from, &c, n);
+	}
+	return 0;
+}
+
+/*
+ * Blocks that hold subnormals only: their block exponent is a frexpf
+ * exponent of -126 to -148, and none may be taken for the all-zero
+ * block's XINA_EXP_ZERO.  Through the mirror switch each element must
+ * come back as MS_WORKERS x exactly (the quantum 2^(E - 31 + L) divides
+ * every float of the block) and within xina_f32_bound().
+ */
+static const struct {
+	const char	*what;
+	float		max;	/* the block's largest magnitude */
+	int		exp;	/* its frexpf exponent */
+} sub_blocks[] = {
+	{ "largest magnitude 0x1.8p-129 (exponent -128)", 0x1.8p-129f, -128 },
+	{ "largest magnitude 2^-129 (exponent -128)", 0x1p-129f, -128 },
+	{ "smallest subnormal only (exponent -148)", 0x1p-149f, -148 },
+	{ "largest subnormal (exponent -126)", 0x1.fffffcp-127f, -126 },
+	{ "zeros only", 0.0f, XINA_EXP_ZERO },
+};
+
+#define SUB_BLOCKS	(sizeof(sub_blocks) / sizeof(sub_blocks[0]))
+
+static float sub_value(size_t b, unsigned int i)
+{
+	float m = sub_blocks[b].max;
+
+	/* the largest first, then smaller ones of either sign, some zeros */
+	if (!i)
+		return m;
+	if (i % 5 == 0)
+		return 0.0f;
+	return (i % 2 ? -1 : 1) * ldexpf(m, -(int)(i % 4));
+}
+
+static int test_subnormal(const char *ip)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	float buf[SUB_BLOCKS * MS_ELEMS], want, got;
+	int fd, ctl[2], status, err, e;
+	socklen_t sl = sizeof(sa);
+	unsigned int i, wrong, far;
+	struct xina *x = NULL;
+	char sw[INET_ADDRSTRLEN];
+	double bound;
+	size_t b;
+	pid_t pid;
+	XINA_OPTS(o, .job = 7, .key = 0x5eed, .rank = 0, .workers = MS_WORKERS,
+		  .slots = 2, .elems = MS_ELEMS, .timeout_ms = 10000,
+		  .bind_addr = ip);
+
+	for (b = 0; b < SUB_BLOCKS; b++) {
+		e = 0;
+		if (sub_blocks[b].max != 0.0f)
+			frexpf(sub_blocks[b].max, &e);
+		CHECK(sub_blocks[b].max == 0.0f ? XINA_EXP_ZERO < -148 :
+		      e == sub_blocks[b].exp && sub_blocks[b].max < 0x1p-126f,
+		      "block '%s': frexpf exponent %d; XINA_EXP_ZERO (%d) is below every one",
+		      sub_blocks[b].what, e, XINA_EXP_ZERO);
+	}
+
+	fd = udp_from(ip);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl)) {
+		perror("xina-libtest: mirror switch");
+		return 2;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("xina-libtest: fork");
+		return 2;
+	}
+	if (!pid) {
+		close(ctl[1]);
+		_exit(ms_run(fd, ctl[0]));
+	}
+	close(ctl[0]);
+	close(fd);
+
+	inet_ntop(AF_INET, &sa.sin_addr, sw, sizeof(sw));
+	o.switch_addr = sw;
+	o.switch_port = ntohs(sa.sin_port);
+	err = xina_open(&o, &x);
+	CHECK(!err, "open against the mirror switch at %s:%u", sw, o.switch_port);
+	if (err)
+		goto out;
+
+	for (b = 0; b < SUB_BLOCKS; b++)
+		for (i = 0; i < MS_ELEMS; i++)
+			buf[b * MS_ELEMS + i] = sub_value(b, i);
+	err = xina_allreduce_f32(x, buf, SUB_BLOCKS * MS_ELEMS);
+	CHECK(!err, "float32 allreduce of subnormal-only blocks (%d: %s)", err,
+	      err ? xina_last_error(x) : "");
+	for (b = 0; !err && b < SUB_BLOCKS; b++) {
+		for (wrong = far = 0, i = 0; i < MS_ELEMS; i++) {
+			want = MS_WORKERS * sub_value(b, i);
+			got = buf[b * MS_ELEMS + i];
+			bound = xina_f32_bound(got, sub_blocks[b].exp, MS_WORKERS);
+			wrong += got != want;
+			far += fabs((double)got - want) > bound;
+		}
+		CHECK(!wrong && !far,
+		      "%s: %u workers' sum exact in %u of %u elements, %u outside the bound (first %a, want %a)",
+		      sub_blocks[b].what, MS_WORKERS, MS_ELEMS - wrong, MS_ELEMS,
+		      far, buf[b * MS_ELEMS], MS_WORKERS * sub_value(b, 0));
+	}
+out:
+	xina_close(x);
+	close(ctl[1]);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status),
+	      "mirror switch saw only well-formed contributions");
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
@@ -669,7 +815,7 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "packets"))
 		return test_packets(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "fakesw"))
-		return test_fake_switch(argv[2]);
+		return test_fake_switch(argv[2]) | test_subnormal(argv[2]);
 	if (argc == 9 && !strcmp(argv[1], "call") &&
 	    (!strcmp(argv[8], "ok") || !strcmp(argv[8], "broken")))
 		return test_call(argv);

@@ -158,6 +158,12 @@ static int sw_parse_member(struct swagg *sw, const char *s, uint64_t *ranks)
 	rank_s[eq - s] = '\0';
 	if (sw_parse_u64("--member rank", rank_s, XINA_MAX_WORKERS - 1, &rank))
 		return -EINVAL;
+	/* sw->member has sw->workers entries: check before writing one */
+	if (rank >= sw->workers) {
+		fprintf(stderr, "xina-swagg: --member '%s': rank %llu not below --workers %u\n",
+			s, (unsigned long long)rank, sw->workers);
+		return -EINVAL;
+	}
 	if (ranks[rank / 64] & (1ull << (rank % 64))) {
 		fprintf(stderr, "xina-swagg: --member '%s': rank %llu given twice\n",
 			s, (unsigned long long)rank);
@@ -273,11 +279,6 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	for (i = 0; i < nm; i++) {
 		if (sw_parse_member(sw, members[i], ranks))
 			goto err;
-		if (strtoul(members[i], NULL, 10) >= sw->workers) {
-			fprintf(stderr, "xina-swagg: --member '%s': rank not below --workers %u\n",
-				members[i], sw->workers);
-			goto err;
-		}
 	}
 	if (nm != sw->workers) {
 		fprintf(stderr, "xina-swagg: %d --member given for %u workers\n",

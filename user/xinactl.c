@@ -16,10 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-#include <linux/genetlink.h>
-#include <linux/netlink.h>
 #include <bpf/libbpf.h>
 
 #include "xina_maps.h"
@@ -27,12 +24,28 @@
 #include "xina_names.h"
 #include "xinactl.h"
 
+static const char *xerr_file;
+static unsigned int xerr_line;
+
+void xerr_at(const char *file, unsigned int line)
+{
+	xerr_file = file;
+	xerr_line = line;
+}
+
+static void xerr_where(void)
+{
+	if (xerr_file)
+		fprintf(stderr, "%s:%u: ", xerr_file, xerr_line);
+}
+
 void xerr(const char *fmt, ...)
 {
 	va_list ap;
 
 	fflush(stdout);
 	fputs("Error: ", stderr);
+	xerr_where();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -45,6 +58,7 @@ void xwarn(const char *fmt, ...)
 
 	fflush(stdout);
 	fputs("Warning: ", stderr);
+	xerr_where();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -134,75 +148,15 @@ int xparse_dev(const char *s, unsigned int *ifindex)
 }
 
 /*
- * Whether the generic netlink family @name is registered: 1 yes, 0 no,
- * negative errno if netlink itself failed.  Resolving the family is how
- * xinactl learns that xina.ko is loaded.
- */
-static int genl_family_exists(const char *name)
-{
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct {
-		struct nlmsghdr		nlh;
-		struct genlmsghdr	genl;
-		char			attrs[NLA_HDRLEN + GENL_NAMSIZ];
-	} req = {};
-	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
-	struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
-	struct nlattr *nla = (struct nlattr *)req.attrs;
-	size_t len = strlen(name) + 1;
-	ssize_t n;
-	int fd, ret;
-
-	if (len > GENL_NAMSIZ)
-		return 0;
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (fd < 0)
-		return -errno;
-
-	nla->nla_type = CTRL_ATTR_FAMILY_NAME;
-	nla->nla_len = NLA_HDRLEN + len;
-	memcpy(req.attrs + NLA_HDRLEN, name, len);
-	req.nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(nla->nla_len);
-	req.nlh.nlmsg_type = GENL_ID_CTRL;
-	req.nlh.nlmsg_flags = NLM_F_REQUEST;
-	req.nlh.nlmsg_seq = 1;
-	req.genl.cmd = CTRL_CMD_GETFAMILY;
-	req.genl.version = 1;
-
-	if (sendto(fd, &req, req.nlh.nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	n = recv(fd, buf, sizeof(buf), 0);
-	if (n < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (!NLMSG_OK(nlh, (size_t)n)) {
-		ret = -EPROTO;
-		goto out;
-	}
-	/* an unknown family is answered with an error (-ENOENT) */
-	ret = nlh->nlmsg_type == GENL_ID_CTRL;
-out:
-	close(fd);
-	return ret;
-}
-
-/*
  * The one place that chooses the slot-memory backend: xina.ko's netlink
  * family when the module is loaded, BPF maps otherwise.
  */
-static void xinactl_pick_backend(struct xinactl *x)
+void xinactl_pick_backend(struct xinactl *x)
 {
 	x->be = &xinactl_maps_backend;
-	if (genl_family_exists(XINA_GENL_NAME) <= 0)
-		return;
 #ifdef XINACTL_HAVE_NL
-	x->be = &xinactl_nl_backend;
-#else
-	xwarn("module xina is loaded, but this xinactl was built without the module backend; using BPF maps");
+	if (xinactl_nl_family_exists() > 0)
+		x->be = &xinactl_nl_backend;
 #endif
 }
 
@@ -231,6 +185,7 @@ static void usage(FILE *f)
 		"Usage: xinactl [ OPTIONS ] OBJECT { COMMAND | help }\n"
 		"       xinactl [ -V | --version | -h | --help ]\n"
 		"       xinactl help\n"
+		"       xinactl [ OPTIONS ] { apply FILE [ dry-run ] | show-config }\n"
 		"where  OBJECT := { job | dev | stats | backend }\n"
 		"       OPTIONS := { -j[son] | -p[retty] | -P[in-dir] DIR }\n");
 }
@@ -247,6 +202,7 @@ static void xinactl_manual(void)
 	xinactl_dev_usage(stdout);
 	xinactl_stats_usage(stdout);
 	printf("Usage: xinactl [ OPTIONS ] backend\n");
+	xinactl_conf_usage(stdout);
 	printf("\n"
 "DESCRIPTION\n"
 "    xina turns this box into an aggregation switch for allreduce: workers\n"
@@ -293,7 +249,20 @@ static void xinactl_manual(void)
 "BACKEND\n"
 "    backend\n"
 "        Which slot memory is in use: 'module' (xina.ko, found through\n"
-"        its generic netlink family \"%s\") or 'maps' (BPF maps).\n\n",
+"        its generic netlink family \"%s\") or 'maps' (BPF maps).\n\n"
+"CONFIGURATION FILE\n"
+"    apply FILE [ dry-run ]\n"
+"        Make the running ports and jobs exactly those of FILE: attach,\n"
+"        detach, add, delete and replace (delete and add again) what\n"
+"        differs; leave what matches untouched.  The whole file is checked\n"
+"        first (grammar, devices, key files) and nothing changes unless\n"
+"        all of it is right; messages name FILE:LINE.  Prints one line per\n"
+"        change; dry-run prints them and changes nothing.  'backend module'\n"
+"        loads xina.ko (modprobe) if it is not loaded.\n"
+"    show-config\n"
+"        The running configuration in the format apply reads.  Key file\n"
+"        paths come from $XINA_STATE_DIR/applied.conf (default\n"
+"        /run/xinactl), written by apply.  See xinactl(8) for the format.\n\n",
 	       XINA_MAX_WORKERS, XINA_MAX_ELEMS, XINA_UDP_PORT, XINA_GENL_NAME);
 	printf(
 "JSON OUTPUT\n"
@@ -318,7 +287,9 @@ static void xinactl_manual(void)
 "    Numbers are unsigned integers; keys are never renamed, new ones may\n"
 "    be added.\n\n"
 "ENVIRONMENT\n"
-"    XINA_PIN_DIR        default of --pin-dir\n\n"
+"    XINA_PIN_DIR        default of --pin-dir\n"
+"    XINA_STATE_DIR      where apply keeps the key file paths (/run/xinactl)\n"
+"    XINA_MODPROBE       the modprobe apply runs for 'backend module'\n\n"
 "EXIT STATUS\n"
 "    0 on success, 1 on any error (the message on stderr names the cause).\n\n"
 "EXAMPLES\n"
@@ -345,6 +316,8 @@ static const struct {
 	{ "dev",	xinactl_dev },
 	{ "stats",	xinactl_stats },
 	{ "backend",	xinactl_backend_cmd },
+	{ "apply",	xinactl_apply },
+	{ "show-config", xinactl_show_config },
 	{ "help",	xinactl_help },
 };
 
@@ -355,7 +328,7 @@ static int xinactl_do(struct xinactl *x, int argc, char **argv)
 	for (i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
 		if (xmatches(argv[0], objects[i].name))
 			return objects[i].fn(x, argc - 1, argv + 1);
-	xerr("unknown object '%s'; objects: job dev stats backend help",
+	xerr("unknown object '%s'; objects: job dev stats backend apply show-config help",
 	     argv[0]);
 	return -EINVAL;
 }

@@ -7,13 +7,16 @@
  * file per slot-memory backend that applies a validated request:
  *
  *   xinactl_maps.c   BPF maps pinned under the pin dir (no module needed)
- *   xinactl_nl.c     generic netlink family "xina" of xina.ko (later)
+ *   xinactl_nl.c     generic netlink family "xina" of xina.ko (libmnl)
  *
  * Exactly one backend is chosen per run, in xinactl_pick_backend().
+ * xinactl_conf.c (apply, show-config) drives the objects' functions from
+ * a configuration file.
  */
 #ifndef XINACTL_H
 #define XINACTL_H
 
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <linux/types.h>
@@ -103,6 +106,12 @@ extern const struct xinactl_backend xinactl_maps_backend;
 extern const struct xinactl_backend xinactl_nl_backend;	/* xinactl_nl.c */
 
 /* xinactl.c: command line helpers shared by the objects */
+void xinactl_pick_backend(struct xinactl *x);
+/*
+ * Where the input being parsed comes from: while set, xerr() and xwarn()
+ * put "FILE:LINE: " before their message (xinactl apply sets it).
+ */
+void xerr_at(const char *file, unsigned int line);
 void xerr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void xwarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool xmatches(const char *arg, const char *word);
@@ -129,9 +138,34 @@ int xparse_dev(const char *s, unsigned int *ifindex);
 int xinactl_job(struct xinactl *x, int argc, char **argv);
 int xinactl_dev(struct xinactl *x, int argc, char **argv);
 int xinactl_stats(struct xinactl *x, int argc, char **argv);
+int xinactl_apply(struct xinactl *x, int argc, char **argv);
+int xinactl_show_config(struct xinactl *x, int argc, char **argv);
 void xinactl_job_usage(FILE *f);
 void xinactl_dev_usage(FILE *f);
 void xinactl_stats_usage(FILE *f);
+void xinactl_conf_usage(FILE *f);
+
+/* xinactl_job.c: ADDR[:PORT] of a member, checked as "job add" does */
+int job_parse_addr(const char *s, struct xinactl_member *m);
+
+/* xinactl_dev.c: ports, for apply and show-config */
+struct xdev_info {
+	char		ifname[IF_NAMESIZE];
+	unsigned int	ifindex;	/* 0: not in this network namespace */
+	__u32		port;		/* the xina UDP port it was loaded for */
+	__u32		prog_id;
+	__u32		mode;		/* XDP_FLAGS_{DRV,SKB}_MODE; 0: not running */
+	bool		tx;		/* the TC program that sends results runs */
+};
+
+typedef int (*xdev_cb)(struct xinactl *x, const struct xdev_info *d,
+		       void *arg);
+
+int xdev_attach(struct xinactl *x, const char *name, __u32 port,
+		__u32 xdp_flags);
+int xdev_detach(struct xinactl *x, const char *name);
+int xdev_walk(struct xinactl *x, xdev_cb cb, void *arg);
+const char *xdev_mode_name(__u32 mode);
 
 /* xinactl_maps.c: pin dir and BPF object, shared with xinactl_dev.c */
 struct xina;		/* the skeleton of bpf/xina.bpf.c */
@@ -140,6 +174,8 @@ int xmaps_pin_dir_setup(struct xinactl *x);
 int xmaps_lock(struct xinactl *x);
 void xmaps_unlock(int lock_fd);
 int xmaps_skel_open(struct xinactl *x, struct xina **skelp);
+/* xinactl_nl.c: whether xina.ko's family is registered (1, 0, -errno) */
+int xinactl_nl_family_exists(void);
 /* xinactl_nl.c: the module backend's object (xina_kf.bpf.o), same layout */
 struct bpf_object_open_opts;
 struct xina *xinactl_nl_skel_open(const struct bpf_object_open_opts *opts);

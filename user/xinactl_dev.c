@@ -244,48 +244,44 @@ static int dev_detach_tc(unsigned int ifindex)
  * port can send results as soon as it takes contributions.  Undone in
  * reverse.
  */
-static int dev_attach(struct xinactl *x, int argc, char **argv)
+static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 {
-	struct dev_req r = {};
 	struct xina *skel;
 	int lock_fd, prog_fd, tc_fd, ret;
 
-	ret = dev_parse_attach(argc, argv, &r);
-	if (ret)
-		return ret;
-	dev_pin_paths(x, &r);
+	dev_pin_paths(x, r);
 	ret = xmaps_pin_dir_setup(x);
 	if (ret)
 		return ret;
 	lock_fd = xmaps_lock(x);
 	if (lock_fd < 0)
 		return lock_fd;
-	ret = dev_check_free(x, &r);
+	ret = dev_check_free(x, r);
 	if (ret)
 		goto unlock;
-	ret = dev_load(x, &r, &skel);
+	ret = dev_load(x, r, &skel);
 	if (ret)
 		goto unlock;
 
 	prog_fd = bpf_program__fd(skel->progs.xina_xdp);
 	tc_fd = bpf_program__fd(skel->progs.xina_fanout);
-	ret = dev_attach_tc(&r, tc_fd);
+	ret = dev_attach_tc(r, tc_fd);
 	if (ret)
 		goto destroy;
-	ret = dev_attach_xdp(&r, prog_fd);
+	ret = dev_attach_xdp(r, prog_fd);
 	if (ret)
 		goto detach_tc;
-	if (bpf_obj_pin(tc_fd, r.tc_pin)) {
+	if (bpf_obj_pin(tc_fd, r->tc_pin)) {
 		ret = -errno;
 		xerr("cannot pin the TC program of device '%s' at %s: %s",
-		     r.name, r.tc_pin, strerror(-ret));
+		     r->name, r->tc_pin, strerror(-ret));
 		goto detach;
 	}
-	if (bpf_obj_pin(prog_fd, r.pin)) {
+	if (bpf_obj_pin(prog_fd, r->pin)) {
 		ret = -errno;
 		xerr("cannot pin the program of device '%s' at %s: %s",
-		     r.name, r.pin, strerror(-ret));
-		unlink(r.tc_pin);
+		     r->name, r->pin, strerror(-ret));
+		unlink(r->tc_pin);
 		goto detach;
 	}
 	xina__destroy(skel);
@@ -293,14 +289,36 @@ static int dev_attach(struct xinactl *x, int argc, char **argv)
 	return 0;
 
 detach:
-	bpf_xdp_detach(r.ifindex, r.xdp_flags, NULL);
+	bpf_xdp_detach(r->ifindex, r->xdp_flags, NULL);
 detach_tc:
-	dev_detach_tc(r.ifindex);
+	dev_detach_tc(r->ifindex);
 destroy:
 	xina__destroy(skel);
 unlock:
 	xmaps_unlock(lock_fd);
 	return ret;
+}
+
+static int dev_attach(struct xinactl *x, int argc, char **argv)
+{
+	struct dev_req r = {};
+	int ret;
+
+	ret = dev_parse_attach(argc, argv, &r);
+	if (ret)
+		return ret;
+	return dev_do_attach(x, &r);
+}
+
+int xdev_attach(struct xinactl *x, const char *name, __u32 port,
+		__u32 xdp_flags)
+{
+	struct dev_req r = { .name = name, .port = port,
+			     .xdp_flags = xdp_flags };
+
+	if (xparse_dev(name, &r.ifindex))
+		return -ENODEV;
+	return dev_do_attach(x, &r);
 }
 
 static int dev_prog_id(int fd, __u32 *id)
@@ -330,18 +348,13 @@ static __u32 dev_xdp_mode(unsigned int ifindex, __u32 id)
 	return 0;
 }
 
-static int dev_detach(struct xinactl *x, int argc, char **argv)
+static int dev_do_detach(struct xinactl *x, struct dev_req *r)
 {
 	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
-	struct dev_req r = {};
 	int lock_fd, prog_fd, ret;
 	__u32 id, mode;
 
-	if (dev_parse_name("dev detach", argc, argv, &r))
-		return -EINVAL;
-	if (argc > 1)
-		return xunexpected("dev detach", argv[1]);
-	dev_pin_paths(x, &r);
+	dev_pin_paths(x, r);
 	ret = xmaps_pin_dir_check(x, false);
 	if (ret)
 		return ret;
@@ -349,48 +362,48 @@ static int dev_detach(struct xinactl *x, int argc, char **argv)
 	if (lock_fd < 0)
 		return lock_fd;
 
-	prog_fd = bpf_obj_get(r.pin);
+	prog_fd = bpf_obj_get(r->pin);
 	if (prog_fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
 			xerr("device '%s' is not attached to xina (no %s)",
-			     r.name, r.pin);
+			     r->name, r->pin);
 		else
-			xerr("cannot open %s: %s", r.pin, strerror(-ret));
+			xerr("cannot open %s: %s", r->pin, strerror(-ret));
 		goto unlock;
 	}
 	ret = dev_prog_id(prog_fd, &id);
 	if (ret) {
-		xerr("cannot read the program of %s: %s", r.pin,
+		xerr("cannot read the program of %s: %s", r->pin,
 		     strerror(-ret));
 		goto close;
 	}
 
 	/* only xina's own program is removed (XDP_FLAGS_REPLACE) */
-	mode = dev_xdp_mode(r.ifindex, id);
+	mode = dev_xdp_mode(r->ifindex, id);
 	if (mode) {
 		opts.old_prog_fd = prog_fd;
 		xmaps_log_reset();
-		ret = bpf_xdp_detach(r.ifindex, mode, &opts);
+		ret = bpf_xdp_detach(r->ifindex, mode, &opts);
 		if (ret) {
 			xerr("detaching XDP from device '%s' failed: %s",
-			     r.name, strerror(-ret));
+			     r->name, strerror(-ret));
 			xmaps_log_dump();
 			goto close;
 		}
 	} else {
 		xwarn("xina's program (id %u) no longer runs on device '%s'; removing what is left of it",
-		      id, r.name);
+		      id, r->name);
 	}
-	ret = dev_detach_tc(r.ifindex);
+	ret = dev_detach_tc(r->ifindex);
 	if (ret && ret != -ENOENT && ret != -EINVAL)
 		xwarn("cannot remove xina's TC filter from device '%s': %s",
-		      r.name, strerror(-ret));
-	if (unlink(r.tc_pin) && errno != ENOENT)
-		xwarn("cannot remove %s: %s", r.tc_pin, strerror(errno));
-	if (unlink(r.pin)) {
+		      r->name, strerror(-ret));
+	if (unlink(r->tc_pin) && errno != ENOENT)
+		xwarn("cannot remove %s: %s", r->tc_pin, strerror(errno));
+	if (unlink(r->pin)) {
 		ret = -errno;
-		xerr("cannot remove %s: %s", r.pin, strerror(-ret));
+		xerr("cannot remove %s: %s", r->pin, strerror(-ret));
 		goto close;
 	}
 	ret = 0;
@@ -399,6 +412,26 @@ close:
 unlock:
 	xmaps_unlock(lock_fd);
 	return ret;
+}
+
+static int dev_detach(struct xinactl *x, int argc, char **argv)
+{
+	struct dev_req r = {};
+
+	if (dev_parse_name("dev detach", argc, argv, &r))
+		return -EINVAL;
+	if (argc > 1)
+		return xunexpected("dev detach", argv[1]);
+	return dev_do_detach(x, &r);
+}
+
+int xdev_detach(struct xinactl *x, const char *name)
+{
+	struct dev_req r = { .name = name };
+
+	if (xparse_dev(name, &r.ifindex))
+		return -ENODEV;
+	return dev_do_detach(x, &r);
 }
 
 /* The xina port a program was loaded with, from its rodata map. */
@@ -454,46 +487,57 @@ static bool dev_has_tc(unsigned int ifindex, const char *tc_pin)
 	return id && opts.prog_id == id;
 }
 
-static void dev_print(struct xinactl *x, const char *ifname)
+/* What the pins of port @ifname say, and what runs on it. */
+static void dev_info_get(struct xinactl *x, const char *ifname,
+			 struct xdev_info *d)
 {
-	unsigned int ifindex = if_nametoindex(ifname);
-	const char *mode_s = "none";
 	char path[PATH_MAX];
-	__u32 id = 0, port = 0, mode;
-	bool tx;
 	int fd;
 
+	memset(d, 0, sizeof(*d));
+	snprintf(d->ifname, sizeof(d->ifname), "%s", ifname);
+	d->ifindex = if_nametoindex(ifname);
 	dev_pin_path(x, ifname, path, sizeof(path));
 	fd = bpf_obj_get(path);
 	if (fd >= 0) {
-		dev_prog_id(fd, &id);
-		dev_prog_port(fd, &port);
+		dev_prog_id(fd, &d->prog_id);
+		dev_prog_port(fd, &d->port);
 		close(fd);
 	}
-	mode = dev_xdp_mode(ifindex, id);
+	d->mode = dev_xdp_mode(d->ifindex, d->prog_id);
 	dev_tc_pin_path(x, ifname, path, sizeof(path));
-	tx = dev_has_tc(ifindex, path);
-	if (mode == XDP_FLAGS_DRV_MODE)
-		mode_s = "native";
-	else if (mode == XDP_FLAGS_SKB_MODE)
-		mode_s = "generic";
+	d->tx = dev_has_tc(d->ifindex, path);
+}
 
+const char *xdev_mode_name(__u32 mode)
+{
+	if (mode == XDP_FLAGS_DRV_MODE)
+		return "native";
+	if (mode == XDP_FLAGS_SKB_MODE)
+		return "generic";
+	return "none";
+}
+
+static int dev_print(struct xinactl *x, const struct xdev_info *d, void *arg)
+{
 	xp_open_obj(NULL);
-	xp_str(XP_ANY, "ifname", "dev %s", ifname);
-	xp_uint(XP_ANY, "ifindex", " ifindex %llu", ifindex);
-	xp_uint(XP_ANY, "port", " port %llu", port);
-	xp_str(XP_ANY, "mode", " mode %s", mode_s);
-	xp_uint(XP_ANY, "prog_id", " prog_id %llu", id);
-	xp_bool(XP_JSON, "attached", NULL, mode != 0);
-	xp_bool(XP_JSON, "tx", NULL, tx);
-	if (!ifindex)
+	xp_str(XP_ANY, "ifname", "dev %s", d->ifname);
+	xp_uint(XP_ANY, "ifindex", " ifindex %llu", d->ifindex);
+	xp_uint(XP_ANY, "port", " port %llu", d->port);
+	xp_str(XP_ANY, "mode", " mode %s", xdev_mode_name(d->mode));
+	xp_uint(XP_ANY, "prog_id", " prog_id %llu", d->prog_id);
+	xp_bool(XP_JSON, "attached", NULL, d->mode != 0);
+	xp_bool(XP_JSON, "tx", NULL, d->tx);
+	if (!d->ifindex)
 		xp_text(" (not in this network namespace)");
-	else if (!mode)
-		xp_text(" (not attached: run 'xinactl dev detach %s')", ifname);
-	else if (!tx)
+	else if (!d->mode)
+		xp_text(" (not attached: run 'xinactl dev detach %s')",
+			d->ifname);
+	else if (!d->tx)
 		xp_text(" (TC program missing: sends no results)");
 	xp_nl();
 	xp_close_obj();
+	return 0;
 }
 
 static int dev_pin_filter(const struct dirent *d)
@@ -502,32 +546,47 @@ static int dev_pin_filter(const struct dirent *d)
 	       d->d_name[strlen(DEV_PIN_PREFIX)];
 }
 
-static int dev_show(struct xinactl *x, int argc, char **argv)
+/* Every port with xina's pins, in the order of their names. */
+int xdev_walk(struct xinactl *x, xdev_cb cb, void *arg)
 {
 	struct dirent **names = NULL;
-	int n = 0, i;
+	struct xdev_info d;
+	int n = 0, i, ret = 0;
 
-	if (argc > 0)
-		return xunexpected("dev show", argv[0]);
 	/* nothing set up yet: no ports, not an error */
 	if (!xmaps_pin_dir_check(x, true)) {
 		n = scandir(x->pin_dir, &names, dev_pin_filter, alphasort);
 		if (n < 0) {
+			ret = -errno;
 			xerr("cannot read pin dir '%s': %s", x->pin_dir,
-			     strerror(errno));
-			return -errno;
+			     strerror(-ret));
+			return ret;
 		}
 	}
-	xp_open_obj(NULL);
-	xp_open_arr("devs");
 	for (i = 0; i < n; i++) {
-		dev_print(x, names[i]->d_name + strlen(DEV_PIN_PREFIX));
+		if (!ret) {
+			dev_info_get(x, names[i]->d_name +
+				     strlen(DEV_PIN_PREFIX), &d);
+			ret = cb(x, &d, arg);
+		}
 		free(names[i]);
 	}
+	free(names);
+	return ret;
+}
+
+static int dev_show(struct xinactl *x, int argc, char **argv)
+{
+	int ret;
+
+	if (argc > 0)
+		return xunexpected("dev show", argv[0]);
+	xp_open_obj(NULL);
+	xp_open_arr("devs");
+	ret = xdev_walk(x, dev_print, NULL);
 	xp_close_arr();
 	xp_close_obj();
-	free(names);
-	return 0;
+	return ret;
 }
 
 static int dev_help(struct xinactl *x, int argc, char **argv)

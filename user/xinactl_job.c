@@ -47,7 +47,7 @@ static int job_parse_id(const char *cmd, int argc, char **argv, __u32 *id)
 }
 
 /* ADDR[:PORT], ADDR a unicast IPv4 address (the worker sends from it). */
-static int job_parse_addr(const char *s, struct xinactl_member *m)
+int job_parse_addr(const char *s, struct xinactl_member *m)
 {
 	char buf[INET_ADDRSTRLEN + 6];
 	const char *port;

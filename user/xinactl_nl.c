@@ -6,8 +6,17 @@
  * no job) are counted by the XDP program in its maps, as with the maps
  * backend, and read from there.
  *
- * Raw netlink sockets, no libmnl: one request at a time, the kernel's
- * extack message is what the user sees when it rejects one.
+ * The netlink client is libmnl, as in iproute2 and ethtool: requests are
+ * built with the bounds-checked mnl_attr_put_*_check() (a request that does
+ * not fit the buffer is never sent), replies are parsed with
+ * mnl_attr_parse() and every attribute is validated against a policy
+ * (xnl_*_policy below: type and exact length) before it is read.  One
+ * request at a time; the kernel's extack message is what the user sees
+ * when it rejects one.
+ *
+ * Adding an attribute to a request is one line in the function that builds
+ * it (xnl_put*() on the request); reading one from a reply is a line in
+ * its policy and a case in its parser.
  *
  * The ports run the fast path built for this backend, xina_kf.bpf.o
  * (bpf/xina.bpf.c with -DXINA_KFUNC): its skeleton has the name and the
@@ -23,125 +32,240 @@
 #include <sys/socket.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
+#include <libmnl/libmnl.h>
 
 #include "xinactl.h"
 #include "bpf/xina_kf.skel.h"
 
+/* Replies: a job of XINA_MAX_WORKERS members is about 8 KiB. */
 #define XNL_BUFSZ	(64 * 1024)
 
 struct xnl {
-	int	fd;
-	__u16	family;
-	__u32	seq;
-	void	*maps_priv;	/* the maps backend, for gstats_get; or NULL */
-	char	errmsg[256];	/* extack of the last request */
-	char	req[XNL_BUFSZ] __attribute__((aligned(NLMSG_ALIGNTO)));
-	char	rx[XNL_BUFSZ] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct mnl_socket	*nl;
+	__u32			portid;
+	__u16			family;
+	__u32			seq;
+	void			*maps_priv;	/* maps backend, for gstats; or NULL */
+	char			errmsg[256];	/* extack of the last request */
+	struct nlmsghdr		*req;		/* the request being built */
+	bool			full;		/* it did not fit in req_buf */
+	char			req_buf[XNL_BUFSZ] __attribute__((aligned(NLMSG_ALIGNTO)));
+	char			rx[XNL_BUFSZ] __attribute__((aligned(NLMSG_ALIGNTO)));
 };
 
 typedef int (*xnl_reply_cb)(const struct nlmsghdr *nlh, void *arg);
 
-/* ---- message building ---------------------------------------------------- */
+/* ---- requests ------------------------------------------------------------ */
 
-static struct nlmsghdr *xnl_msg(struct xnl *n, __u16 type, __u16 flags,
-				__u8 cmd)
+static void xnl_msg(struct xnl *n, __u16 type, __u16 flags, __u8 cmd)
 {
-	struct nlmsghdr *nlh = (struct nlmsghdr *)n->req;
-	struct genlmsghdr *g = NLMSG_DATA(nlh);
+	struct genlmsghdr *g;
 
-	memset(nlh, 0, NLMSG_LENGTH(GENL_HDRLEN));
-	nlh->nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	nlh->nlmsg_seq = ++n->seq;
+	n->req = mnl_nlmsg_put_header(n->req_buf);
+	n->req->nlmsg_type = type;
+	/* a dump ends with NLMSG_DONE; everything else is acknowledged */
+	n->req->nlmsg_flags = NLM_F_REQUEST | flags |
+			      (flags & NLM_F_DUMP ? 0 : NLM_F_ACK);
+	n->req->nlmsg_seq = ++n->seq;
+	g = mnl_nlmsg_put_extra_header(n->req, sizeof(*g));
 	g->cmd = cmd;
 	g->version = type == GENL_ID_CTRL ? 1 : XINA_GENL_VERSION;
-	return nlh;
+	n->full = false;
 }
 
-static struct nlattr *xnl_put(struct nlmsghdr *nlh, __u16 type,
-			      const void *data, __u16 len)
+/* Each put is checked against the buffer; xnl_do() refuses a full one. */
+static void xnl_put(struct xnl *n, __u16 type, size_t len, const void *data)
 {
-	struct nlattr *a = (struct nlattr *)((char *)nlh +
-					     NLMSG_ALIGN(nlh->nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((char *)a + NLA_HDRLEN, data, len);
-	nlh->nlmsg_len = NLMSG_ALIGN(nlh->nlmsg_len) + NLA_ALIGN(a->nla_len);
-	return a;
+	n->full |= !mnl_attr_put_check(n->req, sizeof(n->req_buf), type, len,
+				       data);
 }
 
-static void xnl_put_u16(struct nlmsghdr *nlh, __u16 type, __u16 v)
+static void xnl_put_u16(struct xnl *n, __u16 type, __u16 v)
 {
-	xnl_put(nlh, type, &v, sizeof(v));
+	n->full |= !mnl_attr_put_u16_check(n->req, sizeof(n->req_buf), type, v);
 }
 
-static void xnl_put_u32(struct nlmsghdr *nlh, __u16 type, __u32 v)
+static void xnl_put_u32(struct xnl *n, __u16 type, __u32 v)
 {
-	xnl_put(nlh, type, &v, sizeof(v));
+	n->full |= !mnl_attr_put_u32_check(n->req, sizeof(n->req_buf), type, v);
 }
 
-static void xnl_put_u64(struct nlmsghdr *nlh, __u16 type, __u64 v)
+static void xnl_put_u64(struct xnl *n, __u16 type, __u64 v)
 {
-	xnl_put(nlh, type, &v, sizeof(v));
+	n->full |= !mnl_attr_put_u64_check(n->req, sizeof(n->req_buf), type, v);
 }
 
-static void xnl_nest_end(struct nlmsghdr *nlh, struct nlattr *nest)
+static void xnl_put_strz(struct xnl *n, __u16 type, const char *s)
 {
-	nest->nla_len = (char *)nlh + nlh->nlmsg_len - (char *)nest;
+	n->full |= !mnl_attr_put_strz_check(n->req, sizeof(n->req_buf), type, s);
 }
 
-/* ---- attribute parsing --------------------------------------------------- */
-
-#define xnl_for_each_attr(a, start, len)				\
-	for (a = (const struct nlattr *)(start);			\
-	     (const char *)a + NLA_HDRLEN <= (const char *)(start) + (len) && \
-	     a->nla_len >= NLA_HDRLEN &&				\
-	     (const char *)a + a->nla_len <= (const char *)(start) + (len); \
-	     a = (const struct nlattr *)((const char *)a + NLA_ALIGN(a->nla_len)))
-
-static const void *xnl_data(const struct nlattr *a)
+/* NULL (and the request marked full) if there is no room. */
+static struct nlattr *xnl_nest_start(struct xnl *n, __u16 type)
 {
-	return (const char *)a + NLA_HDRLEN;
+	struct nlattr *nest;
+
+	nest = mnl_attr_nest_start_check(n->req, sizeof(n->req_buf), type);
+	n->full |= !nest;
+	return nest;
 }
 
-static int xnl_len(const struct nlattr *a)
+static void xnl_nest_end(struct xnl *n, struct nlattr *nest)
 {
-	return a->nla_len - NLA_HDRLEN;
+	if (nest)
+		mnl_attr_nest_end(n->req, nest);
 }
 
-/* Integers of the kernel's replies: the size is checked, not assumed. */
-static __u64 xnl_uint(const struct nlattr *a)
+/* ---- attribute validation ------------------------------------------------ */
+
+/* What a known attribute of a reply must be; MNL_TYPE_UNSPEC: not read. */
+struct xnl_attr_policy {
+	enum mnl_attr_data_type	type;
+	size_t			len;	/* exact payload length, 0: the type's */
+};
+
+struct xnl_policy {
+	const struct xnl_attr_policy	*attr;
+	unsigned int			max;
+};
+
+#define XNL_POLICY(a)	{ .attr = (a), .max = sizeof(a) / sizeof((a)[0]) - 1 }
+
+static const struct xnl_attr_policy xnl_ctrl_attrs[CTRL_ATTR_FAMILY_NAME + 1] = {
+	[CTRL_ATTR_FAMILY_ID]	= { MNL_TYPE_U16 },
+};
+
+static const struct xnl_attr_policy xnl_job_attrs[XINA_A_MAX + 1] = {
+	[XINA_A_JOB_ID]		= { MNL_TYPE_U32 },
+	[XINA_A_JOB_WORKERS]	= { MNL_TYPE_U16 },
+	[XINA_A_JOB_SLOTS]	= { MNL_TYPE_U32 },
+	[XINA_A_JOB_ELEMS]	= { MNL_TYPE_U16 },
+	[XINA_A_JOB_KEY]	= { MNL_TYPE_U64 },
+	[XINA_A_JOB_FLAGS]	= { MNL_TYPE_U32 },
+	[XINA_A_JOB_MEMBER]	= { MNL_TYPE_NESTED },
+	[XINA_A_JOB_MEM_BYTES]	= { MNL_TYPE_U64 },
+	[XINA_A_JOB_STATS]	= { MNL_TYPE_NESTED },
+	[XINA_A_JOB_RX_CPU]	= { MNL_TYPE_NESTED },
+};
+
+static const struct xnl_attr_policy xnl_member_attrs[XINA_MEMBER_A_MAX + 1] = {
+	[XINA_MEMBER_A_RANK]	= { MNL_TYPE_U16 },
+	[XINA_MEMBER_A_ADDR]	= { MNL_TYPE_BINARY, sizeof(__be32) },
+	[XINA_MEMBER_A_PORT]	= { MNL_TYPE_U16 },
+};
+
+static const struct xnl_policy xnl_ctrl_policy = XNL_POLICY(xnl_ctrl_attrs);
+static const struct xnl_policy xnl_job_policy = XNL_POLICY(xnl_job_attrs);
+static const struct xnl_policy xnl_member_policy = XNL_POLICY(xnl_member_attrs);
+
+/*
+ * 1: @a is known to @pol and valid; 0: unknown (a newer module may add
+ * attributes; they are skipped); negative errno: known but malformed,
+ * which fails the whole reply.
+ */
+static int xnl_valid(const struct nlattr *a, const struct xnl_policy *pol)
 {
-	switch (xnl_len(a)) {
-	case 1: return *(const __u8 *)xnl_data(a);
-	case 2: return *(const __u16 *)xnl_data(a);
-	case 4: return *(const __u32 *)xnl_data(a);
-	case 8: return *(const __u64 *)xnl_data(a);
-	}
-	return 0;
+	unsigned int t = mnl_attr_get_type(a);
+	const struct xnl_attr_policy *p;
+
+	if (t > pol->max || pol->attr[t].type == MNL_TYPE_UNSPEC)
+		return 0;
+	p = &pol->attr[t];
+	if (p->len ? mnl_attr_validate2(a, p->type, p->len) :
+		     mnl_attr_validate(a, p->type))
+		return -errno;
+	return 1;
 }
 
-/* ---- one request ---------------------------------------------------------- */
+/* ---- one request --------------------------------------------------------- */
 
-static void xnl_extack(struct xnl *n, const struct nlmsghdr *h)
+struct xnl_run {
+	struct xnl	*n;
+	xnl_reply_cb	cb;
+	void		*arg;
+	int		cb_err;		/* first error of cb */
+	int		err;		/* the kernel's answer */
+};
+
+static int xnl_extack_attr(const struct nlattr *a, void *data)
 {
-	const struct nlmsgerr *e = NLMSG_DATA(h);
+	struct xnl *n = data;
+
+	if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG &&
+	    !mnl_attr_validate(a, MNL_TYPE_NUL_STRING))
+		snprintf(n->errmsg, sizeof(n->errmsg), "%s",
+			 mnl_attr_get_str(a));
+	return MNL_CB_OK;
+}
+
+/* NLMSG_ERROR: the kernel's answer, and its extack message if any. */
+static int xnl_error_cb(const struct nlmsghdr *h, void *data)
+{
+	const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
+	struct xnl_run *r = data;
 	size_t off = sizeof(*e);
-	const struct nlattr *a;
 
-	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
-		return;
-	if (!(h->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
-	xnl_for_each_attr(a, (const char *)e + off,
-			  h->nlmsg_len - NLMSG_HDRLEN - off)
-		if (a->nla_type == NLMSGERR_ATTR_MSG)
-			snprintf(n->errmsg, sizeof(n->errmsg), "%.*s",
-				 xnl_len(a), (const char *)xnl_data(a));
+	if (h->nlmsg_len < mnl_nlmsg_size(sizeof(*e))) {
+		r->err = -EBADMSG;
+		return MNL_CB_ERROR;
+	}
+	r->err = e->error;
+	if (!e->error)
+		return MNL_CB_STOP;
+	if (h->nlmsg_flags & NLM_F_ACK_TLVS) {
+		if (!(h->nlmsg_flags & NLM_F_CAPPED))
+			off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+		if (off < mnl_nlmsg_get_payload_len(h))
+			mnl_attr_parse_payload((const char *)e + off,
+					       mnl_nlmsg_get_payload_len(h) - off,
+					       xnl_extack_attr, r->n);
+	}
+	return MNL_CB_ERROR;
 }
+
+/*
+ * NLMSG_DONE ends a dump; a dump the kernel could not finish carries its
+ * error (and an extack after it) in the payload.
+ */
+static int xnl_done_cb(const struct nlmsghdr *h, void *data)
+{
+	size_t len = mnl_nlmsg_get_payload_len(h);
+	const int *err = mnl_nlmsg_get_payload(h);
+	struct xnl_run *r = data;
+
+	if (len < sizeof(*err) || *err >= 0)
+		return MNL_CB_STOP;
+	r->err = *err;
+	if ((h->nlmsg_flags & NLM_F_ACK_TLVS) && len > sizeof(*err))
+		mnl_attr_parse_payload(err + 1, len - sizeof(*err),
+				       xnl_extack_attr, r->n);
+	return MNL_CB_ERROR;
+}
+
+/* NLMSG_OVERRUN: replies were lost. */
+static int xnl_overrun_cb(const struct nlmsghdr *h, void *data)
+{
+	struct xnl_run *r = data;
+
+	r->err = -ENOBUFS;
+	return MNL_CB_ERROR;
+}
+
+static int xnl_data_cb(const struct nlmsghdr *h, void *data)
+{
+	struct xnl_run *r = data;
+
+	if (r->cb && !r->cb_err)
+		r->cb_err = r->cb(h, r->arg);
+	return MNL_CB_OK;
+}
+
+/* Control messages; the others (NLMSG_NOOP) are skipped. */
+static mnl_cb_t xnl_ctl_cb[NLMSG_MIN_TYPE] = {
+	[NLMSG_ERROR]	= xnl_error_cb,
+	[NLMSG_DONE]	= xnl_done_cb,
+	[NLMSG_OVERRUN]	= xnl_overrun_cb,
+};
 
 /*
  * Send the request built in n->req; hand every reply to @cb; return the
@@ -149,36 +273,31 @@ static void xnl_extack(struct xnl *n, const struct nlmsghdr *h)
  */
 static int xnl_do(struct xnl *n, xnl_reply_cb cb, void *arg)
 {
-	const struct nlmsghdr *req = (const struct nlmsghdr *)n->req;
-	int cb_err = 0;
+	struct xnl_run r = { .n = n, .cb = cb, .arg = arg };
 	ssize_t len;
+	int ret;
 
 	n->errmsg[0] = '\0';
-	if (send(n->fd, req, req->nlmsg_len, 0) < 0)
+	if (n->full) {
+		snprintf(n->errmsg, sizeof(n->errmsg),
+			 "request larger than %zu bytes", sizeof(n->req_buf));
+		return -EMSGSIZE;
+	}
+	if (mnl_socket_sendto(n->nl, n->req, n->req->nlmsg_len) < 0)
 		return -errno;
-	for (;;) {
-		const struct nlmsghdr *h;
-
-		len = recv(n->fd, n->rx, sizeof(n->rx), 0);
+	do {
+		len = mnl_socket_recvfrom(n->nl, n->rx, sizeof(n->rx));
 		if (len < 0)
 			return -errno;
-		for (h = (const struct nlmsghdr *)n->rx; NLMSG_OK(h, len);
-		     h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_seq != req->nlmsg_seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				if (e->error)
-					xnl_extack(n, h);
-				return e->error ? e->error : cb_err;
-			}
-			if (h->nlmsg_type == NLMSG_DONE)
-				return cb_err;
-			if (cb && !cb_err)
-				cb_err = cb(h, arg);
-		}
-	}
+		ret = mnl_cb_run2(n->rx, len, n->req->nlmsg_seq, n->portid,
+				  xnl_data_cb, &r, xnl_ctl_cb,
+				  sizeof(xnl_ctl_cb) / sizeof(xnl_ctl_cb[0]));
+	} while (ret > MNL_CB_STOP);
+	if (r.err)
+		return r.err;
+	if (ret < 0)
+		return errno ? -errno : -EPROTO;
+	return r.cb_err;
 }
 
 /* What the kernel said, or what errno means. */
@@ -197,47 +316,96 @@ static const char *xnl_why(const struct xnl *n, int err)
 	return buf;
 }
 
+/* ---- socket and family --------------------------------------------------- */
+
+static int xnl_family_attr(const struct nlattr *a, void *data)
+{
+	int ret = xnl_valid(a, &xnl_ctrl_policy);
+
+	if (ret < 0)
+		return MNL_CB_ERROR;
+	if (ret && mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID)
+		*(__u16 *)data = mnl_attr_get_u16(a);
+	return MNL_CB_OK;
+}
+
 static int xnl_family_cb(const struct nlmsghdr *h, void *arg)
 {
-	const struct nlattr *a;
-
-	xnl_for_each_attr(a, (const char *)NLMSG_DATA(h) + GENL_HDRLEN,
-			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN))
-		if (a->nla_type == CTRL_ATTR_FAMILY_ID)
-			*(__u16 *)arg = xnl_uint(a);
+	if (mnl_attr_parse(h, GENL_HDRLEN, xnl_family_attr, arg) < 0)
+		return -EBADMSG;
 	return 0;
 }
 
-/* ---- backend operations --------------------------------------------------- */
-
-static int xnl_open(struct xinactl *x, unsigned int flags)
+/* A socket, and the id of family "xina": -ENOENT if it is not registered. */
+static int xnl_connect(struct xnl *n)
 {
-	struct nlmsghdr *nlh;
 	int one = 1, ret;
+
+	n->nl = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	if (!n->nl)
+		return -errno;
+	if (mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	n->portid = mnl_socket_get_portid(n->nl);
+	mnl_socket_setsockopt(n->nl, NETLINK_EXT_ACK, &one, sizeof(one));
+	mnl_socket_setsockopt(n->nl, NETLINK_CAP_ACK, &one, sizeof(one));
+
+	xnl_msg(n, GENL_ID_CTRL, 0, CTRL_CMD_GETFAMILY);
+	xnl_put_strz(n, CTRL_ATTR_FAMILY_NAME, XINA_GENL_NAME);
+	ret = xnl_do(n, xnl_family_cb, &n->family);
+	if (!ret && !n->family)
+		ret = -ENOENT;
+	if (ret)
+		goto err;
+	return 0;
+err:
+	mnl_socket_close(n->nl);
+	n->nl = NULL;
+	return ret;
+}
+
+/*
+ * Whether xina.ko's family is registered: 1 yes, 0 no, negative errno if
+ * netlink itself failed.  Resolving the family is how xinactl learns that
+ * xina.ko is loaded.
+ */
+int xinactl_nl_family_exists(void)
+{
 	struct xnl *n;
+	int ret;
 
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	n->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (n->fd < 0) {
-		ret = -errno;
-		xerr("cannot open a generic netlink socket: %s", strerror(-ret));
-		goto err_free;
+	ret = xnl_connect(n);
+	if (!ret) {
+		mnl_socket_close(n->nl);
+		ret = 1;
+	} else if (ret == -ENOENT) {
+		ret = 0;
 	}
-	setsockopt(n->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
-	setsockopt(n->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	free(n);
+	return ret;
+}
 
-	nlh = xnl_msg(n, GENL_ID_CTRL, 0, CTRL_CMD_GETFAMILY);
-	xnl_put(nlh, CTRL_ATTR_FAMILY_NAME, XINA_GENL_NAME,
-		sizeof(XINA_GENL_NAME));
-	ret = xnl_do(n, xnl_family_cb, &n->family);
-	if (!ret && !n->family)
-		ret = -ENOENT;
+/* ---- backend operations -------------------------------------------------- */
+
+static int xnl_open(struct xinactl *x, unsigned int flags)
+{
+	struct xnl *n;
+	int ret;
+
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	ret = xnl_connect(n);
 	if (ret) {
 		xerr("module xina not loaded or too old: generic netlink family '%s': %s",
 		     XINA_GENL_NAME, strerror(-ret));
-		goto err_close;
+		free(n);
+		return ret;
 	}
 
 	/* The XDP program's switch-wide counters, if a port was attached. */
@@ -245,12 +413,6 @@ static int xnl_open(struct xinactl *x, unsigned int flags)
 		n->maps_priv = x->be_priv;
 	x->be_priv = n;
 	return 0;
-
-err_close:
-	close(n->fd);
-err_free:
-	free(n);
-	return ret;
 }
 
 static void xnl_close(struct xinactl *x)
@@ -263,7 +425,7 @@ static void xnl_close(struct xinactl *x)
 		x->be_priv = n->maps_priv;
 		xinactl_maps_backend.close(x);
 	}
-	close(n->fd);
+	mnl_socket_close(n->nl);
 	free(n);
 	x->be_priv = NULL;
 }
@@ -271,28 +433,27 @@ static void xnl_close(struct xinactl *x)
 static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 {
 	struct xnl *n = x->be_priv;
-	struct nlmsghdr *nlh;
 	struct nlattr *nest;
 	__u16 r;
 	int ret;
 
-	nlh = xnl_msg(n, n->family, 0, XINA_CMD_JOB_NEW);
-	xnl_put_u32(nlh, XINA_A_JOB_ID, job->id);
-	xnl_put_u16(nlh, XINA_A_JOB_WORKERS, job->workers);
-	xnl_put_u32(nlh, XINA_A_JOB_SLOTS, job->slots);
-	xnl_put_u16(nlh, XINA_A_JOB_ELEMS, job->elems);
-	xnl_put_u64(nlh, XINA_A_JOB_KEY, job->key);
-	xnl_put_u32(nlh, XINA_A_JOB_FLAGS, job->flags);
+	xnl_msg(n, n->family, 0, XINA_CMD_JOB_NEW);
+	xnl_put_u32(n, XINA_A_JOB_ID, job->id);
+	xnl_put_u16(n, XINA_A_JOB_WORKERS, job->workers);
+	xnl_put_u32(n, XINA_A_JOB_SLOTS, job->slots);
+	xnl_put_u16(n, XINA_A_JOB_ELEMS, job->elems);
+	xnl_put_u64(n, XINA_A_JOB_KEY, job->key);
+	xnl_put_u32(n, XINA_A_JOB_FLAGS, job->flags);
 	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
 		const struct xinactl_member *m = &job->member[r];
 
 		if (!m->addr)
 			continue;
-		nest = xnl_put(nlh, XINA_A_JOB_MEMBER | NLA_F_NESTED, NULL, 0);
-		xnl_put_u16(nlh, XINA_MEMBER_A_RANK, r);
-		xnl_put(nlh, XINA_MEMBER_A_ADDR, &m->addr, sizeof(m->addr));
-		xnl_put_u16(nlh, XINA_MEMBER_A_PORT, ntohs(m->port));
-		xnl_nest_end(nlh, nest);
+		nest = xnl_nest_start(n, XINA_A_JOB_MEMBER);
+		xnl_put_u16(n, XINA_MEMBER_A_RANK, r);
+		xnl_put(n, XINA_MEMBER_A_ADDR, sizeof(m->addr), &m->addr);
+		xnl_put_u16(n, XINA_MEMBER_A_PORT, ntohs(m->port));
+		xnl_nest_end(n, nest);
 	}
 	ret = xnl_do(n, NULL, NULL);
 	if (ret)
@@ -303,11 +464,10 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 static int xnl_job_del(struct xinactl *x, __u32 id)
 {
 	struct xnl *n = x->be_priv;
-	struct nlmsghdr *nlh;
 	int ret;
 
-	nlh = xnl_msg(n, n->family, 0, XINA_CMD_JOB_DEL);
-	xnl_put_u32(nlh, XINA_A_JOB_ID, id);
+	xnl_msg(n, n->family, 0, XINA_CMD_JOB_DEL);
+	xnl_put_u32(n, XINA_A_JOB_ID, id);
 	ret = xnl_do(n, NULL, NULL);
 	if (ret == -ENOENT)
 		xerr("job %u does not exist", id);
@@ -316,125 +476,167 @@ static int xnl_job_del(struct xinactl *x, __u32 id)
 	return ret;
 }
 
-static void xnl_parse_member(const struct nlattr *nest, struct xinactl_job *job)
-{
-	const struct nlattr *a;
-	__u32 rank = XINA_MAX_WORKERS;
-	__be32 addr = 0;
-	__u16 port = 0;
+/* ---- replies ------------------------------------------------------------- */
 
-	xnl_for_each_attr(a, xnl_data(nest), xnl_len(nest)) {
-		switch (a->nla_type) {
-		case XINA_MEMBER_A_RANK:
-			rank = xnl_uint(a);
-			break;
-		case XINA_MEMBER_A_ADDR:
-			if (xnl_len(a) == sizeof(addr))
-				memcpy(&addr, xnl_data(a), sizeof(addr));
-			break;
-		case XINA_MEMBER_A_PORT:
-			port = xnl_uint(a);
-			break;
-		}
+/* The member nest being parsed. */
+struct xnl_member {
+	__u32	rank;
+	__be32	addr;
+	__u16	port;
+};
+
+static int xnl_member_attr(const struct nlattr *a, void *data)
+{
+	struct xnl_member *m = data;
+	int ret = xnl_valid(a, &xnl_member_policy);
+
+	if (ret <= 0)
+		return ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+	switch (mnl_attr_get_type(a)) {
+	case XINA_MEMBER_A_RANK:
+		m->rank = mnl_attr_get_u16(a);
+		break;
+	case XINA_MEMBER_A_ADDR:
+		memcpy(&m->addr, mnl_attr_get_payload(a), sizeof(m->addr));
+		break;
+	case XINA_MEMBER_A_PORT:
+		m->port = mnl_attr_get_u16(a);
+		break;
 	}
-	if (rank >= XINA_MAX_WORKERS)
-		return;
-	job->member[rank].addr = addr;
-	job->member[rank].port = htons(port);
+	return MNL_CB_OK;
 }
 
-static void xnl_parse_stats(const struct nlattr *nest, struct xinactl_stats *st)
+static int xnl_parse_member(const struct nlattr *nest, struct xinactl_job *job)
 {
-	const struct nlattr *a;
+	struct xnl_member m = { .rank = XINA_MAX_WORKERS };
 
-	xnl_for_each_attr(a, xnl_data(nest), xnl_len(nest))
-		if (a->nla_type >= 1 && a->nla_type <= XINA_STAT_MAX)
-			st->c[a->nla_type - 1] = xnl_uint(a);
+	if (mnl_attr_parse_nested(nest, xnl_member_attr, &m) < 0)
+		return -EBADMSG;
+	if (m.rank >= XINA_MAX_WORKERS)
+		return -EBADMSG;
+	job->member[m.rank].addr = m.addr;
+	job->member[m.rank].port = htons(m.port);
+	return 0;
 }
 
-static void xnl_parse_rx_cpu(const struct nlattr *nest, struct xinactl_stats *st)
+/* Counters: attribute type i + 1 is counter i (enum xina_stat), u64. */
+static int xnl_stat_attr(const struct nlattr *a, void *data)
 {
-	const struct nlattr *a;
+	struct xinactl_stats *st = data;
+	unsigned int t = mnl_attr_get_type(a);
 
-	xnl_for_each_attr(a, xnl_data(nest), xnl_len(nest)) {
-		if (a->nla_type < 1 || a->nla_type > XINACTL_MAX_CPUS)
-			continue;
-		st->rx_cpu[a->nla_type - 1] = xnl_uint(a);
-		if (st->ncpus < a->nla_type)
-			st->ncpus = a->nla_type;
+	if (t < 1 || t > XINA_STAT_MAX)
+		return MNL_CB_OK;	/* padding, or a newer counter */
+	if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
+		return MNL_CB_ERROR;
+	st->c[t - 1] = mnl_attr_get_u64(a);
+	return MNL_CB_OK;
+}
+
+/* Per-CPU packets: attribute type cpu + 1, u64. */
+static int xnl_rx_cpu_attr(const struct nlattr *a, void *data)
+{
+	struct xinactl_stats *st = data;
+	unsigned int t = mnl_attr_get_type(a);
+
+	if (t < 1 || t > XINACTL_MAX_CPUS)
+		return MNL_CB_OK;
+	if (mnl_attr_validate(a, MNL_TYPE_U64) < 0)
+		return MNL_CB_ERROR;
+	st->rx_cpu[t - 1] = mnl_attr_get_u64(a);
+	if (st->ncpus < t)
+		st->ncpus = t;
+	return MNL_CB_OK;
+}
+
+/* A JOB_GET or STATS_GET reply, into @job and/or @st. */
+struct xnl_job_parse {
+	struct xinactl_job	*job;
+	struct xinactl_stats	*st;
+};
+
+static int xnl_job_attr(const struct nlattr *a, void *data)
+{
+	struct xnl_job_parse *p = data;
+	struct xinactl_job *job = p->job;
+	int ret = xnl_valid(a, &xnl_job_policy);
+
+	if (ret <= 0)
+		return ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+	switch (mnl_attr_get_type(a)) {
+	case XINA_A_JOB_STATS:
+		if (p->st && mnl_attr_parse_nested(a, xnl_stat_attr, p->st) < 0)
+			return MNL_CB_ERROR;
+		return MNL_CB_OK;
+	case XINA_A_JOB_RX_CPU:
+		if (p->st && mnl_attr_parse_nested(a, xnl_rx_cpu_attr, p->st) < 0)
+			return MNL_CB_ERROR;
+		return MNL_CB_OK;
 	}
+	if (!job)
+		return MNL_CB_OK;
+	switch (mnl_attr_get_type(a)) {
+	case XINA_A_JOB_ID:
+		job->id = mnl_attr_get_u32(a);
+		break;
+	case XINA_A_JOB_WORKERS:
+		job->workers = mnl_attr_get_u16(a);
+		break;
+	case XINA_A_JOB_SLOTS:
+		job->slots = mnl_attr_get_u32(a);
+		break;
+	case XINA_A_JOB_ELEMS:
+		job->elems = mnl_attr_get_u16(a);
+		break;
+	case XINA_A_JOB_KEY:
+		job->key = mnl_attr_get_u64(a);
+		break;
+	case XINA_A_JOB_FLAGS:
+		job->flags = mnl_attr_get_u32(a);
+		break;
+	case XINA_A_JOB_MEM_BYTES:
+		job->mem_bytes = mnl_attr_get_u64(a);
+		break;
+	case XINA_A_JOB_MEMBER:
+		if (xnl_parse_member(a, job))
+			return MNL_CB_ERROR;
+		break;
+	}
+	return MNL_CB_OK;
 }
 
-/* A JOB_GET or STATS_GET reply into @job and/or @st. */
-static void xnl_parse_job(const struct nlmsghdr *h, struct xinactl_job *job,
-			  struct xinactl_stats *st)
+static int xnl_parse_job(const struct nlmsghdr *h, struct xinactl_job *job,
+			 struct xinactl_stats *st)
 {
-	const struct nlattr *a;
+	struct xnl_job_parse p = { .job = job, .st = st };
 
 	if (job)
 		memset(job, 0, sizeof(*job));
 	if (st)
 		memset(st, 0, sizeof(*st));
-	xnl_for_each_attr(a, (const char *)NLMSG_DATA(h) + GENL_HDRLEN,
-			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
-		int type = a->nla_type & NLA_TYPE_MASK;
-
-		if (type == XINA_A_JOB_STATS || type == XINA_A_JOB_RX_CPU) {
-			if (st && type == XINA_A_JOB_STATS)
-				xnl_parse_stats(a, st);
-			else if (st)
-				xnl_parse_rx_cpu(a, st);
-			continue;
-		}
-		if (!job)
-			continue;
-		switch (type) {
-		case XINA_A_JOB_ID:
-			job->id = xnl_uint(a);
-			break;
-		case XINA_A_JOB_WORKERS:
-			job->workers = xnl_uint(a);
-			break;
-		case XINA_A_JOB_SLOTS:
-			job->slots = xnl_uint(a);
-			break;
-		case XINA_A_JOB_ELEMS:
-			job->elems = xnl_uint(a);
-			break;
-		case XINA_A_JOB_KEY:
-			job->key = xnl_uint(a);
-			break;
-		case XINA_A_JOB_FLAGS:
-			job->flags = xnl_uint(a);
-			break;
-		case XINA_A_JOB_MEM_BYTES:
-			job->mem_bytes = xnl_uint(a);
-			break;
-		case XINA_A_JOB_MEMBER:
-			xnl_parse_member(a, job);
-			break;
-		}
+	if (mnl_attr_parse(h, GENL_HDRLEN, xnl_job_attr, &p) < 0) {
+		xerr("malformed reply from module xina (a different version?)");
+		return -EBADMSG;
 	}
+	return 0;
 }
 
 static int xnl_job_cb(const struct nlmsghdr *h, void *arg)
 {
-	xnl_parse_job(h, arg, NULL);
-	return 0;
+	return xnl_parse_job(h, arg, NULL);
 }
 
 static int xnl_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
 {
 	struct xnl *n = x->be_priv;
-	struct nlmsghdr *nlh;
 	int ret;
 
-	nlh = xnl_msg(n, n->family, 0, XINA_CMD_JOB_GET);
-	xnl_put_u32(nlh, XINA_A_JOB_ID, id);
+	xnl_msg(n, n->family, 0, XINA_CMD_JOB_GET);
+	xnl_put_u32(n, XINA_A_JOB_ID, id);
 	ret = xnl_do(n, xnl_job_cb, job);
 	if (ret == -ENOENT)
 		xerr("job %u does not exist", id);
-	else if (ret)
+	else if (ret && ret != -EBADMSG)
 		xerr("cannot read job %u: %s", id, xnl_why(n, ret));
 	return ret;
 }
@@ -458,8 +660,7 @@ static int xnl_walk_cb(const struct nlmsghdr *h, void *arg)
 		w->jobs = j;
 		w->cap = w->cap * 2 + 4;
 	}
-	xnl_parse_job(h, &w->jobs[w->nr++], NULL);
-	return 0;
+	return xnl_parse_job(h, &w->jobs[w->nr++], NULL);
 }
 
 /*
@@ -478,7 +679,8 @@ static int xnl_job_walk(struct xinactl *x, xinactl_job_cb cb, void *arg)
 	xnl_msg(n, n->family, NLM_F_DUMP, XINA_CMD_JOB_GET);
 	ret = xnl_do(n, xnl_walk_cb, &w);
 	if (ret < 0) {
-		xerr("cannot list the jobs: %s", xnl_why(n, ret));
+		if (ret != -EBADMSG)
+			xerr("cannot list the jobs: %s", xnl_why(n, ret));
 		goto out;
 	}
 	for (i = 0; i < w.nr && !ret; i++)
@@ -490,22 +692,20 @@ out:
 
 static int xnl_stats_cb(const struct nlmsghdr *h, void *arg)
 {
-	xnl_parse_job(h, NULL, arg);
-	return 0;
+	return xnl_parse_job(h, NULL, arg);
 }
 
 static int xnl_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
 {
 	struct xnl *n = x->be_priv;
-	struct nlmsghdr *nlh;
 	int ret;
 
-	nlh = xnl_msg(n, n->family, 0, XINA_CMD_STATS_GET);
-	xnl_put_u32(nlh, XINA_A_JOB_ID, id);
+	xnl_msg(n, n->family, 0, XINA_CMD_STATS_GET);
+	xnl_put_u32(n, XINA_A_JOB_ID, id);
 	ret = xnl_do(n, xnl_stats_cb, st);
 	if (ret == -ENOENT)
 		xerr("job %u does not exist", id);
-	else if (ret)
+	else if (ret && ret != -EBADMSG)
 		xerr("cannot read the counters of job %u: %s", id,
 		     xnl_why(n, ret));
 	return ret;

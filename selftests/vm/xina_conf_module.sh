@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# xinactl apply / show-config on the module backend: "backend module" loads
+# xina.ko, ports move onto the module's fast path, jobs go through netlink
+# (seen in sysfs), show-config's output applies as no change, an edit
+# changes what was edited, the kernel's refusal (its extack message) stops
+# apply and is shown, "backend maps" is refused while the module is
+# loaded, and the empty file removes everything, after which the module
+# unloads.
+. ./lib.sh
+
+KO=/xina/modules/xina.ko
+TMP=$(mktemp -d)
+export XINA_STATE_DIR=$TMP/state
+export XINA_MODPROBE=$TMP/modprobe
+
+cleanup() {
+	ip link del va 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+command -v xinactl >/dev/null || { echo "xinactl not in the initramfs"; exit 4; }
+if grep -q '^xina ' /proc/modules; then
+	echo "xina.ko is loaded already: this test loads it"
+	exit 1
+fi
+
+# "modprobe xina" of the guest: busybox's modprobe has no modules.dep here.
+cat > "$XINA_MODPROBE" <<EOF
+#!/bin/sh
+[ "\$1" = xina ] && exec insmod $KO
+exit 1
+EOF
+chmod +x "$XINA_MODPROBE"
+(umask 077; echo 0123456789abcdef0011223344556677 > "$TMP/k.key")
+ip link add va type veth peer name vb && ip link set va up && ip link set vb up ||
+	exit 1
+
+# apply_out FILE WANT...: apply FILE succeeds and prints exactly WANT.
+apply_out() {
+	local file=$1 out
+
+	shift
+	out=$(xinactl apply "$file" 2>&1) || { echo "  $out"; return 1; }
+	check_eq "$out" "$(printf '%s\n' "$@")"
+}
+
+cat > "$TMP/a.conf" <<EOF
+backend module
+dev va mode generic
+job 5 workers 2 slots 16 elems 128 keyfile $TMP/k.key
+	member 0 10.1.0.1
+	member 1 10.1.0.2:4000
+EOF
+rc=0
+apply_out "$TMP/a.conf" "load module xina" "add dev va" "add job 5" || rc=1
+check_eq "$(xinactl backend | head -n1)" "backend: module" || rc=1
+check_eq "$(cat /sys/kernel/xina/jobs/5/workers)" 2 || rc=1
+check_eq "$(cat /sys/kernel/xina/jobs/5/slots)" 16 || rc=1
+check_eq "$(xinactl -j job show 5 | jq -r '.jobs[0].key')" 0x123456789abcdef || rc=1
+xinactl -j dev show | jq -e '.devs[0].ifname == "va" and .devs[0].mode == "generic" and .devs[0].tx' \
+	>/dev/null || rc=1
+log_test $rc "apply: module loaded, port attached, job 5 created through netlink"
+
+rc=0
+rmmod xina 2>/dev/null && rc=1
+log_test $rc "the port runs the module's fast path (rmmod refused)"
+
+rc=0
+out=$(xinactl show-config | grep -v '^#')
+check_eq "$out" "$(printf '%s\n' "backend module" "dev va port 9277 mode generic" \
+	"job 5 workers 2 slots 16 elems 128 keyfile $TMP/k.key" \
+	"	member 0 10.1.0.1" "	member 1 10.1.0.2:4000")" || rc=1
+out=$(xinactl show-config | xinactl apply - 2>&1) || rc=1
+check_eq "$out" "" || rc=1
+log_test $rc "show-config: the running configuration; applied again, no change"
+
+rc=0
+sed -e 's/4000/4001/' "$TMP/a.conf" > "$TMP/b.conf"
+echo "job 6 workers 1 keyfile $TMP/k.key member 0 10.1.0.6" >> "$TMP/b.conf"
+apply_out "$TMP/b.conf" "replace job 5" "add job 6" || rc=1
+check_eq "$(cat /sys/kernel/xina/jobs/6/workers)" 1 || rc=1
+xinactl -j job show 5 | jq -e '.jobs[0].members[1].port == 4001' >/dev/null || rc=1
+log_test $rc "an edit: job 5 replaced with the new member port, job 6 added"
+
+rc=0
+before=$(xinactl -j job show; xinactl -j dev show)
+sed 's/^backend module$/backend maps/' "$TMP/b.conf" > "$TMP/maps.conf"
+out=$(xinactl apply "$TMP/maps.conf" 2>&1) && rc=1
+echo "$out" | grep -q "maps.conf:1: backend maps, but module xina is loaded" ||
+	{ echo "  $out"; rc=1; }
+check_eq "$(xinactl -j job show; xinactl -j dev show)" "$before" || rc=1
+log_test $rc "backend maps refused while the module is loaded; nothing changed"
+
+# The kernel refuses job 7 (mem_limit): apply stops, with its message.
+rc=0
+echo 1000 > /sys/module/xina/parameters/mem_limit
+echo "job 7 workers 1 keyfile $TMP/k.key member 0 10.1.0.7" >> "$TMP/b.conf"
+out=$(xinactl apply "$TMP/b.conf" 2>&1) && rc=1
+echo "$out" | grep -q "job 7: slot memory would exceed mem_limit" ||
+	{ echo "  $out"; rc=1; }
+echo "$out" | grep -q "apply of $TMP/b.conf stopped" || { echo "  $out"; rc=1; }
+[ ! -e /sys/kernel/xina/jobs/7 ] || rc=1
+echo 268435456 > /sys/module/xina/parameters/mem_limit
+apply_out "$TMP/b.conf" "add job 7" || rc=1
+log_test $rc "the kernel's refusal (extack) stops apply and is shown; applied once allowed"
+
+rc=0
+echo "backend module" > "$TMP/empty.conf"
+apply_out "$TMP/empty.conf" "del job 5" "del job 6" "del job 7" "del dev va" || rc=1
+check_eq "$(ls /sys/kernel/xina/jobs | wc -l)" 0 || rc=1
+rmmod xina || rc=1
+log_test $rc "the empty file: every job and port removed; the module unloads"
+exit $RET

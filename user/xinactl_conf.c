@@ -1,0 +1,1358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * xinactl apply FILE, xinactl show-config: the configuration of the switch
+ * (backend, ports, jobs) as a file, as wg has setconf and showconf.
+ *
+ * The format is the command line's grammar, one object per line, so that
+ * a reader who knows "xinactl dev attach" and "xinactl job add" reads the
+ * file without a manual, and a diff of two files shows one changed object
+ * per changed line:
+ *
+ *	# comment
+ *	backend { maps | module }
+ *	dev DEV [ port UDPPORT ] [ mode { native | generic } ]
+ *	job ID workers N [ slots S ] [ elems E ] keyfile PATH
+ *		member RANK ADDR[:PORT]
+ *
+ * A line that starts with white space continues the object above it (a
+ * job's members, one per line).  No quoting: words are split at white
+ * space, and a word that starts with '#' starts a comment.
+ *
+ * apply owns everything of the backend, as "wg setconf" owns a device:
+ * afterwards the running ports (of this network namespace) and jobs are
+ * exactly those of the file; others are detached and deleted.  An object
+ * whose running state already matches is not touched (its slots and
+ * counters stay); one that differs is replaced (deleted and added again).
+ * The whole file is parsed and checked first, key files and devices
+ * included, and nothing changes unless all of it is right; every message
+ * names FILE:LINE.  A failure of the kernel while changing things (no room
+ * for the slots, ...) stops apply there and says so.
+ *
+ * Key files cannot be read back from the kernel.  apply keeps the path of
+ * each job's key file, with the job's parameters, in STATE_DIR/applied.conf
+ * (STATE_DIR: $XINA_STATE_DIR, default /run/xinactl); show-config names a
+ * job's key file when the running job still has the parameters it was
+ * applied with, and says that it is unknown otherwise (a job added with
+ * "xinactl job add"); apply then refuses that job until a key file is
+ * named.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+
+#include "xina_json.h"
+#include "xinactl.h"
+
+#define CONF_STATE_DIR		"/run/xinactl"	/* /run/xina is the bpffs */
+#define CONF_STATE_FILE		"applied.conf"
+#define CONF_KEY_HEX		32	/* a key file: 32 hex digits, '\n' */
+#define CONF_DEF_SLOTS		128	/* as "job add" */
+#define CONF_DEF_ELEMS		256
+#define CONF_MAX_SLOTS		0x7fffffffU
+#define CONF_MODPROBE		"modprobe"
+
+enum conf_backend {
+	CONF_BE_ANY,		/* no "backend" line: the one in use */
+	CONF_BE_MAPS,
+	CONF_BE_MODULE,
+};
+
+/* One word of the file and the line it is on. */
+struct conf_tok {
+	char		*s;
+	unsigned int	line;
+};
+
+/* One object: a line and its continuation lines. */
+struct conf_obj {
+	struct conf_tok	*tok;
+	unsigned int	ntok;
+	unsigned int	cap;
+};
+
+struct conf_dev {
+	char		name[IF_NAMESIZE];
+	__u32		port;
+	__u32		xdp_flags;	/* XDP_FLAGS_{DRV,SKB}_MODE */
+	unsigned int	line;
+};
+
+struct conf_job {
+	struct xinactl_job	job;
+	char			keyfile[PATH_MAX];
+	unsigned int		line;
+};
+
+struct conf {
+	const char		*file;
+	enum conf_backend	backend;
+	unsigned int		backend_line;
+	struct conf_dev		*dev;
+	unsigned int		ndev;
+	struct conf_job		*job;
+	unsigned int		njob;
+};
+
+/* What conf_parse() checks besides the grammar. */
+enum {
+	CONF_F_SYSTEM	= 1 << 0,	/* devices exist, key files are good */
+};
+
+void xinactl_conf_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xinactl [ OPTIONS ] apply FILE [ dry-run ]\n"
+		"       xinactl [ OPTIONS ] show-config\n"
+		"where  FILE := a configuration file, '-' for standard input:\n"
+		"         backend { maps | module }\n"
+		"         dev DEV [ port UDPPORT ] [ mode { native | generic } ]\n"
+		"         job ID workers N [ slots S ] [ elems E ] keyfile PATH\n"
+		"                 member RANK ADDR[:PORT]\n"
+		"                 ...\n"
+		"       (a line starting with white space continues the object above;\n"
+		"        '#' starts a comment; see xinactl(8))\n");
+}
+
+static const char *conf_state_dir(void)
+{
+	const char *d = getenv("XINA_STATE_DIR");
+
+	return d && *d ? d : CONF_STATE_DIR;
+}
+
+/* ---- words and objects --------------------------------------------------- */
+
+static void conf_free(struct conf *c)
+{
+	free(c->dev);
+	free(c->job);
+	memset(c, 0, sizeof(*c));
+}
+
+static void conf_objs_free(struct conf_obj *objs, unsigned int n)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < objs[i].ntok; k++)
+			free(objs[i].tok[k].s);
+		free(objs[i].tok);
+	}
+	free(objs);
+}
+
+static int conf_obj_add_tok(struct conf_obj *o, const char *s, size_t len,
+			    unsigned int line)
+{
+	struct conf_tok *t;
+
+	if (o->ntok == o->cap) {
+		t = realloc(o->tok, (o->cap * 2 + 8) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		o->tok = t;
+		o->cap = o->cap * 2 + 8;
+	}
+	o->tok[o->ntok].s = strndup(s, len);
+	if (!o->tok[o->ntok].s)
+		return -ENOMEM;
+	o->tok[o->ntok++].line = line;
+	return 0;
+}
+
+/* White space within a line (a CR of a CRLF line end too). */
+static bool conf_blank(char c)
+{
+	return c != '\n' && isspace((unsigned char)c);
+}
+
+/*
+ * Split @f into objects.  Errors are of the file's shape only (a
+ * continuation line with nothing to continue, a NUL byte); the words are
+ * judged by conf_parse().
+ */
+static int conf_read_objs(const char *file, FILE *f, struct conf_obj **objsp,
+			  unsigned int *nobjs)
+{
+	struct conf_obj *objs = NULL, *o = NULL, *tmp;
+	unsigned int n = 0, cap = 0, lineno = 0;
+	size_t size = 0;
+	char *line = NULL;
+	ssize_t len;
+	int ret = 0;
+
+	while ((len = getline(&line, &size, f)) >= 0) {
+		const char *p = line, *w;
+		bool cont;
+
+		lineno++;
+		if (strlen(line) != (size_t)len) {
+			xerr_at(file, lineno);
+			xerr("a NUL byte: not a text file");
+			ret = -EINVAL;
+			break;
+		}
+		cont = *p == ' ' || *p == '\t';
+		while (conf_blank(*p))
+			p++;
+		if (!*p || *p == '\n' || *p == '#')
+			continue;
+		if (cont && !o) {
+			xerr_at(file, lineno);
+			xerr("indented line with no object above it to continue");
+			ret = -EINVAL;
+			break;
+		}
+		if (!cont) {
+			if (n == cap) {
+				tmp = realloc(objs, (cap * 2 + 8) * sizeof(*tmp));
+				if (!tmp) {
+					ret = -ENOMEM;
+					break;
+				}
+				objs = tmp;
+				cap = cap * 2 + 8;
+			}
+			o = &objs[n++];
+			memset(o, 0, sizeof(*o));
+		}
+		while (*p && *p != '\n' && *p != '#') {
+			w = p;
+			while (*p && !isspace((unsigned char)*p))
+				p++;
+			ret = conf_obj_add_tok(o, w, p - w, lineno);
+			if (ret)
+				break;
+			while (conf_blank(*p))
+				p++;
+		}
+		if (ret)
+			break;
+	}
+	free(line);
+	if (!ret && ferror(f)) {
+		ret = -errno;
+		xerr_at(NULL, 0);
+		xerr("cannot read '%s': %s", file, strerror(-ret));
+	}
+	if (ret) {
+		conf_objs_free(objs, n);
+		return ret;
+	}
+	*objsp = objs;
+	*nobjs = n;
+	return 0;
+}
+
+/* ---- key files ----------------------------------------------------------- */
+
+/*
+ * The one place that reads a job's secret.  A key file is one line of 32
+ * lowercase hexadecimal digits (128 bits), a regular file that neither
+ * group nor others may access, as ssh wants of a private key.
+ *
+ * Until the secret attribute (XINA_A_JOB_SECRET) reaches the backends, the
+ * job's 64-bit key is the file's first 16 digits: with the secret, this
+ * fills job->secret instead, and conf_key_same() compares what the
+ * backend can still tell about it.
+ */
+static int conf_key_load(const char *path, struct xinactl_job *job)
+{
+	char buf[CONF_KEY_HEX + 2], hi[CONF_KEY_HEX / 2 + 1];
+	struct stat st;
+	int fd, i, ret;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		xerr("key file '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st)) {
+		xerr("key file '%s': %s", path, strerror(errno));
+		goto bad;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		xerr("key file '%s' is not a regular file", path);
+		goto bad;
+	}
+	if (st.st_mode & 077) {
+		xerr("key file '%s' is accessible by group or others (mode %04o): 'chmod 600 %s'",
+		     path, (unsigned int)(st.st_mode & 07777), path);
+		goto bad;
+	}
+	n = read(fd, buf, sizeof(buf));
+	if (n < 0) {
+		xerr("key file '%s': %s", path, strerror(errno));
+		goto bad;
+	}
+	for (i = 0; i < CONF_KEY_HEX && i < n; i++)
+		if (!isxdigit((unsigned char)buf[i]) ||
+		    isupper((unsigned char)buf[i]))
+			break;
+	if (n != CONF_KEY_HEX + 1 || i != CONF_KEY_HEX ||
+	    buf[CONF_KEY_HEX] != '\n') {
+		xerr("key file '%s' is not one line of %d lowercase hexadecimal digits",
+		     path, CONF_KEY_HEX);
+		goto bad;
+	}
+	close(fd);
+	memcpy(hi, buf, CONF_KEY_HEX / 2);
+	hi[CONF_KEY_HEX / 2] = '\0';
+	job->key = strtoull(hi, NULL, 16);
+	return 0;
+bad:
+	close(fd);
+	return -EINVAL;
+}
+
+/* Does the running job @run hold the secret of the file's job @want? */
+static bool conf_key_same(const struct xinactl_job *run,
+			  const struct xinactl_job *want)
+{
+	return run->key == want->key;
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+/* The value after keyword tok[*i], moving *i to it; NULL (said) if none. */
+static const char *conf_value(const struct conf *c, const struct conf_obj *o,
+			      unsigned int *i, const char *what)
+{
+	if (*i + 1 >= o->ntok) {
+		xerr("%s: '%s' needs a value", what, o->tok[*i].s);
+		return NULL;
+	}
+	(*i)++;
+	xerr_at(c->file, o->tok[*i].line);
+	return o->tok[*i].s;
+}
+
+static int conf_twice(const char *what, const char *keyword)
+{
+	xerr("%s: '%s' given twice", what, keyword);
+	return -EINVAL;
+}
+
+static int conf_parse_backend(struct conf *c, const struct conf_obj *o)
+{
+	if (c->backend != CONF_BE_ANY) {
+		xerr("'backend' given twice (first at line %u)", c->backend_line);
+		return -EINVAL;
+	}
+	if (o->ntok != 2) {
+		xerr("backend: needs exactly one of 'maps', 'module'");
+		return -EINVAL;
+	}
+	xerr_at(c->file, o->tok[1].line);
+	if (xmatches(o->tok[1].s, "maps")) {
+		c->backend = CONF_BE_MAPS;
+	} else if (xmatches(o->tok[1].s, "module")) {
+		c->backend = CONF_BE_MODULE;
+	} else {
+		xerr("backend '%s' is neither maps nor module", o->tok[1].s);
+		return -EINVAL;
+	}
+	c->backend_line = o->tok[0].line;
+	return 0;
+}
+
+static int conf_parse_dev(struct conf *c, const struct conf_obj *o,
+			  unsigned int flags)
+{
+	bool port = false, mode = false;
+	unsigned int i, ifindex;
+	struct conf_dev *d, *tmp;
+	const char *v;
+
+	if (o->ntok < 2) {
+		xerr("dev: missing DEV");
+		return -EINVAL;
+	}
+	xerr_at(c->file, o->tok[1].line);
+	if (strlen(o->tok[1].s) >= IF_NAMESIZE) {
+		xerr("device '%s': name longer than %d characters",
+		     o->tok[1].s, IF_NAMESIZE - 1);
+		return -EINVAL;
+	}
+	for (i = 0; i < c->ndev; i++) {
+		if (!strcmp(c->dev[i].name, o->tok[1].s)) {
+			xerr("dev %s given twice (first at line %u)",
+			     o->tok[1].s, c->dev[i].line);
+			return -EINVAL;
+		}
+	}
+	if ((flags & CONF_F_SYSTEM) && xparse_dev(o->tok[1].s, &ifindex))
+		return -ENODEV;
+
+	tmp = realloc(c->dev, (c->ndev + 1) * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	c->dev = tmp;
+	d = &c->dev[c->ndev];
+	memset(d, 0, sizeof(*d));
+	strcpy(d->name, o->tok[1].s);
+	d->port = XINA_UDP_PORT;
+	d->xdp_flags = XDP_FLAGS_DRV_MODE;
+	d->line = o->tok[0].line;
+
+	for (i = 2; i < o->ntok; i++) {
+		const char *kw = o->tok[i].s;
+
+		xerr_at(c->file, o->tok[i].line);
+		if (xmatches(kw, "port")) {
+			if (port)
+				return conf_twice("dev", kw);
+			v = conf_value(c, o, &i, "dev");
+			if (!v || xparse_u32("port", v, 1, 65535, &d->port))
+				return -EINVAL;
+			port = true;
+		} else if (xmatches(kw, "mode")) {
+			if (mode)
+				return conf_twice("dev", kw);
+			v = conf_value(c, o, &i, "dev");
+			if (!v)
+				return -EINVAL;
+			if (xmatches(v, "native")) {
+				d->xdp_flags = XDP_FLAGS_DRV_MODE;
+			} else if (xmatches(v, "generic")) {
+				d->xdp_flags = XDP_FLAGS_SKB_MODE;
+			} else {
+				xerr("mode '%s' is neither native nor generic", v);
+				return -EINVAL;
+			}
+			mode = true;
+		} else {
+			xerr("dev %s: unknown keyword '%s'", d->name, kw);
+			return -EINVAL;
+		}
+	}
+	c->ndev++;
+	return 0;
+}
+
+struct conf_job_args {
+	bool	workers, slots, elems;
+	bool	rank[XINA_MAX_WORKERS];
+	__u32	rank_line[XINA_MAX_WORKERS];
+};
+
+static int conf_parse_member(struct conf *c, const struct conf_obj *o,
+			     unsigned int *i, struct conf_job *j,
+			     struct conf_job_args *a)
+{
+	__u32 rank;
+
+	if (*i + 2 >= o->ntok) {
+		xerr("job %u: 'member' needs RANK and ADDR[:PORT]", j->job.id);
+		return -EINVAL;
+	}
+	xerr_at(c->file, o->tok[*i + 1].line);
+	if (xparse_u32("rank", o->tok[*i + 1].s, 0, XINA_MAX_WORKERS - 1,
+		       &rank))
+		return -EINVAL;
+	if (a->rank[rank]) {
+		xerr("job %u: rank %u given twice (first at line %u)",
+		     j->job.id, rank, a->rank_line[rank]);
+		return -EINVAL;
+	}
+	xerr_at(c->file, o->tok[*i + 2].line);
+	if (job_parse_addr(o->tok[*i + 2].s, &j->job.member[rank]))
+		return -EINVAL;
+	a->rank[rank] = true;
+	a->rank_line[rank] = o->tok[*i].line;
+	*i += 2;
+	return 0;
+}
+
+static int conf_parse_job_words(struct conf *c, const struct conf_obj *o,
+				struct conf_job *j, struct conf_job_args *a)
+{
+	unsigned int i;
+	const char *v;
+	__u32 n;
+
+	for (i = 2; i < o->ntok; i++) {
+		const char *kw = o->tok[i].s;
+
+		xerr_at(c->file, o->tok[i].line);
+		if (xmatches(kw, "member")) {
+			if (conf_parse_member(c, o, &i, j, a))
+				return -EINVAL;
+		} else if (xmatches(kw, "workers")) {
+			if (a->workers)
+				return conf_twice("job", kw);
+			v = conf_value(c, o, &i, "job");
+			if (!v || xparse_u32("workers", v, 1, XINA_MAX_WORKERS, &n))
+				return -EINVAL;
+			j->job.workers = n;
+			a->workers = true;
+		} else if (xmatches(kw, "slots")) {
+			if (a->slots)
+				return conf_twice("job", kw);
+			v = conf_value(c, o, &i, "job");
+			if (!v || xparse_u32("slots", v, 1, CONF_MAX_SLOTS, &n))
+				return -EINVAL;
+			j->job.slots = n;
+			a->slots = true;
+		} else if (xmatches(kw, "elems")) {
+			if (a->elems)
+				return conf_twice("job", kw);
+			v = conf_value(c, o, &i, "job");
+			if (!v || xparse_u32("elems", v, 1, XINA_MAX_ELEMS, &n))
+				return -EINVAL;
+			j->job.elems = n;
+			a->elems = true;
+		} else if (xmatches(kw, "keyfile")) {
+			if (j->keyfile[0])
+				return conf_twice("job", kw);
+			v = conf_value(c, o, &i, "job");
+			if (!v)
+				return -EINVAL;
+			if (v[0] != '/' || strlen(v) >= sizeof(j->keyfile)) {
+				xerr("keyfile '%s' is not an absolute path", v);
+				return -EINVAL;
+			}
+			strcpy(j->keyfile, v);
+		} else if (xmatches(kw, "key")) {
+			xerr("job %u: keys are not taken in the configuration: keyfile PATH",
+			     j->job.id);
+			return -EINVAL;
+		} else {
+			xerr("job %u: unknown keyword '%s'", j->job.id, kw);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The members must be exactly the ranks 0..workers-1. */
+static int conf_check_members(const struct conf *c, const struct conf_job *j,
+			      const struct conf_job_args *a)
+{
+	__u32 r;
+
+	for (r = j->job.workers; r < XINA_MAX_WORKERS; r++) {
+		if (a->rank[r]) {
+			xerr_at(c->file, a->rank_line[r]);
+			xerr("job %u: rank %u out of range 0..%u (workers %u)",
+			     j->job.id, r, j->job.workers - 1, j->job.workers);
+			return -ERANGE;
+		}
+	}
+	for (r = 0; r < j->job.workers; r++) {
+		if (!a->rank[r]) {
+			xerr("job %u: rank %u missing: every rank 0..%u needs 'member RANK ADDR'",
+			     j->job.id, r, j->job.workers - 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int conf_parse_job(struct conf *c, const struct conf_obj *o,
+			  unsigned int flags)
+{
+	struct conf_job_args *a = NULL;
+	struct conf_job *j, *tmp;
+	unsigned int i;
+	__u32 id;
+	int ret;
+
+	if (o->ntok < 2) {
+		xerr("job: missing ID");
+		return -EINVAL;
+	}
+	xerr_at(c->file, o->tok[1].line);
+	if (xparse_u32("job ID", o->tok[1].s, 1, 0xffffffffU, &id))
+		return -EINVAL;
+	for (i = 0; i < c->njob; i++) {
+		if (c->job[i].job.id == id) {
+			xerr("job %u given twice (first at line %u)", id,
+			     c->job[i].line);
+			return -EINVAL;
+		}
+	}
+	if (c->njob == XINA_MAX_JOBS) {
+		xerr("job %u: more than %d jobs", id, XINA_MAX_JOBS);
+		return -ENOSPC;
+	}
+	tmp = realloc(c->job, (c->njob + 1) * sizeof(*tmp));
+	a = calloc(1, sizeof(*a));
+	if (tmp)
+		c->job = tmp;
+	if (!tmp || !a) {
+		free(a);
+		return -ENOMEM;
+	}
+	j = &c->job[c->njob];
+	memset(j, 0, sizeof(*j));
+	j->job.id = id;
+	j->job.slots = CONF_DEF_SLOTS;
+	j->job.elems = CONF_DEF_ELEMS;
+	j->line = o->tok[0].line;
+
+	ret = conf_parse_job_words(c, o, j, a);
+	if (ret)
+		goto out;
+	xerr_at(c->file, j->line);
+	if (!a->workers) {
+		xerr("job %u: 'workers N' is required", id);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = conf_check_members(c, j, a);
+	if (ret)
+		goto out;
+	if (!j->keyfile[0]) {
+		/* show-config's state file has none for unknown ones */
+		if (flags & CONF_F_SYSTEM) {
+			xerr("job %u: 'keyfile PATH' is required", id);
+			ret = -EINVAL;
+			goto out;
+		}
+	} else if (flags & CONF_F_SYSTEM) {
+		ret = conf_key_load(j->keyfile, &j->job);
+		if (ret)
+			goto out;
+	}
+	c->njob++;
+out:
+	free(a);
+	return ret;
+}
+
+static int conf_unknown(const char *what)
+{
+	if (xmatches(what, "member"))
+		xerr("'member' outside a job: indent it below its 'job' line");
+	else
+		xerr("unknown object '%s'; objects: backend dev job", what);
+	return -EINVAL;
+}
+
+static int conf_cmp_dev(const void *a, const void *b)
+{
+	return strcmp(((const struct conf_dev *)a)->name,
+		      ((const struct conf_dev *)b)->name);
+}
+
+static int conf_cmp_job(const void *a, const void *b)
+{
+	__u32 x = ((const struct conf_job *)a)->job.id;
+	__u32 y = ((const struct conf_job *)b)->job.id;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Parse and check all of @file ('-': standard input) into @c.  Every
+ * object is judged, so that one run names every mistake; any mistake
+ * fails the whole file.
+ */
+static int conf_parse(const char *file, unsigned int flags, struct conf *c)
+{
+	unsigned int nobj = 0, i, errors = 0;
+	struct conf_obj *objs = NULL;
+	FILE *f;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->file = file;
+	f = strcmp(file, "-") ? fopen(file, "re") : stdin;
+	if (!f) {
+		ret = -errno;
+		xerr("cannot open '%s': %s", file, strerror(-ret));
+		return ret;
+	}
+	ret = conf_read_objs(file, f, &objs, &nobj);
+	if (f != stdin)
+		fclose(f);
+	if (ret)
+		goto out;
+
+	for (i = 0; i < nobj; i++) {
+		const struct conf_obj *o = &objs[i];
+		const char *what = o->tok[0].s;
+
+		xerr_at(file, o->tok[0].line);
+		if (xmatches(what, "backend"))
+			ret = conf_parse_backend(c, o);
+		else if (xmatches(what, "dev"))
+			ret = conf_parse_dev(c, o, flags);
+		else if (xmatches(what, "job"))
+			ret = conf_parse_job(c, o, flags);
+		else
+			ret = conf_unknown(what);
+		if (ret == -ENOMEM)
+			goto out;
+		errors += !!ret;
+	}
+	xerr_at(NULL, 0);
+	if (errors) {
+		xerr("%s: %u error%s%s", file, errors, errors > 1 ? "s" : "",
+		     flags & CONF_F_SYSTEM ? "; nothing was changed" : "");
+		ret = -EINVAL;
+		goto out;
+	}
+	qsort(c->dev, c->ndev, sizeof(*c->dev), conf_cmp_dev);
+	qsort(c->job, c->njob, sizeof(*c->job), conf_cmp_job);
+	ret = 0;
+out:
+	xerr_at(NULL, 0);
+	conf_objs_free(objs, nobj);
+	if (ret)
+		conf_free(c);
+	return ret;
+}
+
+/* ---- printing ------------------------------------------------------------ */
+
+static void conf_print_dev(FILE *f, const char *name, __u32 port, __u32 mode)
+{
+	fprintf(f, "dev %s port %u mode %s\n", name, port, xdev_mode_name(mode));
+}
+
+/* A job in the file's format; @keyfile NULL: not known. */
+static void conf_print_job(FILE *f, const struct xinactl_job *job,
+			   const char *keyfile)
+{
+	char addr[INET_ADDRSTRLEN];
+	__u32 r;
+
+	if (!keyfile)
+		fprintf(f, "# job %u: key file not known (the job was not set by 'xinactl apply'); name it with 'keyfile PATH' before applying this\n",
+			job->id);
+	fprintf(f, "job %u workers %u slots %u elems %u", job->id,
+		job->workers, job->slots, job->elems);
+	if (keyfile)
+		fprintf(f, " keyfile %s", keyfile);
+	fputc('\n', f);
+	if (job->flags)
+		fprintf(f, "\t# flags 0x%x (no keyword sets them)\n", job->flags);
+	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
+		const struct xinactl_member *m = &job->member[r];
+
+		inet_ntop(AF_INET, &m->addr, addr, sizeof(addr));
+		fprintf(f, "\tmember %u %s", r, addr);
+		if (m->port)
+			fprintf(f, ":%u", ntohs(m->port));
+		fputc('\n', f);
+	}
+}
+
+/* ---- the running state --------------------------------------------------- */
+
+/* Everything but the secret and what the fast path learned. */
+static bool conf_job_shape_same(const struct xinactl_job *a,
+				const struct xinactl_job *b)
+{
+	__u32 r;
+
+	if (a->id != b->id || a->workers != b->workers ||
+	    a->slots != b->slots || a->elems != b->elems ||
+	    a->flags != b->flags)
+		return false;
+	for (r = 0; r < a->workers && r < XINA_MAX_WORKERS; r++)
+		if (a->member[r].addr != b->member[r].addr ||
+		    a->member[r].port != b->member[r].port)
+			return false;
+	return true;
+}
+
+struct conf_run {
+	struct xinactl_job	*job;
+	unsigned int		njob;
+	struct xdev_info	*dev;
+	unsigned int		ndev;
+};
+
+static void conf_run_free(struct conf_run *r)
+{
+	free(r->job);
+	free(r->dev);
+	memset(r, 0, sizeof(*r));
+}
+
+static int conf_run_job(struct xinactl *x, const struct xinactl_job *job,
+			void *arg)
+{
+	struct conf_run *r = arg;
+	struct xinactl_job *tmp;
+
+	tmp = realloc(r->job, (r->njob + 1) * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	r->job = tmp;
+	r->job[r->njob++] = *job;
+	return 0;
+}
+
+static int conf_run_dev(struct xinactl *x, const struct xdev_info *d,
+			void *arg)
+{
+	struct conf_run *r = arg;
+	struct xdev_info *tmp;
+
+	tmp = realloc(r->dev, (r->ndev + 1) * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	r->dev = tmp;
+	r->dev[r->ndev++] = *d;
+	return 0;
+}
+
+/* The ports with xina's pins and the jobs of the backend in use. */
+static int conf_run_read(struct xinactl *x, struct conf_run *r)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = xdev_walk(x, conf_run_dev, r);
+	if (ret)
+		goto err;
+	ret = x->be->open(x, XB_ABSENT_OK);
+	if (ret == -ENOENT)
+		return 0;	/* nothing set up yet: no jobs */
+	if (ret)
+		goto err;
+	ret = x->be->job_walk(x, conf_run_job, r);
+	x->be->close(x);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	conf_run_free(r);
+	return ret;
+}
+
+/* The key file paths of the last apply; an empty list if there is none. */
+static void conf_state_read(struct conf *st)
+{
+	char path[PATH_MAX];
+
+	memset(st, 0, sizeof(*st));
+	snprintf(path, sizeof(path), "%s/" CONF_STATE_FILE, conf_state_dir());
+	if (access(path, F_OK))
+		return;
+	if (conf_parse(path, 0, st))
+		xwarn("ignoring %s: the key files of the jobs are not known", path);
+}
+
+static const char *conf_state_keyfile(const struct conf *st,
+				      const struct xinactl_job *job)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->njob; i++)
+		if (conf_job_shape_same(&st->job[i].job, job))
+			return st->job[i].keyfile;
+	return NULL;
+}
+
+/*
+ * Record @jobs, the jobs apply kept or added, with their key files.
+ * Written to a temporary file and renamed, so that a reader sees the old
+ * or the new state, never half of one.
+ */
+static int conf_state_write(const struct conf_job *jobs, unsigned int njob)
+{
+	const char *dir = conf_state_dir();
+	char path[PATH_MAX], tmp[PATH_MAX];
+	unsigned int i;
+	int fd, ret;
+	FILE *f;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		ret = -errno;
+		xerr("cannot create state dir '%s': %s", dir, strerror(-ret));
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/" CONF_STATE_FILE, dir);
+	snprintf(tmp, sizeof(tmp), "%s/." CONF_STATE_FILE ".%d", dir,
+		 (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		ret = -errno;
+		xerr("cannot write '%s': %s", tmp, strerror(-ret));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	fprintf(f, "# written by 'xinactl apply': the key files of the jobs it set\n");
+	for (i = 0; i < njob; i++)
+		conf_print_job(f, &jobs[i].job, jobs[i].keyfile);
+	if (fclose(f) || rename(tmp, path)) {
+		xerr("cannot write '%s': %s", path, strerror(errno));
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- show-config --------------------------------------------------------- */
+
+int xinactl_show_config(struct xinactl *x, int argc, char **argv)
+{
+	struct conf_run r;
+	unsigned int i;
+	struct conf st;
+	int ret;
+
+	if (argc > 0 && xmatches(argv[0], "help")) {
+		xinactl_conf_usage(stdout);
+		return 0;
+	}
+	if (argc > 0)
+		return xunexpected("show-config", argv[0]);
+	if (x->json) {
+		xerr("show-config prints the configuration file format; for JSON, see 'job show' and 'dev show'");
+		return -EINVAL;
+	}
+	ret = conf_run_read(x, &r);
+	if (ret)
+		return ret;
+	conf_state_read(&st);
+
+	printf("# xinactl show-config: the running configuration (xinactl apply reads it)\n");
+	printf("backend %s\n", x->be->name);
+	for (i = 0; i < r.ndev; i++) {
+		const struct xdev_info *d = &r.dev[i];
+
+		if (!d->ifindex)
+			printf("# dev %s: pinned under %s but not in this network namespace (apply leaves it alone)\n",
+			       d->ifname, x->pin_dir);
+		else if (!d->mode || !d->tx)
+			printf("# dev %s: pinned, but xina's %s program does not run on it (apply replaces or detaches it)\n",
+			       d->ifname, d->mode ? "TC" : "XDP");
+		else
+			conf_print_dev(stdout, d->ifname, d->port, d->mode);
+	}
+	for (i = 0; i < r.njob; i++)
+		conf_print_job(stdout, &r.job[i], conf_state_keyfile(&st, &r.job[i]));
+	conf_free(&st);
+	conf_run_free(&r);
+	return 0;
+}
+
+/* ---- apply --------------------------------------------------------------- */
+
+enum conf_act {
+	CONF_KEEP,
+	CONF_ADD,
+	CONF_DEL,
+	CONF_REPLACE,
+};
+
+static const char *const conf_act_name[] = {
+	[CONF_KEEP]	= "keep",
+	[CONF_ADD]	= "add",
+	[CONF_DEL]	= "del",
+	[CONF_REPLACE]	= "replace",
+};
+
+static void conf_say(enum conf_act act, const char *obj, const char *name,
+		     __u32 id)
+{
+	xp_open_obj(NULL);
+	xp_str(XP_ANY, "action", "%s", conf_act_name[act]);
+	xp_text(" %s", obj);
+	if (name)
+		xp_str(XP_ANY, obj, " %s", name);
+	else
+		xp_uint(XP_ANY, obj, " %llu", id);
+	xp_nl();
+	xp_close_obj();
+}
+
+/* What apply does, worked out before anything is done. */
+struct conf_plan {
+	bool		load_module;
+	enum conf_act	*dev_act;	/* per c->dev */
+	enum conf_act	*job_act;	/* per c->job */
+	const char	**dev_del;	/* running ports not in the file */
+	unsigned int	ndev_del;
+	__u32		*job_del;	/* running jobs not in the file */
+	unsigned int	njob_del;
+};
+
+static void conf_plan_free(struct conf_plan *p)
+{
+	free(p->dev_act);
+	free(p->job_act);
+	free(p->dev_del);
+	free(p->job_del);
+}
+
+static int conf_plan_make(const struct conf *c, const struct conf_run *r,
+			  bool reattach, struct conf_plan *p)
+{
+	unsigned int i, k;
+
+	p->dev_act = calloc(c->ndev + 1, sizeof(*p->dev_act));
+	p->job_act = calloc(c->njob + 1, sizeof(*p->job_act));
+	p->dev_del = calloc(r->ndev + 1, sizeof(*p->dev_del));
+	p->job_del = calloc(r->njob + 1, sizeof(*p->job_del));
+	if (!p->dev_act || !p->job_act || !p->dev_del || !p->job_del)
+		return -ENOMEM;
+
+	for (i = 0; i < c->ndev; i++) {
+		const struct conf_dev *d = &c->dev[i];
+
+		p->dev_act[i] = CONF_ADD;
+		for (k = 0; k < r->ndev; k++) {
+			const struct xdev_info *rd = &r->dev[k];
+
+			if (strcmp(rd->ifname, d->name))
+				continue;
+			p->dev_act[i] = !reattach && rd->mode == d->xdp_flags &&
+					rd->tx && rd->port == d->port ?
+					CONF_KEEP : CONF_REPLACE;
+		}
+	}
+	/* ports of other namespaces (no ifindex here) are not ours */
+	for (k = 0; k < r->ndev; k++) {
+		for (i = 0; i < c->ndev; i++)
+			if (!strcmp(r->dev[k].ifname, c->dev[i].name))
+				break;
+		if (i == c->ndev && r->dev[k].ifindex)
+			p->dev_del[p->ndev_del++] = r->dev[k].ifname;
+	}
+
+	for (i = 0; i < c->njob; i++) {
+		const struct xinactl_job *j = &c->job[i].job;
+
+		p->job_act[i] = CONF_ADD;
+		for (k = 0; k < r->njob; k++) {
+			if (r->job[k].id != j->id)
+				continue;
+			p->job_act[i] = conf_job_shape_same(&r->job[k], j) &&
+					conf_key_same(&r->job[k], j) ?
+					CONF_KEEP : CONF_REPLACE;
+		}
+	}
+	for (k = 0; k < r->njob; k++) {
+		for (i = 0; i < c->njob; i++)
+			if (r->job[k].id == c->job[i].job.id)
+				break;
+		if (i == c->njob)
+			p->job_del[p->njob_del++] = r->job[k].id;
+	}
+	return 0;
+}
+
+/* modprobe xina: the file wants the module backend and it is not loaded. */
+static int conf_load_module(struct xinactl *x)
+{
+	const char *modprobe = getenv("XINA_MODPROBE");
+	int status, ret;
+	pid_t pid;
+
+	if (!modprobe || !*modprobe)
+		modprobe = CONF_MODPROBE;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		xerr("cannot run %s: %s", modprobe, strerror(-ret));
+		return ret;
+	}
+	if (!pid) {
+		execlp(modprobe, modprobe, "xina", (char *)NULL);
+		fprintf(stderr, "Error: cannot run %s: %s\n", modprobe,
+			strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		xerr("backend module: '%s xina' failed; nothing was changed",
+		     modprobe);
+		return -ENOENT;
+	}
+	xinactl_pick_backend(x);
+	if (x->be == &xinactl_maps_backend) {
+		xerr("backend module: '%s xina' succeeded, but the module's netlink family is not there",
+		     modprobe);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int conf_do_jobs_del(struct xinactl *x, const struct conf *c,
+			    const struct conf_plan *p, bool dry)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < p->njob_del; i++)
+		conf_say(CONF_DEL, "job", NULL, p->job_del[i]);
+	if (dry)
+		return 0;
+	if (!p->njob_del) {
+		for (i = 0; i < c->njob; i++)
+			if (p->job_act[i] == CONF_REPLACE)
+				break;
+		if (i == c->njob)
+			return 0;
+	}
+	ret = x->be->open(x, XB_WRITE);
+	if (ret)
+		return ret;
+	for (i = 0; i < p->njob_del && !ret; i++)
+		ret = x->be->job_del(x, p->job_del[i]);
+	for (i = 0; i < c->njob && !ret; i++)
+		if (p->job_act[i] == CONF_REPLACE)
+			ret = x->be->job_del(x, c->job[i].job.id);
+	x->be->close(x);
+	return ret;
+}
+
+static int conf_do_devs(struct xinactl *x, const struct conf *c,
+			const struct conf_plan *p, bool dry)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < p->ndev_del; i++) {
+		conf_say(CONF_DEL, "dev", p->dev_del[i], 0);
+		if (!dry) {
+			ret = xdev_detach(x, p->dev_del[i]);
+			if (ret)
+				return ret;
+		}
+	}
+	for (i = 0; i < c->ndev; i++) {
+		const struct conf_dev *d = &c->dev[i];
+
+		if (p->dev_act[i] == CONF_KEEP)
+			continue;
+		conf_say(p->dev_act[i], "dev", d->name, 0);
+		if (dry)
+			continue;
+		if (p->dev_act[i] == CONF_REPLACE) {
+			ret = xdev_detach(x, d->name);
+			if (ret)
+				return ret;
+		}
+		ret = xdev_attach(x, d->name, d->port, d->xdp_flags);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Jobs added or replaced; @st collects them for the state file. */
+static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
+			    const struct conf_plan *p, bool dry,
+			    struct conf_job *st, unsigned int *nst)
+{
+	bool open = false;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < c->njob; i++) {
+		if (p->job_act[i] == CONF_KEEP)
+			continue;
+		conf_say(p->job_act[i], "job", NULL, c->job[i].job.id);
+		if (dry)
+			continue;
+		if (!open) {
+			ret = x->be->open(x, XB_CREATE);
+			if (ret)
+				break;
+			open = true;
+		}
+		ret = x->be->job_add(x, &c->job[i].job);
+		if (ret)
+			break;
+		st[(*nst)++] = c->job[i];
+	}
+	if (open)
+		x->be->close(x);
+	return ret;
+}
+
+/* Add the old state's jobs that @st has no entry for. */
+static void conf_state_merge_old(struct conf_job **st, unsigned int *nst)
+{
+	struct conf_job *tmp;
+	unsigned int i, k;
+	struct conf old;
+
+	conf_state_read(&old);
+	tmp = realloc(*st, (*nst + old.njob + 1) * sizeof(*tmp));
+	if (tmp) {
+		*st = tmp;
+		for (i = 0; i < old.njob; i++) {
+			for (k = 0; k < *nst; k++)
+				if (tmp[k].job.id == old.job[i].job.id)
+					break;
+			if (k == *nst)
+				tmp[(*nst)++] = old.job[i];
+		}
+	}
+	conf_free(&old);
+}
+
+/* One apply at a time (per state dir): each step locks only itself. */
+static int conf_lock(void)
+{
+	const char *dir = conf_state_dir();
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		ret = -errno;
+		xerr("cannot create state dir '%s': %s", dir, strerror(-ret));
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		ret = -errno;
+		xerr("cannot lock '%s': %s", path, strerror(-ret));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int conf_check_backend(struct xinactl *x, const struct conf *c,
+			      bool *load)
+{
+	bool module = x->be != &xinactl_maps_backend;
+
+	*load = false;
+	xerr_at(c->file, c->backend_line);
+	if (c->backend == CONF_BE_MAPS && module) {
+		xerr("backend maps, but module xina is loaded (it takes over from the maps): 'rmmod xina' first; nothing was changed");
+		xerr_at(NULL, 0);
+		return -EBUSY;
+	}
+	*load = c->backend == CONF_BE_MODULE && !module;
+	xerr_at(NULL, 0);
+	return 0;
+}
+
+static int conf_apply(struct xinactl *x, const char *file, bool dry)
+{
+	struct conf_plan p = {};
+	struct conf_job *st = NULL;
+	struct conf_run r = {};
+	unsigned int nst = 0, i;
+	int lock_fd = -1, ret, err;
+	struct conf c;
+
+	ret = conf_parse(file, CONF_F_SYSTEM, &c);
+	if (ret)
+		return ret;
+	ret = conf_check_backend(x, &c, &p.load_module);
+	if (ret)
+		goto out;
+	if (!dry) {
+		lock_fd = conf_lock();
+		if (lock_fd < 0) {
+			ret = lock_fd;
+			goto out;
+		}
+	}
+	/* the module's jobs, and ports to move onto its fast path */
+	if (p.load_module && !dry) {
+		ret = conf_load_module(x);
+		if (ret)
+			goto out;
+	}
+	if (p.load_module) {
+		xp_open_obj(NULL);
+		xp_str(XP_ANY, "action", "%s", "load");
+		xp_str(XP_ANY, "module", " module %s", "xina");
+		xp_nl();
+		xp_close_obj();
+	}
+	ret = conf_run_read(x, &r);
+	if (ret)
+		goto out;
+	if (p.load_module && dry)
+		r.njob = 0;	/* the module would start without jobs */
+	ret = conf_plan_make(&c, &r, p.load_module, &p);
+	if (ret)
+		goto out;
+	st = calloc(c.njob + 1, sizeof(*st));
+	if (!st) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c.njob; i++)
+		if (p.job_act[i] == CONF_KEEP)
+			st[nst++] = c.job[i];
+
+	/* first what frees room (slots, ports), then what takes it */
+	ret = conf_do_jobs_del(x, &c, &p, dry);
+	if (!ret)
+		ret = conf_do_devs(x, &c, &p, dry);
+	if (!ret)
+		ret = conf_do_jobs_add(x, &c, &p, dry, st, &nst);
+	if (!dry) {
+		/* stopped half way: what ran before keeps its key file */
+		if (ret)
+			conf_state_merge_old(&st, &nst);
+		err = conf_state_write(st, nst);
+		if (ret)
+			xerr("apply of %s stopped: the running configuration is partly that of the file ('xinactl show-config' shows it)",
+			     file);
+		ret = ret ? ret : err;
+	}
+out:
+	free(st);
+	conf_plan_free(&p);
+	conf_run_free(&r);
+	conf_free(&c);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return ret;
+}
+
+int xinactl_apply(struct xinactl *x, int argc, char **argv)
+{
+	const char *file;
+	bool dry = false;
+	int ret;
+
+	if (argc > 0 && xmatches(argv[0], "help")) {
+		xinactl_conf_usage(stdout);
+		return 0;
+	}
+	if (argc < 1) {
+		xerr("apply: missing FILE; see 'xinactl apply help'");
+		return -EINVAL;
+	}
+	file = argv[0];
+	if (argc > 1) {
+		if (!xmatches(argv[1], "dry-run"))
+			return xunexpected("apply", argv[1]);
+		dry = true;
+	}
+	if (argc > 2)
+		return xunexpected("apply", argv[2]);
+
+	xp_open_obj(NULL);
+	xp_bool(XP_JSON, "dry_run", NULL, dry);
+	xp_open_arr("changes");
+	ret = conf_apply(x, file, dry);
+	xp_close_arr();
+	xp_close_obj();
+	return ret;
+}
