@@ -225,21 +225,30 @@ struct {
 /*
  * Is @daddr the switch's?  A packet to the xina port of another host (a
  * flow routed or bridged through the box) is none of xina's business: the
- * stack forwards it untouched.  No list (n == 0): every address is.
+ * stack forwards it untouched.  No list (n == 0): every address is.  A
+ * binary search of the sorted list: a linear scan of 64 addresses was
+ * measured at ~1 ns per address.
  */
 static __always_inline int xina_to_switch(__be32 daddr)
 {
+	__u32 zero = 0, lo = 0, hi, mid, v, i;
 	struct xina_addrs *a;
-	__u32 zero = 0, i;
 
 	a = bpf_map_lookup_elem(&xina_addrs, &zero);
 	if (!a || !a->n)
 		return 1;
-	for (i = 0; i < XINA_MAX_ADDRS; i++) {
-		if (i >= a->n)
+	hi = a->n < XINA_MAX_ADDRS ? a->n : XINA_MAX_ADDRS;
+	for (i = 0; i <= XINA_ADDRS_LOG2; i++) {
+		if (lo >= hi)
 			break;
-		if (a->addr[i] == daddr)
+		mid = (lo + hi) / 2;
+		v = a->addr[mid & (XINA_MAX_ADDRS - 1)];
+		if (v == daddr)
 			return 1;
+		if (v < (__u32)daddr)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
 	return 0;
 }

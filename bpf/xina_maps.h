@@ -135,9 +135,12 @@ struct xina_counters {
  * (a flow routed or bridged through the box) passes to the stack, counted
  * as XINA_GSTAT_PASS.  "xinactl dev attach" writes every IPv4 address of
  * its network namespace at that moment, as one update.  @n == 0: no list,
- * every packet to the xina port is taken.
+ * every packet to the xina port is taken.  @addr[0..n-1] ascending as
+ * __u32 values (network order bytes read as a number): the fast path
+ * searches them by bisection.
  */
-#define XINA_MAX_ADDRS		64
+#define XINA_ADDRS_LOG2		6
+#define XINA_MAX_ADDRS		(1 << XINA_ADDRS_LOG2)
 
 struct xina_addrs {
 	__u32	n;

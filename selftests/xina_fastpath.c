@@ -1145,6 +1145,20 @@ TEST(not_xina_passes)
 	free(s.buf);
 }
 
+/* As xinactl writes them: ascending as __u32 values (insertion sort). */
+static void addrs_sort(struct xina_addrs *a)
+{
+	unsigned int i, j;
+	__be32 v;
+
+	for (i = 1; i < a->n; i++) {
+		v = a->addr[i];
+		for (j = i; j > 0 && a->addr[j - 1] > v; j--)
+			a->addr[j] = a->addr[j - 1];
+		a->addr[j] = v;
+	}
+}
+
 /*
  * With the switch's addresses known (xina_addrs, written by "xinactl dev
  * attach"), a packet to the xina port of another host is routed through
@@ -1167,6 +1181,7 @@ TEST(not_to_switch_passes)
 	a.addr[0] = htonl(0x0a630001);		/* 10.99.0.1 */
 	a.addr[1] = htonl(SW_IP);
 	a.addr[2] = htonl(0x0a630101);		/* 10.99.1.1 */
+	addrs_sort(&a);
 	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_addrs),
 				      &zero, &a, BPF_ANY));
 	c.daddr = WK_IP(3);
@@ -1191,6 +1206,41 @@ TEST(not_to_switch_passes)
 			XT_LOG("to switch address %u: not taken", i);
 			bad++;
 		}
+	}
+
+	/*
+	 * A full list, searched by bisection: each of its addresses is the
+	 * switch's (garbage to it is taken, and counted malformed), each
+	 * address between or beside them is not (passed).
+	 */
+	free(s.buf);
+	ASSERT_OK(snap_take(&s));	/* the round above completed */
+	a.n = XINA_MAX_ADDRS;
+	for (i = 0; i < a.n; i++)
+		a.addr[i] = htonl(0x0a000000 + i * 0x01010102 + 2);
+	addrs_sort(&a);
+	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_addrs),
+				      &zero, &a, BPF_ANY));
+	c = valid();
+	c.version = 0;
+	for (i = 0; i < a.n; i++) {
+		c.daddr = ntohl(a.addr[i]);
+		len = build_frame(buf, &c);
+		counts_read(&before);
+		run(buf, len, &r);
+		if (r.err || r.retval != XDP_DROP ||
+		    counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1)) {
+			XT_LOG("switch address %u of %u not taken", i, a.n);
+			bad++;
+		}
+		c.daddr = ntohl(a.addr[i]) + 1;
+		len = build_frame(buf, &c);
+		bad += passed("an address beside one of the switch's", buf,
+			      len, &s);
+		c.daddr = ntohl(a.addr[i]) - 1;
+		len = build_frame(buf, &c);
+		bad += passed("an address beside one of the switch's", buf,
+			      len, &s);
 	}
 	EXPECT_EQ(bad, 0);
 	free(s.buf);

@@ -186,12 +186,19 @@ static int dev_load(struct xinactl *x, const struct dev_req *r,
 	return 0;
 }
 
+static int dev_addr_cmp(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * The switch's own addresses, so that the fast path takes only packets to
  * the switch and lets others to the xina port (routed or bridged through
  * the box) pass: every IPv4 address of this network namespace but
- * loopback ones, read now (struct xina_addrs).  Each attach rewrites the
- * whole list.
+ * loopback ones, read now, sorted as the fast path's bisection needs
+ * (struct xina_addrs).  Each attach rewrites the whole list.
  */
 static int dev_addrs_set(const struct xina *skel)
 {
@@ -219,6 +226,7 @@ static int dev_addrs_set(const struct xina *skel)
 		a.addr[a.n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
 	}
 	freeifaddrs(ifa);
+	qsort(a.addr, a.n, sizeof(a.addr[0]), dev_addr_cmp);
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xina_addrs), &zero, &a,
 				BPF_ANY)) {
 		ret = -errno;
