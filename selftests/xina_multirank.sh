@@ -17,7 +17,7 @@
 #   learned each member behind its namespace's port, with that
 #   namespace's MAC and the rank's own UDP port.
 #
-# XINA_MR_BYTES caps the tensor (the VM run uses a smaller one).
+# XINA_MR_BYTES sets the tensor size.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -174,20 +174,29 @@ veth_drops()
 # every copy the switch counted reached a namespace (or a veth dropped it).
 check_ports()
 {
-	local r h o own other sum=0 drops=0
+	local r h o n own other sum=0 drops=0
 
 	for ((h = 0; h < HOSTS; h++)); do
 		drops=$((drops + $(veth_drops "$h")))
 	done
 	for ((r = 0; r < RANKS; r++)); do
 		h=$(host_of $r)
-		own=$(rank_count "$h" "$r")
+		own=0
 		other=0
 		for ((o = 0; o < HOSTS; o++)); do
-			[ "$o" -ne "$h" ] && other=$((other + $(rank_count "$o" "$r")))
+			n=$(rank_count "$o" "$r")
+			if ! [[ "$n" =~ ^[0-9]+$ ]]; then
+				check_err 1 "no counter of rank $r in worker namespace $o ('$n')"
+				return
+			fi
+			if [ "$o" -eq "$h" ]; then
+				own=$n
+			else
+				other=$((other + n))
+			fi
 		done
 		log_info "rank $r: $own results through port p$h, $other through the others"
-		[ "${own:-0}" -gt 0 ] 2>/dev/null && [ "$other" -eq 0 ]
+		[ "$own" -gt 0 ] && [ "$other" -eq 0 ]
 		check_err $? "rank $r: $own results in its namespace, $other in others"
 		sum=$((sum + own + other))
 	done

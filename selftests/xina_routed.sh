@@ -223,13 +223,17 @@ for dtype in i32 f32; do
 	drops=0
 	for ((i = 0; i < N; i++)); do
 		got=$(res_count "$i" results)
+		if ! [[ "$got" =~ ^[0-9]+$ ]]; then
+			check_err 1 "worker $i: no result counter ('$got')"
+			got=0
+		fi
 		seen=$((seen + got))
 		drops=$((drops + $(veth_drops "$i")))
 		bad_mac=$(res_count "$i" bad_mac)
 		bad_ip=$(res_count "$i" bad_ip)
 		log_info "worker $i: $got results, $bad_mac from another MAC, $bad_ip from another address than $(rack_routed_switch_ip "$i")"
-		[ "${got:-0}" -gt 0 ] 2>/dev/null
-		check_err $? "worker $i: no result seen on eth0 (results='$got')"
+		[ "$got" -gt 0 ]
+		check_err $? "worker $i: no result seen on eth0"
 		[ "$bad_mac" = 0 ] && [ "$bad_ip" = 0 ]
 		check_err $? "worker $i: $bad_mac results from another MAC than p$i's, $bad_ip from another address than $(rack_routed_switch_ip "$i")"
 	done
