@@ -21,6 +21,8 @@
  *   xina_stats    PERCPU_ARRAY job idx            -> struct xina_counters
  *                           (index XINA_MAX_JOBS holds the switch-wide
  *                            enum xina_gstat counters)
+ *   xina_addrs    ARRAY     0                    -> struct xina_addrs
+ *                           (the switch's own addresses)
  *
  * Programs: xina_xdp (XDP, multi-buffer) aggregates on every switch port;
  * a result, and the answer to a retransmission, leave it with XDP_PASS and
@@ -125,6 +127,24 @@ struct xina_scratch {
 
 struct xina_counters {
 	__u64	c[XINA_STAT_MAX];	/* enum xina_stat; or enum xina_gstat */
+};
+
+/*
+ * The switch's own IPv4 addresses (xina_addrs, one entry): a packet to the
+ * xina port is taken only if it is addressed to one of them; any other
+ * (a flow routed or bridged through the box) passes to the stack, counted
+ * as XINA_GSTAT_PASS.  "xinactl dev attach" writes every IPv4 address of
+ * its network namespace at that moment, as one update.  @n == 0: no list,
+ * every packet to the xina port is taken.  @addr[0..n-1] ascending as
+ * __u32 values (network order bytes read as a number): the fast path
+ * searches them by bisection.
+ */
+#define XINA_ADDRS_LOG2		6
+#define XINA_MAX_ADDRS		(1 << XINA_ADDRS_LOG2)
+
+struct xina_addrs {
+	__u32	n;
+	__be32	addr[XINA_MAX_ADDRS];
 };
 
 /*

@@ -14,6 +14,8 @@
 # Non-xina traffic between workers crosses the bridge (that is what the
 # peers of the benchmarks use); xina traffic to 10.77.0.254:9277 is taken by
 # the XDP program on each port.  Nothing leaves these namespaces.
+# rack_routed_up (at the end) builds the other shape: a subnet per port,
+# routed by the switch namespace, no bridge.
 #
 # Use as a command:
 #   scripts/rack.sh up RACK N [mtu M]      create (and tear down a stale one)
@@ -378,4 +380,118 @@ rack_unshape()
 		ip -n "$w" link del "$RACK_SHAPE_IFB" 2>/dev/null
 	done
 	return 0
+}
+
+# ---- the routed rack ---------------------------------------------------------
+#
+# The rack as a router sees it: no bridge, one subnet per switch port, the
+# switch namespace forwards IPv4 between them.
+#
+#          $RACK-w0               $RACK-w1                 $RACK-wN-1
+#      eth0 10.77.0.1/24      eth0 10.77.1.1/24   ...   eth0 10.77.N-1.1/24
+#      via 10.77.0.254        via 10.77.1.254           via 10.77.N-1.254
+#            |                      |                         |
+#   +--------p0 10.77.0.254/24------p1 10.77.1.254/24-- ... --pN-1----------+
+#   |  $RACK-sw   ip_forward=1, no bridge                                  |
+#   +----------------------------------------------------------------------+
+#
+# Worker k sends its contributions to its own port's address; the switch
+# must answer from that port, with that port's MAC and address.  Traffic
+# between workers is routed through the switch namespace.  The namespaces
+# are named as those of rack_up, so rack_xdp, rack_impair, rack_shape and
+# rack_down work on this rack too.
+RACK_ROUTED_NET=${RACK_ROUTED_NET:-10.77}
+
+rack_routed_worker_ip()
+{
+	echo "$RACK_ROUTED_NET.$1.1"
+}
+
+# The address of the switch port worker $1 is behind.
+rack_routed_switch_ip()
+{
+	echo "$RACK_ROUTED_NET.$1.254"
+}
+
+# rack_routed_up RACK N [ mtu M ]
+rack_routed_up()
+{
+	local rack=$1 n=$2 mtu=1500 sw i w
+
+	[ "${3:-}" = mtu ] && mtu=$4
+
+	[ -n "$rack" ] && [ -n "$n" ] ||
+		{ rack_die "usage: rack_routed_up RACK N [ mtu M ]"; return 1; }
+	[ "$n" -ge 1 ] && [ "$n" -le 200 ] 2>/dev/null ||
+		{ rack_die "workers '$n' out of range 1..200"; return 1; }
+	rack_down "$rack"
+	sw=$rack-sw
+	rack_ns_setup "$sw" || return 1
+	ip netns exec "$sw" sysctl -qw net.ipv4.ip_forward=1 || return 1
+	for ((i = 0; i < n; i++)); do
+		w=$rack-w$i
+		rack_ns_setup "$w" || return 1
+		ip link add "p$i" netns "$sw" mtu "$mtu" type veth \
+			peer name eth0 netns "$w" mtu "$mtu" || return 1
+		ip -n "$sw" addr add "$(rack_routed_switch_ip "$i")/24" dev "p$i" ||
+			return 1
+		ip -n "$sw" link set "p$i" up
+		ip -n "$w" addr add "$(rack_routed_worker_ip "$i")/24" dev eth0 ||
+			return 1
+		ip -n "$w" link set eth0 up
+		ip -n "$w" route add default via "$(rack_routed_switch_ip "$i")" ||
+			return 1
+	done
+	# Every worker reaches its own port, and through the switch the
+	# next worker's subnet.
+	for ((i = 0; i < n; i++)); do
+		rack_wait 5 ip netns exec "$rack-w$i" \
+			ping -c1 -W1 -q "$(rack_routed_switch_ip "$i")" >/dev/null ||
+			{ rack_die "worker $i cannot reach its switch port"; return 1; }
+	done
+	for ((i = 0; i < n; i++)); do
+		rack_wait 5 ip netns exec "$rack-w$i" ping -c1 -W1 -q \
+			"$(rack_routed_worker_ip $(((i + 1) % n)))" >/dev/null ||
+			{ rack_die "worker $i cannot reach worker $(((i + 1) % n)) through the switch"; return 1; }
+	done
+}
+
+# rack_routed_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the
+# routed rack's workers, rank i at 10.77.i.1 port RACK_WORKER_PORT.
+rack_routed_job_add()
+{
+	local rack=$1 n=$2 job=$3 key=$4 slots=$5 elems=$6
+	local pin=${7:-$(rack_pin_dir "$1")} members="" i
+
+	for ((i = 0; i < n; i++)); do
+		members="$members member $i $(rack_routed_worker_ip "$i"):$RACK_WORKER_PORT"
+	done
+	# shellcheck disable=SC2086
+	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" job add "$job" \
+		workers "$n" slots "$slots" elems "$elems" key "$key" $members
+}
+
+# rack_routed_allreduce RACK N OUTDIR ARGS...: rack_allreduce on the routed
+# rack: worker i sends to the address of its own switch port.
+rack_routed_allreduce()
+{
+	local rack=$1 n=$2 out=$3 cpus i fails=0
+	local -a pids
+
+	shift 3
+	cpus=$(nproc)
+	mkdir -p "$out"
+	for ((i = 0; i < n; i++)); do
+		ip netns exec "$rack-w$i" taskset -c $((i % cpus)) \
+			"$XINA_O/xina-allreduce" \
+			--switch "$(rack_routed_switch_ip "$i")" \
+			--bind "$(rack_routed_worker_ip "$i"):$RACK_WORKER_PORT" \
+			--rank "$i" --workers "$n" --json "$@" \
+			>"$out/w$i.json" 2>"$out/w$i.err" &
+		pids[i]=$!
+	done
+	for ((i = 0; i < n; i++)); do
+		wait "${pids[i]}" || fails=$((fails + 1))
+	done
+	return $fails
 }

@@ -1145,6 +1145,107 @@ TEST(not_xina_passes)
 	free(s.buf);
 }
 
+/* As xinactl writes them: ascending as __u32 values (insertion sort). */
+static void addrs_sort(struct xina_addrs *a)
+{
+	unsigned int i, j;
+	__be32 v;
+
+	for (i = 1; i < a->n; i++) {
+		v = a->addr[i];
+		for (j = i; j > 0 && a->addr[j - 1] > v; j--)
+			a->addr[j] = a->addr[j - 1];
+		a->addr[j] = v;
+	}
+}
+
+/*
+ * With the switch's addresses known (xina_addrs, written by "xinactl dev
+ * attach"), a packet to the xina port of another host is routed through
+ * untouched, be it a member's valid contribution or garbage; one to any of
+ * the switch's addresses is taken.
+ */
+TEST(not_to_switch_passes)
+{
+	struct xina_addrs a = { .n = 3 };
+	struct contrib c = valid();
+	struct counts before;
+	__u8 buf[FRAME_MAX];
+	struct snapshot s;
+	__u32 zero = 0, i;
+	struct run r;
+	size_t len;
+	int bad = 0;
+
+	ASSERT_OK(job_pending(&s));
+	a.addr[0] = htonl(0x0a630001);		/* 10.99.0.1 */
+	a.addr[1] = htonl(SW_IP);
+	a.addr[2] = htonl(0x0a630101);		/* 10.99.1.1 */
+	addrs_sort(&a);
+	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_addrs),
+				      &zero, &a, BPF_ANY));
+	c.daddr = WK_IP(3);
+	len = build_frame(buf, &c);
+	bad += passed("a contribution to another host", buf, len, &s);
+	c.daddr = WK_IP(2);
+	c.version = 0;				/* malformed, if taken */
+	len = build_frame(buf, &c);
+	bad += passed("garbage to another host", buf, len, &s);
+
+	/* ranks 1, 2, 3 of the pending round, each to one switch address */
+	for (i = 0; i < a.n; i++) {
+		c = contrib(1 + i, 1, 0, 8, XINA_OP_SUM);
+		c.daddr = ntohl(a.addr[i]);
+		counts_read(&before);
+		if (send_c(&c, &r) != (i + 1 < a.n ? XDP_DROP : V_RESULT)) {
+			XT_LOG("to switch address %u: verdict %d", i, r.retval);
+			bad++;
+		}
+		if (jstat(XINA_STAT_CONTRIB) != before.j[XINA_STAT_CONTRIB] + 1 ||
+		    gstat(XINA_GSTAT_PASS) != before.g[XINA_GSTAT_PASS]) {
+			XT_LOG("to switch address %u: not taken", i);
+			bad++;
+		}
+	}
+
+	/*
+	 * A full list, searched by bisection: each of its addresses is the
+	 * switch's (garbage to it is taken, and counted malformed), each
+	 * address between or beside them is not (passed).
+	 */
+	free(s.buf);
+	ASSERT_OK(snap_take(&s));	/* the round above completed */
+	a.n = XINA_MAX_ADDRS;
+	for (i = 0; i < a.n; i++)
+		a.addr[i] = htonl(0x0a000000 + i * 0x01010102 + 2);
+	addrs_sort(&a);
+	ASSERT_OK(bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_addrs),
+				      &zero, &a, BPF_ANY));
+	c = valid();
+	c.version = 0;
+	for (i = 0; i < a.n; i++) {
+		c.daddr = ntohl(a.addr[i]);
+		len = build_frame(buf, &c);
+		counts_read(&before);
+		run(buf, len, &r);
+		if (r.err || r.retval != XDP_DROP ||
+		    counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1)) {
+			XT_LOG("switch address %u of %u not taken", i, a.n);
+			bad++;
+		}
+		c.daddr = ntohl(a.addr[i]) + 1;
+		len = build_frame(buf, &c);
+		bad += passed("an address beside one of the switch's", buf,
+			      len, &s);
+		c.daddr = ntohl(a.addr[i]) - 1;
+		len = build_frame(buf, &c);
+		bad += passed("an address beside one of the switch's", buf,
+			      len, &s);
+	}
+	EXPECT_EQ(bad, 0);
+	free(s.buf);
+}
+
 /* Valid contributions teach the switch where the member is. */
 TEST(learns_member)
 {

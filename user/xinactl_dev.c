@@ -13,8 +13,10 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,11 @@ void xinactl_dev_usage(FILE *f)
 		"       generic works on any device, slower\n"
 		"Note:  attach adds a clsact qdisc to DEV if it has none, and a TC\n"
 		"       filter that sends results to the workers; detach removes the\n"
-		"       filter and leaves the qdisc.\n",
+		"       filter and leaves the qdisc.  Attach also records this network\n"
+		"       namespace's IPv4 addresses: only packets to them are xina's,\n"
+		"       others to UDPPORT are routed untouched.  An address added\n"
+		"       later is xina's once a port is attached again (detach and\n"
+		"       attach any port).\n",
 		XINA_UDP_PORT);
 }
 
@@ -180,6 +186,57 @@ static int dev_load(struct xinactl *x, const struct dev_req *r,
 	return 0;
 }
 
+static int dev_addr_cmp(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The switch's own addresses, so that the fast path takes only packets to
+ * the switch and lets others to the xina port (routed or bridged through
+ * the box) pass: every IPv4 address of this network namespace but
+ * loopback ones, read now, sorted as the fast path's bisection needs
+ * (struct xina_addrs).  Each attach rewrites the whole list.
+ */
+static int dev_addrs_set(const struct xina *skel)
+{
+	struct xina_addrs a = {};
+	struct ifaddrs *ifa, *i;
+	__u32 zero = 0;
+	int ret;
+
+	if (getifaddrs(&ifa)) {
+		ret = -errno;
+		xerr("cannot read the addresses of this network namespace: %s",
+		     strerror(-ret));
+		return ret;
+	}
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		if (a.n == XINA_MAX_ADDRS) {
+			xerr("more than %d IPv4 addresses in this network namespace: the fast path tells at most %d apart",
+			     XINA_MAX_ADDRS, XINA_MAX_ADDRS);
+			freeifaddrs(ifa);
+			return -E2BIG;
+		}
+		a.addr[a.n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+	}
+	freeifaddrs(ifa);
+	qsort(a.addr, a.n, sizeof(a.addr[0]), dev_addr_cmp);
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xina_addrs), &zero, &a,
+				BPF_ANY)) {
+		ret = -errno;
+		xerr("cannot write the switch's addresses into map xina_addrs: %s",
+		     strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
 static int dev_attach_xdp(const struct dev_req *r, int prog_fd)
 {
 	int ret;
@@ -263,6 +320,9 @@ static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 	if (ret)
 		goto unlock;
 
+	ret = dev_addrs_set(skel);
+	if (ret)
+		goto destroy;
 	prog_fd = bpf_program__fd(skel->progs.xina_xdp);
 	tc_fd = bpf_program__fd(skel->progs.xina_fanout);
 	ret = dev_attach_tc(r, tc_fd);

@@ -369,6 +369,7 @@ static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 
 static int bench_open(struct bench *b, const char *devfmt)
 {
+	struct xina_addrs addrs = {};
 	char dev[IF_NAMESIZE + 8];
 	cpu_set_t set;
 	int i, err;
@@ -401,6 +402,15 @@ static int bench_open(struct bench *b, const char *devfmt)
 			strerror(-err));
 		return err;
 	}
+	/*
+	 * The switch's addresses as xinactl writes them (ascending as
+	 * numbers), one per port of a routed 4-port switch: 10.77.k.254.
+	 */
+	for (i = 0; i < 4; i++)
+		addrs.addr[addrs.n++] = htonl(0x0a4d00fe | (i << 8));
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_addrs),
+				&(__u32){ 0 }, &addrs, 0))
+		return -errno;
 	b->prog_fd = bpf_program__fd(b->skel->progs.xina_xdp);
 	b->nop_fd = load_nop();
 	if (b->nop_fd < 0)
