@@ -88,6 +88,14 @@ if not np.array_equal(buf, wrapping_sum([data(r, 500, np.int32)
 print("ok: int32 sum on half of the ranks (pmpi)")
 counts["pmpi_calls"] += 1
 half.Free()
+# a duplicate of COMM_WORLD: the job's ranks, but under
+# MPI_THREAD_MULTIPLE (mpi4py's default) two such communicators may be
+# used at once, so only COMM_WORLD itself goes to the switch
+dup = comm.Dup()
+case("int32 sum on a duplicate of COMM_WORLD", np.int32, 700, MPI.SUM,
+     wrapping_sum,
+     "pmpi" if MPI.Query_thread() == MPI.THREAD_MULTIPLE else "xina", c=dup)
+dup.Free()
 # and the switch again, after the fallbacks
 case("int32 sum again", np.int32, 5000, MPI.SUM, wrapping_sum, "xina")
 

@@ -75,7 +75,6 @@ static struct {
 	enum xm_state		state;
 	struct xina		*x;
 	int			world_rank;
-	bool			multiple;	/* MPI_THREAD_MULTIPLE */
 	unsigned long long	taken;		/* calls through xina */
 	unsigned long long	passed;		/* calls given to PMPI */
 	char			sw[64];
@@ -234,12 +233,10 @@ static void xm_log(void *ctx, enum xina_log_level level, const char *msg)
 static void xm_activate(MPI_Comm comm)
 {
 	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN);
-	int world_size, provided, ok = 0, all = 0, err;
+	int world_size, ok = 0, all = 0, err;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
-	PMPI_Query_thread(&provided);
-	xm.multiple = provided == MPI_THREAD_MULTIPLE;
 
 	if (getenv("XINA_SWITCH") && !xm_config(&o, world_size)) {
 		err = xina_open(&o, &xm.x);
@@ -259,17 +256,27 @@ static void xm_activate(MPI_Comm comm)
 	xm.state = XM_OFF;
 }
 
-/* Does @comm hold the job's ranks in the job's order? */
+/*
+ * Does @comm hold the job's ranks in the job's order?  Under
+ * MPI_THREAD_MULTIPLE only MPI_COMM_WORLD itself: calls on two congruent
+ * communicators may run at once, and reach the switch in different orders
+ * on different ranks.
+ */
 static bool xm_job_comm(MPI_Comm comm)
 {
-	int res;
+	int res, provided;
 
 	if (comm == MPI_COMM_WORLD)
 		return true;
 	if (comm == MPI_COMM_NULL ||
 	    PMPI_Comm_compare(comm, MPI_COMM_WORLD, &res) != MPI_SUCCESS)
 		return false;
-	return res == MPI_IDENT || (res == MPI_CONGRUENT && !xm.multiple);
+	if (res == MPI_IDENT)
+		return true;
+	if (res != MPI_CONGRUENT ||
+	    PMPI_Query_thread(&provided) != MPI_SUCCESS)
+		return false;
+	return provided != MPI_THREAD_MULTIPLE;
 }
 
 enum xm_kind { XM_NONE, XM_I32_SUM, XM_I32_MAX, XM_I32_MIN, XM_F32_SUM };

@@ -50,14 +50,14 @@ class XinaHookState:
 
 
 def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
-                   ) -> torch.futures.Future:
+                   ) -> torch.futures.Future[torch.Tensor]:
     """Sum the bucket through the switch, average, return a future."""
     buf = bucket.buffer()
     if buf.dtype != torch.float32 or buf.device.type != "cpu":
         raise TypeError(f"xina hook: bucket of {buf.dtype} on {buf.device}: "
                         "libxina reduces float32 in host memory")
     arr = buf.detach().numpy()     # the bucket's own memory, no copy
-    fut: torch.futures.Future = torch.futures.Future()
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     world = state.world_size
 
     def done(f):
