@@ -5,7 +5,10 @@ of Debian's python3-mpi4py, each result checked against numpy's reduction
 of every rank's input (each rank computes all inputs itself).  It knows
 nothing of xina; the test runs it with libxina-mpi.so in LD_PRELOAD.
 
-    xina_mpi.py ELEMS      (ELEMS: the job's elements per packet)
+    xina_mpi.py ELEMS [single]
+
+ELEMS: the job's elements per packet; "single": MPI_THREAD_SINGLE instead
+of mpi4py's default MPI_THREAD_MULTIPLE.
 
 Prints "xina_calls N", "pmpi_calls N" and "switch_slots N": the calls that
 libxina-mpi must take and pass on, and the slots the taken ones cost the
@@ -14,8 +17,12 @@ switch, then "PASS".  A wrong result raises (mpi4py aborts the job).
 
 import sys
 
+import mpi4py
 import numpy as np
-from mpi4py import MPI
+
+if sys.argv[2:] == ["single"]:
+    mpi4py.rc.thread_level = "single"
+from mpi4py import MPI  # noqa: E402  (after the thread level is set)
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

@@ -94,7 +94,7 @@ switch_moved()
 	check_err $? "switch: job $1 complete=$complete contrib=$contrib, want $2 and $((N * $2))"
 }
 
-tap_begin 3
+tap_begin 5
 
 if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
        rack_xdp "$RACK" "$N" "$PIN"; }; then
@@ -103,21 +103,33 @@ if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
 	tap_end
 fi
 
-# mpi4py, through the interposer
-rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
-mpi_run 1 "$TMP/py.out" /usr/bin/python3 "$XINA_ROOT/selftests/xina_mpi.py" "$ELEMS"
-check_err $? "mpirun failed: $(cat "$TMP/py.out.mpirun" "$TMP/py.out" | grep -v '^ok:' | tail -n5 | tr '\n' ' ')"
-[ "$(grep -c '^PASS$' "$TMP/py.out")" -eq "$N" ]
-check_err $? "not every rank passed its checks"
-while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/py.out" | sort -u)
-[ "$ret" -eq 0 ] && switch_moved 1 "$(value switch_slots "$TMP/py.out")"
-read -r taken passed ranks <<<"$(interposer_count "$TMP/py.out")"
-want_t=$((N * $(value xina_calls "$TMP/py.out")))
-want_p=$((N * $(value pmpi_calls "$TMP/py.out")))
-[ "$ranks" -eq "$N" ] && [ "$taken" -eq "$want_t" ] && [ "$passed" -eq "$want_p" ]
-check_err $? "interposer: $ranks ranks took $taken and passed $passed calls, want $N ranks, $want_t and $want_p"
-log_info "switch: job 1 completed $(stat_of 1 complete) slots; interposer: $taken calls taken, $passed to PMPI (all ranks)"
+# mpi4py_case JOB [single]: xina_mpi.py through the interposer on JOB
+mpi4py_case()
+{
+	local job=$1 out=$TMP/py$1.out taken passed ranks want_t want_p
+
+	rack_job_add "$RACK" "$N" "$job" "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+	mpi_run "$job" "$out" /usr/bin/python3 "$XINA_ROOT/selftests/xina_mpi.py" \
+		"$ELEMS" "${@:2}"
+	check_err $? "mpirun failed: $(cat "$out.mpirun" "$out" | grep -v '^ok:' | tail -n5 | tr '\n' ' ')"
+	[ "$(grep -c '^PASS$' "$out")" -eq "$N" ]
+	check_err $? "not every rank passed its checks"
+	while read -r line; do log_info "$line"; done < <(grep '^ok:' "$out" | sort -u)
+	[ "$ret" -eq 0 ] && switch_moved "$job" "$(value switch_slots "$out")"
+	read -r taken passed ranks <<<"$(interposer_count "$out")"
+	want_t=$((N * $(value xina_calls "$out")))
+	want_p=$((N * $(value pmpi_calls "$out")))
+	[ "$ranks" -eq "$N" ] && [ "$taken" -eq "$want_t" ] && [ "$passed" -eq "$want_p" ]
+	check_err $? "interposer: $ranks ranks took $taken and passed $passed calls, want $N ranks, $want_t and $want_p"
+	log_info "switch: job $job completed $(stat_of "$job" complete) slots; interposer: $taken calls taken, $passed to PMPI (all ranks)"
+}
+
+mpi4py_case 1
 log_test "mpi4py comm.Allreduce: sum/max/min/float sum through the switch, the rest through PMPI, all right"
+
+# MPI_THREAD_SINGLE: the duplicate of COMM_WORLD goes through the switch too
+mpi4py_case 3 single
+log_test "mpi4py, MPI_THREAD_SINGLE: a communicator congruent to COMM_WORLD through the switch"
 
 # xina-bench-mpi: i32 and f32 sums of 64 KiB, 1 warm-up and 2 timed calls
 # each, then one int MAX of its error flag (MPI_IN_PLACE), per dtype.
@@ -134,6 +146,26 @@ read -r taken passed ranks <<<"$(interposer_count "$TMP/bench.out")"
 check_err $? "interposer: took $taken and passed $passed calls, want $((N * 8)) and 0"
 log_info "$(grep '^{' "$TMP/bench.out" | jq -r '"\(.dtype) \(.bytes) bytes: median \(.seconds_median // .t[0]) s"' 2>/dev/null | tr '\n' ';')"
 log_test "xina-bench-mpi: its own checks pass with every call through the switch"
+
+# XINA_WORLD_SIZE that is not the job's on rank 0 only: rank 0 cannot
+# open its handle, so no rank uses the switch (they agree first).
+rack_job_add "$RACK" "$N" 4 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+mpi_run 4 "$TMP/bad.out" sh -c \
+	'[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export XINA_WORLD_SIZE=3; exec "$@"' - \
+	"$O/bench/bin/xina-bench-mpi" --bytes 4K --dtype i32,f32 --iters 1 --warmup 0
+check_err $? "xina-bench-mpi failed: $(cat "$TMP/bad.out.mpirun" "$TMP/bad.out" | tail -n5 | tr '\n' ' ')"
+[ "$(grep -c '^{' "$TMP/bad.out")" -eq 2 ]
+check_err $? "xina-bench-mpi printed no result for both dtypes"
+grep -q 'rank 0: XINA_WORLD_SIZE=3, but MPI_COMM_WORLD has 4 ranks' "$TMP/bad.out"
+check_err $? "rank 0 did not say why it could not open"
+[ "$(grep -c 'another rank could not open its xina handle' "$TMP/bad.out")" -eq $((N - 1)) ]
+check_err $? "the other ranks did not say that they fall back"
+read -r taken passed ranks <<<"$(interposer_count "$TMP/bad.out")"
+[ "$taken" -eq 0 ] && [ "$passed" -eq $((N * 4)) ]
+check_err $? "interposer: took $taken and passed $passed calls, want 0 and $((N * 4))"
+[ "$(stat_of 4 rx)" = 0 ]
+check_err $? "the switch received $(stat_of 4 rx) packets of job 4"
+log_test "a rank that cannot open its handle: every rank falls back to PMPI, results right"
 
 # not configured: the interposer passes everything on
 before=$(xctl -j stats | jq '[.jobs[].rx] | add')
