@@ -150,6 +150,7 @@ log_test "xina-bench-mpi: its own checks pass with every call through the switch
 # XINA_WORLD_SIZE that is not the job's on rank 0 only: rank 0 cannot
 # open its handle, so no rank uses the switch (they agree first).
 rack_job_add "$RACK" "$N" 4 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+# shellcheck disable=SC2016 # expanded by the rank's shell
 mpi_run 4 "$TMP/bad.out" sh -c \
 	'[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export XINA_WORLD_SIZE=3; exec "$@"' - \
 	"$O/bench/bin/xina-bench-mpi" --bytes 4K --dtype i32,f32 --iters 1 --warmup 0

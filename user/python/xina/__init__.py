@@ -206,7 +206,8 @@ class Xina:
     def _check(self, buf, op: str):
         np = _np()
         if not isinstance(buf, np.ndarray):
-            raise TypeError(f"expected a numpy.ndarray, got {type(buf).__name__}")
+            raise TypeError("expected a numpy.ndarray, got "
+                            f"{type(buf).__name__}")
         if buf.dtype == np.dtype(np.int32):
             f32 = False
         elif buf.dtype == np.dtype(np.float32):

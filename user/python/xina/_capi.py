@@ -94,8 +94,9 @@ def _candidates():
     """Where libxina.so.0 is looked for, in order.
 
     XINA_LIBXINA (a path) first; then the build tree this package sits in
-    (user/python/xina -> build/, or $O); then the dynamic linker's search
-    (an installed libxina, /usr/local/lib after ldconfig).
+    (user/python/xina -> build/, or $O); then the library directory of
+    the prefix it is installed in (PREFIX/lib/python3.X/dist-packages/xina
+    -> PREFIX/lib); then the dynamic linker's search.
     """
     env = os.environ.get("XINA_LIBXINA")
     if env:
@@ -106,6 +107,8 @@ def _candidates():
     out = os.environ.get("O", "build")
     yield os.path.join(out if os.path.isabs(out) else os.path.join(root, out),
                        "libxina.so.0")
+    yield os.path.normpath(os.path.join(here, "..", "..", "..",
+                                        "libxina.so.0"))
     yield "libxina.so.0"
     found = ctypes.util.find_library("xina")
     if found:
