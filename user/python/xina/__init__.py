@@ -86,10 +86,18 @@ def _apply_key(opts: _capi.XinaOpts, key: Optional[Union[int, str]],
                key_file: Optional[str]) -> None:
     """Put the job's secret into @opts: the one place that knows how.
 
-    This libxina takes a 64-bit key in opts.key.  A key file (issue 9:
-    opts.key_file, a 0600 file holding the 128-bit secret) is refused
-    here until libxina reads key files itself.
+    A libxina whose struct xina_opts has key_file (issue 9: the path of a
+    0600 file holding the 128-bit secret, read by libxina) gets the path;
+    this one, with a 64-bit opts.key, gets the key.  Which one the mirror
+    in _capi.py has decides.
     """
+    fields = {name for name, _ in type(opts)._fields_}
+    if "key_file" in fields:
+        if key_file is None:
+            raise ValueError("no key file for the job: give key_file= or "
+                             "set XINA_KEY_FILE")
+        opts.key_file = os.fsencode(key_file)
+        return
     if key_file is not None:
         raise XinaError(_errno.EOPNOTSUPP,
                         f"key file '{key_file}': this libxina takes the "
