@@ -48,6 +48,9 @@ deps: $(DEPS_STAMP)
 -include selftests/build.mk
 -include kmod/build.mk
 -include scripts/build.mk
+-include user/python/build.mk
+-include user/mpi/build.mk
+-include scripts/train.mk
 
 demo: all
 	$(Q)scripts/demo.sh

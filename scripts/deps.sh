@@ -11,6 +11,8 @@
 #          bookworm-security), and boot them under qemu, with every tool the
 #          guest tests run (scripts/vm/mkinitramfs.sh)
 #   bench  the peers of "make bench": OpenMPI, Gloo (torch), gnuplot
+#   python the Python package's tests, make train, libxina-mpi: numpy, torch,
+#          scikit-learn, OpenMPI, mpi4py
 set -euo pipefail
 
 pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev libmnl-dev bpftool
@@ -21,6 +23,8 @@ pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
 	gcc kmod file iproute2 bpftool util-linux jq nftables"
 pkgs_bench="openmpi-bin libopenmpi-dev python3-torch gnuplot-nox"
+pkgs_python="python3-numpy python3-torch python3-sklearn openmpi-bin
+	libopenmpi-dev python3-mpi4py"
 
 want=""
 [ $# -eq 0 ] && set -- build
@@ -29,6 +33,7 @@ for group in "$@"; do
 	build) want="$want $pkgs_build" ;;
 	vm) want="$want $pkgs_vm" ;;
 	bench) want="$want $pkgs_bench" ;;
+	python) want="$want $pkgs_python" ;;
 	*) echo "deps.sh: unknown group '$group' (build, vm, bench)" >&2; exit 2 ;;
 	esac
 done

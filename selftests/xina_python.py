@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Worker side of selftests/xina_python.sh: one subcommand per check.
+
+    xina_python.py layout CC           struct mirror against the C header
+    xina_python.py sync|async|errors   one rank, configured by XINA_* env
+    xina_python.py ddp                 the DDP hook against Gloo
+
+Each prints "ok: ..." lines and a last line "PASS" (or raises): the shell
+test judges the exit status and greps what it needs.  Data of rank r is a
+function of (r, element), so every rank checks the whole result itself.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import xina
+from xina import _capi
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def layout(cc, root):
+    """offsetof/sizeof of every mirrored field, from C, against ctypes."""
+    lines = ["#include <stddef.h>", "#include <stdio.h>",
+             '#include "libxina.h"', "int main(void)", "{"]
+    for cname, cls in _capi.MIRRORED.items():
+        lines.append(f'\tprintf("{cname} sizeof %zu\\n", '
+                     f"sizeof(struct {cname}));")
+        for f, _ in cls._fields_:
+            lines.append(f'\tprintf("{cname} {f} %zu\\n", '
+                         f"offsetof(struct {cname}, {f}));")
+    lines += ["\treturn 0;", "}"]
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "layout.c")
+        exe = os.path.join(d, "layout")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        cp = subprocess.run([cc, f"-I{root}/user", f"-I{root}/include/uapi",
+                             f"-I{root}/include", "-o", exe, src],
+                            capture_output=True, text=True)
+        if cp.returncode:
+            fail("the mirror names a field the header lacks:\n" + cp.stderr)
+        out = subprocess.run([exe], capture_output=True, text=True,
+                             check=True).stdout
+    c = {}
+    for line in out.splitlines():
+        s, f, v = line.split()
+        c[(s, f)] = int(v)
+    n = 0
+    for cname, cls in _capi.MIRRORED.items():
+        py = _capi.ctypes.sizeof(cls)
+        if c[(cname, "sizeof")] != py:
+            fail(f"sizeof(struct {cname}) is {c[(cname, 'sizeof')]} in C, "
+                 f"{py} in the mirror")
+        for f, _ in cls._fields_:
+            off = getattr(cls, f).offset
+            if c[(cname, f)] != off:
+                fail(f"{cname}.{f} at offset {c[(cname, f)]} in C, {off} "
+                     "in the mirror")
+            n += 1
+    print(f"ok: {n} fields of {len(_capi.MIRRORED)} structs at the same "
+          "offsets, same sizes")
+
+
+def inputs(rank, n, kind):
+    """Rank @rank's input of @n elements."""
+    np = xina._np()
+    i = np.arange(n, dtype=np.int64)
+    if kind == "i32":
+        return ((i * 7919 + rank * 104729) % 200003 - 100001).astype(np.int32)
+    # floats of mixed magnitudes, no zeros, exactly reproducible
+    rng = np.random.default_rng(1000 + rank)
+    x = rng.standard_normal(n).astype(np.float32)
+    x *= np.float32(2.0) ** rng.integers(-6, 7, n).astype(np.float32)
+    x[x == 0] = 1.0
+    return x
+
+
+def check_f32(res, world, elems):
+    """@res against the exact sum, within libxina's bound per element."""
+    np = xina._np()
+    ins = [inputs(r, res.size, "f32") for r in range(world)]
+    exact = np.sum([a.astype(np.float64) for a in ins], axis=0)
+    worst = 0.0
+    for off in range(0, res.size, elems):
+        e = max(int(np.frexp(np.max(np.abs(a[off:off + elems])))[1])
+                for a in ins)
+        for k in range(off, min(off + elems, res.size)):
+            b = xina.f32_bound(float(res[k]), e, world)
+            err = abs(float(res[k]) - exact[k])
+            if err > b:
+                fail(f"f32 element {k}: {res[k]!r}, exact {exact[k]!r}, "
+                     f"error {err:.3g} over the bound {b:.3g}")
+            worst = max(worst, err / b)
+    return worst
+
+
+def digest(a):
+    return hashlib.sha256(a.tobytes()).hexdigest()[:16]
+
+
+def sync_checks(x, world, elems, n):
+    np = xina._np()
+    a = inputs(x.rank, n, "i32")
+    want = np.sum([inputs(r, n, "i32").astype(np.int64)
+                   for r in range(world)], axis=0)
+    want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    if x.allreduce(a) is not a or not np.array_equal(a, want):
+        fail(f"int32 sum of {n}: {np.count_nonzero(a != want)} elements off")
+    print(f"ok: int32 sum of {n} elements exact")
+
+    a = inputs(x.rank, n, "i32")
+    want = np.max([inputs(r, n, "i32") for r in range(world)], axis=0)
+    x.allreduce(a, xina.MAX)
+    if not np.array_equal(a, want):
+        fail(f"int32 max of {n}: {np.count_nonzero(a != want)} elements off")
+    print(f"ok: int32 max of {n} elements exact")
+
+    f = inputs(x.rank, n, "f32")
+    x.allreduce(f)
+    worst = check_f32(f, world, elems)
+    print(f"ok: float32 sum of {n} elements within the bound "
+          f"(worst error/bound {worst:.3f}) digest {digest(f)}")
+
+
+def async_checks(x, world, elems, n):
+    np = xina._np()
+    # Rank 0 starts while its peers still sleep: the call cannot have
+    # finished when allreduce_async() returns.
+    if x.rank != 0:
+        time.sleep(1.0)
+    bufs = [inputs(x.rank, n, "i32"), inputs(x.rank, n, "f32"),
+            inputs(x.rank, n + 1, "i32")]
+    futs = [x.allreduce_async(bufs[0]), x.allreduce_async(bufs[1]),
+            x.allreduce_async(bufs[2], xina.MAX)]
+    if x.rank == 0:
+        if any(f.done() for f in futs):
+            fail("an async call was done before its peers had joined")
+        print("ok: allreduce_async returned before the result existed")
+    # A sync call made meanwhile runs after them, in submission order.
+    s = inputs(x.rank, 3, "i32")
+    x.allreduce(s)
+    if not all(f.done() for f in futs):
+        fail("a sync call overtook async calls made before it")
+    for f, b in zip(futs, bufs):
+        if f.result() is not b:
+            fail("a future's result is not the array it was given")
+    want = np.sum([inputs(r, n, "i32").astype(np.int64)
+                   for r in range(world)], axis=0)
+    want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    if not np.array_equal(bufs[0], want):
+        fail("async int32 sum wrong")
+    wmax = np.max([inputs(r, n + 1, "i32") for r in range(world)], axis=0)
+    if not np.array_equal(bufs[2], wmax):
+        fail("async int32 max wrong")
+    worst = check_f32(bufs[1], world, elems)
+    print(f"ok: 3 async calls in flight and a sync one after them: "
+          f"results exact / within the bound (worst {worst:.3f}) "
+          f"digest {digest(bufs[1])}")
+
+
+def expect(exc_type, frag, fn, what, err=None):
+    try:
+        fn()
+    except exc_type as e:
+        if frag not in str(e):
+            fail(f"{what}: message '{e}' lacks '{frag}'")
+        if err is not None and getattr(e, "errno", None) != err:
+            fail(f"{what}: errno {getattr(e, 'errno', None)}, want {err}")
+        print(f"ok: {what}: {type(e).__name__}: {e}")
+        return
+    fail(f"{what}: no {exc_type.__name__} raised")
+
+
+def error_checks(env):
+    """Every error path, on the job of one worker (XINA_JOB) and an
+    absent one (XINA_JOB + 1)."""
+    import errno
+    np = xina._np()
+
+    expect(xina.XinaError, "is not an IPv4 dotted quad",
+           lambda: xina.open_from_env(switch="10.77.0.300"),
+           "bad switch address", errno.EINVAL)
+    expect(xina.XinaError, "rank 1 out of range 0..0",
+           lambda: xina.open_from_env(rank=1), "rank out of range",
+           errno.EINVAL)
+    expect(ValueError, "XINA_JOB not set",
+           lambda: xina.open_from_env({k: v for k, v in env.items()
+                                       if k != "XINA_JOB"}),
+           "job not configured")
+
+    x = xina.open_from_env()
+    expect(TypeError, "dtype float64 not supported",
+           lambda: x.allreduce(np.ones(8)), "wrong dtype")
+    expect(TypeError, "expected a numpy.ndarray",
+           lambda: x.allreduce([1, 2, 3]), "not an array")
+    expect(ValueError, "not contiguous",
+           lambda: x.allreduce(np.ones(16, dtype=np.int32)[::2]),
+           "non-contiguous array")
+    ro = np.ones(4, dtype=np.int32)
+    ro.flags.writeable = False
+    expect(ValueError, "read-only", lambda: x.allreduce(ro),
+           "read-only array")
+    expect(ValueError, "float32 is summed only",
+           lambda: x.allreduce(np.ones(4, dtype=np.float32), xina.MAX),
+           "float32 max")
+    expect(ValueError, "neither 'sum' nor 'max'",
+           lambda: x.allreduce(np.ones(4, dtype=np.int32), "min"),
+           "unknown op")
+    # argument errors left the handle usable: one worker, the sum is itself
+    a = np.arange(5, dtype=np.int32)
+    x.allreduce(a)
+    if not np.array_equal(a, np.arange(5)):
+        fail("one-worker sum is not the input")
+    print("ok: the handle works after the argument errors")
+    x.close()
+
+    absent = int(env["XINA_JOB"]) + 1
+    x = xina.open_from_env(job=absent, timeout_ms=300, join_timeout_ms=300)
+    t0 = time.monotonic()
+    expect(xina.XinaError, f"job {absent} rank 0: no result from switch",
+           lambda: x.allreduce(np.ones(4, dtype=np.int32)),
+           "job absent: timeout", errno.ETIMEDOUT)
+    took = time.monotonic() - t0
+    if not 0.25 <= took < 10:
+        fail(f"timeout of 300 ms took {took:.2f} s")
+    expect(xina.XinaError, "handle unusable after an earlier failure",
+           lambda: x.allreduce(np.ones(4, dtype=np.int32)),
+           "after a failure", errno.ENOTRECOVERABLE)
+    x.close()
+
+    x = xina.open_from_env(job=absent, timeout_ms=300, join_timeout_ms=300)
+    fut = x.allreduce_async(np.ones(4, dtype=np.float32))
+    expect(xina.XinaError, "no result from switch", fut.result,
+           "job absent: async timeout through the future", errno.ETIMEDOUT)
+    x.close()
+    expect(xina.XinaError, "handle is closed",
+           lambda: x.allreduce(np.ones(4, dtype=np.int32)), "closed handle")
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "layout":
+        layout(sys.argv[2], sys.argv[3])
+    elif cmd in ("sync", "async"):
+        n = int(sys.argv[2])
+        world = int(os.environ["XINA_WORLD_SIZE"])
+        elems = int(os.environ["XINA_ELEMS"])
+        with xina.open_from_env() as x:
+            (sync_checks if cmd == "sync" else async_checks)(x, world, elems,
+                                                             n)
+    elif cmd == "errors":
+        error_checks(os.environ)
+    elif cmd == "ddp":
+        import xina_python_ddp
+        xina_python_ddp.main(sys.argv[2:])
+    else:
+        fail(f"unknown command {cmd}")
+    print("PASS", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The Python package xina (user/python) in a rack of 4 workers with the XDP
+# fast path: its mirror of libxina's structs against the C header, int32
+# and float32 allreduce, sync and async, every error path with its message,
+# and the PyTorch DDP communication hook against Gloo on a few steps.
+# Every rank checks its own result (selftests/xina_python.py); the switch's
+# counters must show exactly the packets the calls imply.
+
+. "$(dirname "$0")/lib.sh"
+require_root
+require_cmd jq gcc /usr/bin/python3 "$O/xinactl" "$O/libxina.so.0"
+. "$XINA_ROOT/scripts/rack.sh"
+
+PY=/usr/bin/python3	# Debian's numpy and torch are built for it
+for m in numpy torch; do
+	if ! $PY -c "import $m" 2>/dev/null; then
+		echo "1..0 # SKIP python3-$m not installed (scripts/deps.sh python)"
+		exit "$ksft_skip"
+	fi
+done
+
+rack_test_init xpy
+N=4
+SLOTS=32
+ELEMS=256
+KEY=0x5ec7e7		# the jobs' key: the one place a key is spelled
+export PYTHONPATH=$XINA_ROOT/user/python:$XINA_ROOT/selftests
+export XINA_LIBXINA=$O/libxina.so.0
+
+stat_of()	# stat_of JOB NAME
+{
+	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
+}
+
+# py_ranks JOB N DIR ARGS...: xina_python.py ARGS on ranks 0..N-1 at once,
+# rank i in worker namespace i with the XINA_* environment of job JOB;
+# DIR/wI.out gets its output.  Returns how many ranks failed.
+py_ranks()
+{
+	local job=$1 n=$2 dir=$3 i fails=0
+	local -a pids
+
+	shift 3
+	mkdir -p "$dir"
+	for ((i = 0; i < n; i++)); do
+		ip netns exec "$RACK-w$i" env XINA_SWITCH="$RACK_SWITCH_IP" \
+			XINA_JOB="$job" XINA_RANK="$i" XINA_WORLD_SIZE="$n" \
+			XINA_KEY="$KEY" XINA_SLOTS="$SLOTS" XINA_ELEMS="$ELEMS" \
+			XINA_BIND="$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
+			XINA_TIMEOUT_MS=5000 \
+			timeout 120 $PY "$XINA_ROOT/selftests/xina_python.py" "$@" \
+			>"$dir/w$i.out" 2>&1 &
+		pids[i]=$!
+	done
+	for ((i = 0; i < n; i++)); do
+		wait "${pids[i]}" || fails=$((fails + 1))
+	done
+	return $fails
+}
+
+# ranks_ok N DIR: every rank printed PASS; its failure otherwise.
+ranks_ok()
+{
+	local n=$1 dir=$2 i
+
+	for ((i = 0; i < n; i++)); do
+		if [ "$(tail -n1 "$dir/w$i.out")" != PASS ]; then
+			check_err 1 "rank $i: $(grep -v '^ok:' "$dir/w$i.out" | tail -n4 | tr '\n' ' ')"
+			return 1
+		fi
+	done
+	return 0
+}
+
+# same_digests N DIR: the float32 results are bitwise identical on all ranks.
+same_digests()
+{
+	local d
+
+	d=$(cat "$1"/w*.out | grep -o 'digest [0-9a-f]*' | sort | uniq -c |
+	    awk '{ print $1 }' | sort -u | tr '\n' ' ')
+	[ "$d" = "$N " ]
+	check_err $? "float32 digests differ between ranks (counts per digest: $d)"
+}
+
+# switch_completes JOB WANT: the switch completed WANT slots of JOB, each of
+# N contributions: the calls went through the switch, nothing else did.
+switch_completes()
+{
+	local job=$1 want=$2 complete contrib
+
+	complete=$(stat_of "$job" complete)
+	contrib=$(stat_of "$job" contrib)
+	[ "$complete" = "$want" ] && [ "$contrib" = $((N * want)) ]
+	check_err $? "switch: job $job complete=$complete contrib=$contrib, want $want and $((N * want))"
+}
+
+blocks()	# blocks ELEMENTS: packets of one int32 call
+{
+	echo $((($1 + ELEMS - 1) / ELEMS))
+}
+
+tap_begin 5
+
+out=$($PY "$XINA_ROOT/selftests/xina_python.py" layout "${CC:-gcc}" "$XINA_ROOT" 2>&1)
+check_err $? "$out"
+log_info "$(grep '^ok:' <<<"$out")"
+log_test "ctypes mirror of struct xina_opts and xina_worker_stats"
+
+if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
+       rack_xdp "$RACK" "$N" "$PIN"; }; then
+	check_err 1 "rack of $N workers could not be set up"
+	log_test "rack"
+	tap_end
+fi
+
+# sync: int32 sum, int32 max, float32 sum (its exponents agreed on in one
+# int32 max call of its own) of n elements.
+n=5000
+rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+py_ranks 1 "$N" "$TMP/sync" sync "$n"
+rc=$?
+ranks_ok "$N" "$TMP/sync" && same_digests "$TMP/sync"
+check_err $rc "$rc of $N ranks failed"
+b=$(blocks "$n")
+switch_completes 1 $((3 * b + $(blocks "$b")))
+log_info "$(grep -h '^ok: float32' "$TMP/sync/w0.out")"
+log_test "sync: int32 sum and max exact, float32 sum within the bound, $N workers"
+
+# async: three calls in flight, then a sync one that must wait for them.
+rack_job_add "$RACK" "$N" 2 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+py_ranks 2 "$N" "$TMP/async" async "$n"
+rc=$?
+ranks_ok "$N" "$TMP/async" && same_digests "$TMP/async"
+check_err $rc "$rc of $N ranks failed"
+grep -q '^ok: allreduce_async returned before the result existed' "$TMP/async/w0.out"
+check_err $? "rank 0 did not show the async call returning early"
+switch_completes 2 $((b + b + $(blocks "$b") + $(blocks $((n + 1))) + 1))
+log_test "async: futures in flight, in order with a sync call, results right"
+
+# errors: one worker alone in job 3 (argument errors, then a call that
+# works), and job 4, which the switch does not have (timeouts).
+N=1 rack_job_add "$RACK" 1 3 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+py_ranks 3 1 "$TMP/errors" errors
+check_err $? "the error checks failed"
+ranks_ok 1 "$TMP/errors"
+while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/errors/w0.out")
+[ "$(stat_of 3 complete)" = 1 ]
+check_err $? "switch: job 3 complete=$(stat_of 3 complete), want 1 (the one good call)"
+log_test "errors: each raises with libxina's message or names the bad argument"
+
+# The DDP hook: each step's gradients through xina and through Gloo.
+rack_job_add "$RACK" "$N" 5 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+py_ranks 5 "$N" "$TMP/ddp" ddp --master "$(rack_worker_ip 0):29511" --steps 4
+rc=$?
+ranks_ok "$N" "$TMP/ddp"
+check_err $rc "$rc of $N ranks failed"
+while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/ddp/w0.out")
+want=$(awk '$1 == "switch_slots" { print $2 }' "$TMP/ddp/w0.out")
+[ -n "$want" ] && switch_completes 5 "$want"
+log_test "DDP hook: gradients as Gloo's within the float bound, a few steps"
+
+tap_end

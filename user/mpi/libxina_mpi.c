@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+/*
+ * libxina-mpi: MPI_Allreduce through a xina switch, for MPI programs as they
+ * are (no recompiling), through the MPI profiling interface:
+ *
+ *   mpirun -x LD_PRELOAD=/usr/local/lib/libxina-mpi.so -x XINA_SWITCH=... \
+ *          -x XINA_JOB=... -x XINA_KEY=... -x XINA_SLOTS=... \
+ *          -x XINA_ELEMS=... -x XINA_BIND=:7000 ./program
+ *
+ * What goes through the switch: MPI_Allreduce on a communicator with the
+ * ranks of the configured job, i.e. MPI_COMM_WORLD or one congruent to it
+ * (same processes, same order; MPI_COMM_WORLD only under
+ * MPI_THREAD_MULTIPLE, where calls on two congruent communicators may run
+ * at once), of
+ *
+ *   MPI_INT (and MPI_INT32_T)  MPI_SUM, MPI_MAX, and MPI_MIN as
+ *                              ~max(~x): bitwise NOT reverses the order of
+ *                              int32 exactly, INT_MIN included;
+ *   MPI_FLOAT                  MPI_SUM, with libxina's block floating
+ *                              point (libxina.h: within its error bound,
+ *                              bitwise identical on every rank);
+ *
+ * MPI_IN_PLACE or not.  Everything else, other types, operators (float
+ * MAX and MIN included: libxina's float path only sums), communicators,
+ * count 0, goes to PMPI_Allreduce unchanged, as does everything when
+ * XINA_SWITCH is not set.
+ *
+ * The job: XINA_SWITCH (IPv4[:PORT]), XINA_JOB, the key (xm_key()),
+ * XINA_SLOTS, XINA_ELEMS as the job was added on the switch, XINA_BIND
+ * ([IPv4]:PORT) where the switch knows the ranks (the same port on every
+ * rank's own address: ":7000"); optional XINA_WORLD_SIZE (must be the size
+ * of MPI_COMM_WORLD) and XINA_TIMEOUT_MS.  Job rank = rank in
+ * MPI_COMM_WORLD.  XINA_MPI_VERBOSE=1 prints each rank's count of calls
+ * taken and passed on at MPI_Finalize.
+ *
+ * The handle is opened at the first eligible call, and used only if every
+ * rank of the communicator opened one (a PMPI_Allreduce of the outcome):
+ * the ranks must agree, or those using the switch would wait forever for
+ * the others.  A rank that cannot open says why on stderr; all fall back.
+ *
+ * Errors: a failed call (libxina's message on stderr) goes to the
+ * communicator's error handler with MPI_ERR_OTHER, which aborts the job
+ * unless the program asked for MPI_ERRORS_RETURN; the handle is unusable
+ * after it (libxina.h) and later eligible calls fail the same way.  A
+ * float NaN or infinity in a sum is refused by libxina on the rank that
+ * holds it (its peers then time out): sum such data with PMPI.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libxina.h"
+
+enum xm_state {
+	XM_UNSET,	/* no eligible call yet */
+	XM_ON,		/* every rank has a handle */
+	XM_OFF,		/* not configured, or some rank could not open */
+	XM_FAILED,	/* a call failed: the handle is unusable */
+};
+
+/*
+ * One job per process, as one MPI_COMM_WORLD: state of the interposer,
+ * not of libxina (which has none).  @lock serialises the handle.
+ */
+static struct {
+	pthread_mutex_t		lock;
+	enum xm_state		state;
+	struct xina		*x;
+	int			world_rank;
+	unsigned long long	taken;		/* calls through xina */
+	unsigned long long	passed;		/* calls given to PMPI */
+	char			sw[64];
+	char			bind[64];
+} xm = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static void xm_say(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void xm_say(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int len;
+
+	/* One write per line: mpirun forwards the ranks' output in chunks. */
+	len = snprintf(msg, sizeof(msg), "libxina-mpi: rank %d: ",
+		       xm.world_rank);
+	va_start(ap, fmt);
+	vsnprintf(msg + len, sizeof(msg) - len - 1, fmt, ap);
+	va_end(ap);
+	strcat(msg, "\n");
+	fputs(msg, stderr);
+}
+
+/* An unsigned number of environment variable @name in [@min, @max]. */
+static int xm_env_num(const char *name, unsigned long long min,
+		      unsigned long long max, bool required,
+		      unsigned long long *out)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s) {
+		if (required)
+			xm_say("%s not set", name);
+		return required ? -1 : 0;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max) {
+		xm_say("%s='%s' is not a number in %llu..%llu", name, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "IPv4[:PORT]" into @buf (the address) and @port (unchanged if absent). */
+static int xm_addr(const char *name, const char *s, char *buf, size_t len,
+		   uint16_t *port)
+{
+	const char *colon = strchr(s, ':');
+	unsigned long p;
+	size_t alen;
+	char *end;
+
+	alen = colon ? (size_t)(colon - s) : strlen(s);
+	if (alen >= len) {
+		xm_say("%s='%s': address too long", name, s);
+		return -1;
+	}
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	if (!colon)
+		return 0;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || !colon[1] || p > 65535) {
+		xm_say("%s='%s': bad port", name, s);
+		return -1;
+	}
+	*port = p;
+	return 0;
+}
+
+/*
+ * The job's secret: the one place that knows how it reaches libxina.
+ * This libxina takes a 64-bit key (opts.key) from XINA_KEY.
+ */
+static int xm_key(struct xina_opts *o)
+{
+	unsigned long long key;
+
+	if (getenv("XINA_KEY_FILE")) {
+		xm_say("XINA_KEY_FILE: this libxina takes the job's key (XINA_KEY), not a key file");
+		return -1;
+	}
+	if (xm_env_num("XINA_KEY", 0, UINT64_MAX, true, &key))
+		return -1;
+	o->key = key;
+	return 0;
+}
+
+/* Build the options from the environment; -1 (said why) if incomplete. */
+static int xm_config(struct xina_opts *o, int world_size)
+{
+	unsigned long long v = 0;
+	const char *s;
+
+	s = getenv("XINA_SWITCH");
+	if (xm_addr("XINA_SWITCH", s, xm.sw, sizeof(xm.sw), &o->switch_port))
+		return -1;
+	o->switch_addr = xm.sw;
+	s = getenv("XINA_BIND");
+	if (s && *s) {
+		if (xm_addr("XINA_BIND", s, xm.bind, sizeof(xm.bind),
+			    &o->bind_port))
+			return -1;
+		o->bind_addr = xm.bind[0] ? xm.bind : NULL;
+	}
+	if (xm_env_num("XINA_JOB", 1, UINT32_MAX, true, &v))
+		return -1;
+	o->job = v;
+	if (xm_env_num("XINA_SLOTS", 1, 1u << 20, true, &v))
+		return -1;
+	o->slots = v;
+	if (xm_env_num("XINA_ELEMS", 1, XINA_MAX_ELEMS, true, &v))
+		return -1;
+	o->elems = v;
+	v = world_size;
+	if (xm_env_num("XINA_WORLD_SIZE", 1, XINA_MAX_WORKERS, false, &v))
+		return -1;
+	if (v != (unsigned long long)world_size) {
+		xm_say("XINA_WORLD_SIZE=%llu, but MPI_COMM_WORLD has %d ranks",
+		       v, world_size);
+		return -1;
+	}
+	if (world_size > XINA_MAX_WORKERS) {
+		xm_say("%d ranks, a xina job has at most %d", world_size,
+		       XINA_MAX_WORKERS);
+		return -1;
+	}
+	o->workers = world_size;
+	o->rank = xm.world_rank;
+	v = 0;
+	if (xm_env_num("XINA_TIMEOUT_MS", 1, UINT32_MAX, false, &v))
+		return -1;
+	o->timeout_ms = v;
+	return xm_key(o);
+}
+
+static void xm_log(void *ctx, enum xina_log_level level, const char *msg)
+{
+	xm_say("%s", msg);
+}
+
+/*
+ * First eligible call, on @comm (every rank of the job is in it): open a
+ * handle and agree with the others whether to use it.  Called with the
+ * lock held, on every rank at the same call.
+ */
+static void xm_activate(MPI_Comm comm)
+{
+	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN);
+	int world_size, ok = 0, all = 0, err;
+
+	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+	if (getenv("XINA_SWITCH") && !xm_config(&o, world_size)) {
+		err = xina_open(&o, &xm.x);
+		if (err)	/* xm_log said why */
+			xm_say("xina_open: %s", strerror(-err));
+		ok = !err;
+	}
+	err = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+	if (err == MPI_SUCCESS && all) {
+		xm.state = XM_ON;
+		return;
+	}
+	if (ok)
+		xm_say("another rank could not open its xina handle: every MPI_Allreduce goes to PMPI");
+	xina_close(xm.x);
+	xm.x = NULL;
+	xm.state = XM_OFF;
+}
+
+/*
+ * Does @comm hold the job's ranks in the job's order?  Under
+ * MPI_THREAD_MULTIPLE only MPI_COMM_WORLD itself: calls on two congruent
+ * communicators may run at once, and reach the switch in different orders
+ * on different ranks.
+ */
+static bool xm_job_comm(MPI_Comm comm)
+{
+	int res, provided;
+
+	if (comm == MPI_COMM_WORLD)
+		return true;
+	if (comm == MPI_COMM_NULL ||
+	    PMPI_Comm_compare(comm, MPI_COMM_WORLD, &res) != MPI_SUCCESS)
+		return false;
+	if (res == MPI_IDENT)
+		return true;
+	if (res != MPI_CONGRUENT ||
+	    PMPI_Query_thread(&provided) != MPI_SUCCESS)
+		return false;
+	return provided != MPI_THREAD_MULTIPLE;
+}
+
+enum xm_kind { XM_NONE, XM_I32_SUM, XM_I32_MAX, XM_I32_MIN, XM_F32_SUM };
+
+static enum xm_kind xm_kind(MPI_Datatype type, MPI_Op op)
+{
+	bool i32 = (type == MPI_INT && sizeof(int) == 4) ||
+		   type == MPI_INT32_T;
+
+	if (i32 && op == MPI_SUM)
+		return XM_I32_SUM;
+	if (i32 && op == MPI_MAX)
+		return XM_I32_MAX;
+	if (i32 && op == MPI_MIN)
+		return XM_I32_MIN;
+	if (type == MPI_FLOAT && op == MPI_SUM)
+		return XM_F32_SUM;
+	return XM_NONE;
+}
+
+static void xm_not(int32_t *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf[i] = ~buf[i];
+}
+
+static int xm_reduce(enum xm_kind kind, void *buf, size_t n)
+{
+	int err;
+
+	switch (kind) {
+	case XM_I32_SUM:
+		return xina_allreduce_i32(xm.x, buf, n, XINA_OP_SUM);
+	case XM_I32_MAX:
+		return xina_allreduce_i32(xm.x, buf, n, XINA_OP_MAX);
+	case XM_I32_MIN:
+		xm_not(buf, n);
+		err = xina_allreduce_i32(xm.x, buf, n, XINA_OP_MAX);
+		if (!err)
+			xm_not(buf, n);
+		return err;
+	case XM_F32_SUM:
+		return xina_allreduce_f32(xm.x, buf, n);
+	default:
+		return -EINVAL;
+	}
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+		  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	enum xm_kind kind = xm_kind(datatype, op);
+	int err;
+
+	if (kind == XM_NONE || count <= 0 ||
+	    __atomic_load_n(&xm.state, __ATOMIC_RELAXED) == XM_OFF ||
+	    !xm_job_comm(comm))
+		goto pmpi;
+
+	pthread_mutex_lock(&xm.lock);
+	if (xm.state == XM_UNSET)
+		xm_activate(comm);
+	if (xm.state == XM_OFF) {
+		pthread_mutex_unlock(&xm.lock);
+		goto pmpi;
+	}
+	if (xm.state == XM_FAILED) {
+		pthread_mutex_unlock(&xm.lock);
+		xm_say("MPI_Allreduce after a failed one: the xina handle is unusable");
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+		return MPI_ERR_OTHER;
+	}
+	if (sendbuf != MPI_IN_PLACE)
+		memcpy(recvbuf, sendbuf, (size_t)count * 4);
+	err = xm_reduce(kind, recvbuf, count);
+	if (err) {
+		xm_say("MPI_Allreduce of %d elements through xina: %s",
+		       count, xina_last_error(xm.x));
+		xm.state = XM_FAILED;
+		pthread_mutex_unlock(&xm.lock);
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+		return MPI_ERR_OTHER;
+	}
+	xm.taken++;
+	pthread_mutex_unlock(&xm.lock);
+	return MPI_SUCCESS;
+
+pmpi:
+	__atomic_fetch_add(&xm.passed, 1, __ATOMIC_RELAXED);
+	return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int MPI_Finalize(void)
+{
+	const char *verbose = getenv("XINA_MPI_VERBOSE");
+
+	pthread_mutex_lock(&xm.lock);
+	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
+	if (verbose && strcmp(verbose, "0"))
+		xm_say("%llu MPI_Allreduce calls through xina, %llu to PMPI_Allreduce",
+		       xm.taken, xm.passed);
+	xina_close(xm.x);
+	xm.x = NULL;
+	if (xm.state == XM_ON)
+		xm.state = XM_OFF;
+	pthread_mutex_unlock(&xm.lock);
+	return PMPI_Finalize();
+}

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+"""ctypes mirror of user/libxina.h: the structs, the constants, the calls.
+
+Keep it in step with libxina.h.  selftests/xina_python.sh builds a small C
+program from these field names (offsetof and sizeof) and compares its
+numbers with ctypes', so that a field added, moved or renamed in the header
+fails a test instead of corrupting the options silently.
+"""
+
+import ctypes
+import ctypes.util
+import os
+from typing import Optional
+
+# include/uapi/linux/xina.h
+XINA_UDP_PORT = 9277
+XINA_MAX_WORKERS = 256
+XINA_MAX_ELEMS = 2048
+XINA_OP_SUM = 1
+XINA_OP_MAX = 2
+
+# libxina.h
+XINA_LOG_WARN = 0
+XINA_LOG_DEBUG = 1
+XINA_IO_AUTO = 0
+XINA_IO_UDP = 1
+XINA_IO_XSK = 2
+
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
+                          ctypes.c_char_p)
+
+
+class XinaOpts(ctypes.Structure):
+    """struct xina_opts, field by field (natural alignment, as C lays it)."""
+
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("switch_addr", ctypes.c_char_p),
+        ("switch_port", ctypes.c_uint16),
+        ("bind_port", ctypes.c_uint16),
+        ("bind_addr", ctypes.c_char_p),
+        ("job", ctypes.c_uint32),
+        ("rank", ctypes.c_uint16),
+        ("workers", ctypes.c_uint16),
+        ("key", ctypes.c_uint64),
+        ("slots", ctypes.c_uint32),
+        ("elems", ctypes.c_uint16),
+        ("flags", ctypes.c_uint16),
+        ("timeout_ms", ctypes.c_uint32),
+        ("rto_us", ctypes.c_uint32),
+        ("rto_max_us", ctypes.c_uint32),
+        ("log", LOG_FN),
+        ("log_ctx", ctypes.c_void_p),
+        ("log_level", ctypes.c_int),
+        ("join_timeout_ms", ctypes.c_uint32),
+        ("io", ctypes.c_int),
+        # size_t :0 in C: the struct ends aligned to size_t, as here
+    ]
+
+
+class XinaWorkerStats(ctypes.Structure):
+    """struct xina_worker_stats."""
+
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("calls", ctypes.c_uint64),
+        ("sent", ctypes.c_uint64),
+        ("retrans", ctypes.c_uint64),
+        ("results", ctypes.c_uint64),
+        ("ignored", ctypes.c_uint64),
+        ("malformed", ctypes.c_uint64),
+        ("timeouts", ctypes.c_uint64),
+        ("tx_syscalls", ctypes.c_uint64),
+        ("rx_syscalls", ctypes.c_uint64),
+        ("gso_sends", ctypes.c_uint64),
+        ("gro_segs", ctypes.c_uint64),
+        ("io", ctypes.c_uint32),
+        ("xsk_zerocopy", ctypes.c_uint32),
+        ("xsk_tx_frames", ctypes.c_uint64),
+        ("xsk_rx_frames", ctypes.c_uint64),
+        ("xsk_kicks", ctypes.c_uint64),
+        ("xsk_fill_empty", ctypes.c_uint64),
+        ("xsk_rx_dropped", ctypes.c_uint64),
+    ]
+
+
+# The C structs mirrored here, for the layout test.
+MIRRORED = {"xina_opts": XinaOpts, "xina_worker_stats": XinaWorkerStats}
+
+_lib: Optional[ctypes.CDLL] = None
+
+
+def _candidates():
+    """Where libxina.so.0 is looked for, in order.
+
+    XINA_LIBXINA (a path) first; then the build tree this package sits in
+    (user/python/xina -> build/, or $O); then the library directory of
+    the prefix it is installed in (PREFIX/lib/python3.X/dist-packages/xina
+    -> PREFIX/lib); then the dynamic linker's search.
+    """
+    env = os.environ.get("XINA_LIBXINA")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    out = os.environ.get("O", "build")
+    yield os.path.join(out if os.path.isabs(out) else os.path.join(root, out),
+                       "libxina.so.0")
+    yield os.path.normpath(os.path.join(here, "..", "..", "..",
+                                        "libxina.so.0"))
+    yield "libxina.so.0"
+    found = ctypes.util.find_library("xina")
+    if found:
+        yield found
+
+
+def lib() -> ctypes.CDLL:
+    """libxina, loaded once, its prototypes declared."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path}: no such file")
+            continue
+        try:
+            handle = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            tried.append(str(e))
+    else:
+        raise OSError("libxina.so.0 not found (set XINA_LIBXINA, build "
+                      "with make, or make install): " + "; ".join(tried))
+
+    p = ctypes.c_void_p
+    handle.xina_open.argtypes = [ctypes.POINTER(XinaOpts), ctypes.POINTER(p)]
+    handle.xina_open.restype = ctypes.c_int
+    handle.xina_close.argtypes = [p]
+    handle.xina_close.restype = None
+    handle.xina_allreduce_i32.argtypes = [p, ctypes.c_void_p, ctypes.c_size_t,
+                                          ctypes.c_int]
+    handle.xina_allreduce_i32.restype = ctypes.c_int
+    handle.xina_allreduce_f32.argtypes = [p, ctypes.c_void_p, ctypes.c_size_t]
+    handle.xina_allreduce_f32.restype = ctypes.c_int
+    handle.xina_get_stats.argtypes = [p, ctypes.POINTER(XinaWorkerStats)]
+    handle.xina_get_stats.restype = ctypes.c_int
+    handle.xina_last_error.argtypes = [p]
+    handle.xina_last_error.restype = ctypes.c_char_p
+    handle.xina_io_reason.argtypes = [p]
+    handle.xina_io_reason.restype = ctypes.c_char_p
+    handle.xina_f32_bound.argtypes = [ctypes.c_float, ctypes.c_int,
+                                      ctypes.c_uint]
+    handle.xina_f32_bound.restype = ctypes.c_double
+    handle.xina_headroom_bits.argtypes = [ctypes.c_uint]
+    handle.xina_headroom_bits.restype = ctypes.c_uint
+    _lib = handle
+    return handle

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+"""A PyTorch DDP communication hook that allreduces through a xina switch.
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import xina.ddp
+
+    dist.init_process_group("gloo")        # DDP's start-up broadcast
+    model = DDP(net)
+    xina.ddp.register(model)               # gradients through the switch
+
+Each gradient bucket (float32, on the CPU) is summed by the switch with
+libxina's float path, divided by the world size, and handed back to DDP
+through a torch.futures.Future, as the built-in allreduce hook does.  The
+process group still carries what DDP does besides gradients (the
+parameters' broadcast at construction, buffers): only the buckets take
+the switch.
+
+Overlap: DDP calls the hook when a bucket is ready, in the middle of the
+backward pass.  libxina's allreduce is blocking (the C library has no
+non-blocking call yet), so the hook runs it on the handle's worker thread
+(Xina.allreduce_async) and returns at once: the backward pass goes on
+computing the next buckets while the switch reduces this one, and the
+buckets go through the switch one after the other, in DDP's bucket order,
+the same on every rank.
+"""
+
+import os
+from typing import Optional
+
+import torch
+import torch.distributed as dist
+
+from . import Xina, open_from_env
+
+__all__ = ["XinaHookState", "allreduce_hook", "register"]
+
+
+class XinaHookState:
+    """What the hook needs: the handle and the number to divide by."""
+
+    def __init__(self, handle: Xina):
+        self.handle = handle
+        self.world_size = handle.world_size
+        self.buckets = 0        # buckets reduced, for tests and logs
+        self.elements = 0       # their elements
+
+    def __getstate__(self):
+        raise TypeError("a xina handle cannot be pickled")
+
+
+def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
+                   ) -> torch.futures.Future[torch.Tensor]:
+    """Sum the bucket through the switch, average, return a future."""
+    buf = bucket.buffer()
+    if buf.dtype != torch.float32 or buf.device.type != "cpu":
+        raise TypeError(f"xina hook: bucket of {buf.dtype} on {buf.device}: "
+                        "libxina reduces float32 in host memory")
+    arr = buf.detach().numpy()     # the bucket's own memory, no copy
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    world = state.world_size
+
+    def done(f):
+        try:
+            f.result()
+            buf.div_(world)
+        except BaseException as e:   # to DDP, which raises it in backward
+            fut.set_exception(e)
+            return
+        fut.set_result(buf)
+
+    state.buckets += 1
+    state.elements += arr.size
+    state.handle.allreduce_async(arr).add_done_callback(done)
+    return fut
+
+
+def register(model: torch.nn.parallel.DistributedDataParallel,
+             handle: Optional[Xina] = None) -> XinaHookState:
+    """Route @model's gradient buckets through xina.
+
+    Without @handle, one is opened from the XINA_* environment, its rank
+    and world size defaulting to the process group's.
+    """
+    if handle is None:
+        defaults = {}
+        if "XINA_RANK" not in os.environ:
+            defaults["rank"] = dist.get_rank()
+        if "XINA_WORLD_SIZE" not in os.environ:
+            defaults["world_size"] = dist.get_world_size()
+        handle = open_from_env(**defaults)
+    state = XinaHookState(handle)
+    model.register_comm_hook(state, allreduce_hook)
+    return state
