@@ -84,6 +84,7 @@
 #define XINA_MAX_ELEMS		2048	/* elements of one slot / one packet: an
 					 * MTU 9000 frame holds 2048 int32 */
 #define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
+#define XINA_SECRET_BYTES	16	/* a job's secret: 128 bits */
 
 enum xina_pkt_type {
 	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
