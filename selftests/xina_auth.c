@@ -107,11 +107,13 @@ TEST(siphash_published_vectors)
 /* The tag is SipHash of the 40 header bytes and le64(NH), nothing else. */
 TEST(tag_is_siphash_of_header_and_nh)
 {
-	uint8_t hdr[48 + 1], msg[48];
+	uint8_t hdr[sizeof(struct xina_hdr) + 1], msg[48];
 	uint64_t s = 1, nh, want;
 	__u64 k[2];
 	unsigned int t, i, bad = 0;
 
+	EXPECT_EQ(sizeof(struct xina_hdr), 48);
+	EXPECT_EQ(offsetof(struct xina_hdr, tag), 8 * XINA_AUTH_HDR_WORDS);
 	for (t = 0; t < 1000; t++) {
 		k[0] = rnd64(&s);
 		k[1] = rnd64(&s);

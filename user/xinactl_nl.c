@@ -83,11 +83,6 @@ static void xnl_put_u32(struct nlmsghdr *nlh, __u16 type, __u32 v)
 	xnl_put(nlh, type, &v, sizeof(v));
 }
 
-static void xnl_put_u64(struct nlmsghdr *nlh, __u16 type, __u64 v)
-{
-	xnl_put(nlh, type, &v, sizeof(v));
-}
-
 static void xnl_nest_end(struct nlmsghdr *nlh, struct nlattr *nest)
 {
 	nest->nla_len = (char *)nlh + nlh->nlmsg_len - (char *)nest;
@@ -281,7 +276,7 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 	xnl_put_u16(nlh, XINA_A_JOB_WORKERS, job->workers);
 	xnl_put_u32(nlh, XINA_A_JOB_SLOTS, job->slots);
 	xnl_put_u16(nlh, XINA_A_JOB_ELEMS, job->elems);
-	xnl_put_u64(nlh, XINA_A_JOB_KEY, job->key);
+	xnl_put(nlh, XINA_A_JOB_SECRET, job->secret, sizeof(job->secret));
 	xnl_put_u32(nlh, XINA_A_JOB_FLAGS, job->flags);
 	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
 		const struct xinactl_member *m = &job->member[r];
@@ -297,6 +292,23 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 	ret = xnl_do(n, NULL, NULL);
 	if (ret)
 		xerr("job %u: %s", job->id, xnl_why(n, ret));
+	return ret;
+}
+
+static int xnl_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
+{
+	struct xnl *n = x->be_priv;
+	struct nlmsghdr *nlh;
+	int ret;
+
+	nlh = xnl_msg(n, n->family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(nlh, XINA_A_JOB_ID, id);
+	xnl_put(nlh, XINA_A_JOB_SECRET, secret, XINA_SECRET_BYTES);
+	ret = xnl_do(n, NULL, NULL);
+	if (ret == -ENOENT)
+		xerr("job %u does not exist", id);
+	else if (ret)
+		xerr("job %u: %s", id, xnl_why(n, ret));
 	return ret;
 }
 
@@ -400,9 +412,6 @@ static void xnl_parse_job(const struct nlmsghdr *h, struct xinactl_job *job,
 			break;
 		case XINA_A_JOB_ELEMS:
 			job->elems = xnl_uint(a);
-			break;
-		case XINA_A_JOB_KEY:
-			job->key = xnl_uint(a);
 			break;
 		case XINA_A_JOB_FLAGS:
 			job->flags = xnl_uint(a);
@@ -539,6 +548,7 @@ const struct xinactl_backend xinactl_nl_backend = {
 	.close		= xnl_close,
 	.job_add	= xnl_job_add,
 	.job_del	= xnl_job_del,
+	.job_rekey	= xnl_job_rekey,
 	.job_get	= xnl_job_get,
 	.job_walk	= xnl_job_walk,
 	.stats_get	= xnl_stats_get,
