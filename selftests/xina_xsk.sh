@@ -287,12 +287,17 @@ JOB=$((JOB + 1))
 rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 64 256 "$PIN"
 DIR=$TMP/$JOB
 mkdir -p "$DIR"
+# The unprivileged workers' own copy of the key file (0600, theirs).
+chmod 711 "$TMP"
+install -d -o 65534 -g 65534 -m 700 "$TMP/nobody"
+install -o 65534 -g 65534 -m 600 "$KEYFILE" "$TMP/nobody/job.key"
 for ((i = 0; i < N; i++)); do
 	ip netns exec "$RACK-w$i" setpriv --reuid=65534 --regid=65534 \
 		--clear-groups --inh-caps=-all --bounding-set=-all \
 		"$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 		--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" --rank "$i" \
-		--workers "$N" --job "$JOB" --key-file "$KEYFILE" --slots 64 --elems 256 \
+		--workers "$N" --job "$JOB" --key-file "$TMP/nobody/job.key" \
+		--slots 64 --elems 256 \
 		--dtype i32 --bytes $((1 << 20)) --iters 2 --timeout-ms 5000 \
 		--io xsk --json >"$DIR/w$i.json" 2>"$DIR/w$i.err" &
 done

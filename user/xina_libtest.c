@@ -611,7 +611,7 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 	/* malformed: FS_MALFORMED */
 	fs_send(fd, to, &b, fs_bad(&b, &r, sizeof(b.h) - 1));
 	fs_send(fd, to, &b, fs_bad(&b, &r, len - 4));
-	fs_bad(&b, &r, len); b.h.version = 2;
+	fs_bad(&b, &r, len); b.h.version = 1;	/* wire version 1 */
 	fs_send(fd, to, &b, len);
 	fs_bad(&b, &r, len); b.h.type = XINA_T_CONTRIB;
 	fs_send(fd, to, &b, len);
