@@ -5,7 +5,9 @@
  * xina_xdp runs on every switch port (XDP, multi-buffer: a jumbo frame
  * may come in several buffers).  It parses eth -> IPv4 -> UDP to the xina
  * port -> struct xina_hdr, checks the packet against its job and member,
- * and adds the payload into the slot version named by (slot, round & 1).
+ * verifies its tag (bpf/xina_auth.h) before anything of the slot is
+ * touched, and adds the payload into the slot version named by
+ * (slot, round & 1).
  * The contribution that completes a round is turned into the result; a
  * retransmission to a completed version gets the kept result.  Both leave
  * xina_xdp with XDP_PASS and a struct xina_mark in the XDP metadata, and
@@ -63,6 +65,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xina_member);
 } xina_members SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_nhkey);
+} xina_nhkeys SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -187,7 +196,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	if ((void *)(xh + 1) > end)
 		return XINA_MALFORMED;
 	if (xh->version != XINA_WIRE_VERSION || xh->type != type ||
-	    (xh->flags & ~XINA_F_ALL) || xh->weight)
+	    (xh->flags & ~XINA_F_ALL) || xh->weight || xh->aux)
 		return XINA_MALFORMED;
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
@@ -698,6 +707,234 @@ static __always_inline int xina_put(struct xdp_md *ctx,
 	return 0;
 }
 
+/* ---- authentication -----------------------------------------------------
+ *
+ * NH (bpf/xina_auth.h) over the payload, by the same walks as the add
+ * loops: blocks of XINA_BLK elements in the frame's first buffer, bounds
+ * checked per block, then XINA_CHUNK elements at a time staged through
+ * xina_scratch.  A pass of its own, before the claim: a packet whose tag
+ * does not verify never reaches slot memory.  NH works on pairs of
+ * elements, so the staged part always starts at an even element.
+ *
+ * On an error these return 0: the tag then fails to verify (errors cannot
+ * happen to a packet whose lengths were checked).
+ */
+
+/*
+ * NH of XINA_BLK elements at @s (network order) with key words @k.  On a
+ * little-endian machine a pair of elements and a pair of key words are
+ * one 64-bit load each (half the loads and byte swaps): the byte swap of
+ * the pair puts the first element in the high half, the key's first word
+ * is in the low half.  The packet is only 2-byte aligned; the loads need
+ * no alignment on the machines that set
+ * CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS (x86, arm64), and the verifier
+ * only asks for it where that is not set.
+ */
+static __always_inline __u64 xina_nh_blk(const __u32 *k, const __be32 *s)
+{
+	__u64 sum = 0;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const __u64 *k2 = (const __u64 *)k, *s2 = (const __u64 *)s;
+	__u64 m, kk;
+
+#pragma unroll
+	for (int i = 0; i < XINA_BLK / 2; i++) {
+		m = __builtin_bswap64(s2[i]);
+		kk = k2[i];
+		sum += xina_nh_pair(m >> 32, m, kk, kk >> 32);
+	}
+#else
+#pragma unroll
+	for (int i = 0; i < XINA_BLK; i += 2)
+		sum += xina_nh_pair(bpf_ntohl(s[i]), bpf_ntohl(s[i + 1]),
+				    k[i], k[i + 1]);
+#endif
+	return sum;
+}
+
+/* NH of the first @count elements, all in the frame's first buffer. */
+__noinline __u64 xina_nh_lin(struct xdp_md *ctx, const struct xina_nhkey *nhk,
+			     __u32 count)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	__u32 i, j, k, m1;
+	__u64 sum = 0;
+	__be32 *src;
+
+	if (!nhk || count > XINA_MAX_ELEMS)
+		return 0;
+	src = data + XINA_PAYLOAD_OFF;
+	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
+		if (i + XINA_BLK > count)
+			break;
+		if ((void *)(src + i + XINA_BLK) > end)
+			return 0;
+		sum += xina_nh_blk(&nhk->k[i], &src[i]);
+	}
+	/* the tail, by pairs; an odd count is padded with a zero word */
+	for (k = 0; k < XINA_BLK; k += 2) {
+		j = i + k;
+		if (j >= count || j >= XINA_MAX_ELEMS - 1)
+			break;
+		if ((void *)(src + j + 1) > end)
+			return 0;
+		m1 = 0;
+		if (j + 1 < count) {
+			if ((void *)(src + j + 2) > end)
+				return 0;
+			m1 = bpf_ntohl(src[j + 1]);
+		}
+		sum += xina_nh_pair(bpf_ntohl(src[j]), m1, nhk->k[j],
+				    nhk->k[j + 1]);
+	}
+	return sum;
+}
+
+/* NH of @n staged elements, element @base of the payload first (even). */
+__noinline __u64 xina_nh_chunk(const struct xina_scratch *s,
+			       const struct xina_nhkey *nhk, __u32 base,
+			       __u32 n)
+{
+	__u32 i, j, k, m1;
+	__u64 sum = 0;
+
+	if (!s || !nhk)
+		return 0;
+	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
+		if (i + XINA_BLK > n)
+			break;
+		j = xina_opaque(base + i);
+		if (j > XINA_MAX_ELEMS - XINA_BLK)
+			return 0;
+		sum += xina_nh_blk(&nhk->k[j], &s->w[i]);
+	}
+	for (k = 0; k < XINA_BLK; k += 2) {
+		if (i + k >= n || i + k >= XINA_CHUNK - 1)
+			break;
+		j = xina_opaque(base + i + k);
+		if (j >= XINA_MAX_ELEMS - 1)
+			return 0;
+		m1 = i + k + 1 < n ? bpf_ntohl(s->w[i + k + 1]) : 0;
+		sum += xina_nh_pair(bpf_ntohl(s->w[i + k]), m1, nhk->k[j],
+				    nhk->k[j + 1]);
+	}
+	return sum;
+}
+
+/* NH of elements @from (even)..@count-1, beyond the first buffer. */
+__noinline __u64 xina_nh_frags(struct xdp_md *ctx,
+			       const struct xina_nhkey *nhk, __u32 from,
+			       __u32 count)
+{
+	struct xina_scratch *s = xina_scratch_get();
+	__u32 c, i, n;
+	__u64 sum = 0;
+
+	if (!s || !nhk)
+		return 0;
+	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
+		i = from + c * XINA_CHUNK;
+		if (i >= count || i >= XINA_MAX_ELEMS)
+			break;
+		n = count - i;
+		if (n > XINA_CHUNK)
+			n = XINA_CHUNK;
+		n = xina_opaque(n - 1);	/* see xina_part_add_frags() */
+		if (n >= XINA_CHUNK)
+			break;
+		n++;
+		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
+				       n * 4))
+			return 0;
+		sum += xina_nh_chunk(s, nhk, i, n);
+	}
+	return sum;
+}
+
+/* NH of the first @count values of @part: the result's payload. */
+__noinline __u64 xina_nh_part(const struct xina_part *part,
+			      const struct xina_nhkey *nhk, __u32 count)
+{
+	__u32 i, j, k, m1;
+	__u64 sum = 0;
+
+	if (!part || !nhk || count > XINA_MAX_ELEMS)
+		return 0;
+	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
+		if (i + XINA_BLK > count)
+			break;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* pairs as one 64-bit load each, see xina_nh_blk() */
+#pragma unroll
+		for (k = 0; k < XINA_BLK; k += 2) {
+			__u64 m = *(const __u64 *)&part->v[i + k];
+			__u64 kk = *(const __u64 *)&nhk->k[i + k];
+
+			sum += xina_nh_pair(m, m >> 32, kk, kk >> 32);
+		}
+#else
+#pragma unroll
+		for (k = 0; k < XINA_BLK; k += 2)
+			sum += xina_nh_pair(part->v[i + k], part->v[i + k + 1],
+					    nhk->k[i + k], nhk->k[i + k + 1]);
+#endif
+	}
+	for (k = 0; k < XINA_BLK; k += 2) {
+		j = i + k;
+		if (j >= count || j >= XINA_MAX_ELEMS - 1)
+			break;
+		m1 = j + 1 < count ? part->v[j + 1] : 0;
+		sum += xina_nh_pair(part->v[j], m1, nhk->k[j], nhk->k[j + 1]);
+	}
+	return sum;
+}
+
+/*
+ * The tag of a packet of @pkt->count elements in the frame, keyed with
+ * @k: 0 if it matches the header's.  The header is read in place (it is
+ * in the first buffer: xina_check_hdr()).
+ */
+static __always_inline int xina_tag_check(struct xdp_md *ctx,
+					  const struct xina_pkt *pkt,
+					  const __u64 *k,
+					  const struct xina_nhkey *nhk)
+{
+	__u32 lin = pkt->count;
+	__u64 nh;
+
+	if (pkt->lin < pkt->count)
+		lin = pkt->lin & ~1U;
+	nh = xina_nh_lin(ctx, nhk, lin);
+	if (lin < pkt->count)
+		nh += xina_nh_frags(ctx, nhk, lin, pkt->count);
+	return bpf_cpu_to_be64(xina_tag_words(k[0], k[1],
+					      (const __u64 *)pkt->xh, nh)) !=
+	       pkt->xh->tag;
+}
+
+/*
+ * Turn the header into that of the result of its round, tagged with the
+ * job's result key over @nh (the result's NH): flags and rank 0, so that
+ * the answer to any member's retransmission is the same packet.
+ */
+static __always_inline __u64 xina_result_hdr(struct xina_hdr *xh,
+					     const struct xina_job *job,
+					     __s8 exp, __u64 nh)
+{
+	__u64 tag;
+
+	xh->type = XINA_T_RESULT;
+	xh->flags = 0;
+	xh->rank = 0;
+	xh->exp = exp;
+	tag = bpf_cpu_to_be64(xina_tag_words(job->kres[0], job->kres[1],
+					     (const __u64 *)xh, nh));
+	xh->tag = tag;
+	return tag;
+}
+
 /* ---- jobs and members --------------------------------------------------- */
 
 /* The job of id @id: the first of its XINA_JOB_PROBES buckets holding it. */
@@ -728,9 +965,12 @@ static __always_inline struct xina_member *xina_member_of(__u32 idx,
 
 /*
  * Returns the enum xina_stat drop reason, or -1 if the packet may touch
- * the job's slots.
+ * the job's slots.  The cheap checks of the source first, then the tag
+ * (which covers every header field checked after it).
  */
-static __always_inline int xina_check_job(const struct xina_job *job,
+static __always_inline int xina_check_job(struct xdp_md *ctx,
+					  const struct xina_job *job,
+					  const struct xina_nhkey *nhk,
 					  const struct xina_pkt *pkt,
 					  struct xina_member **memberp)
 {
@@ -738,8 +978,6 @@ static __always_inline int xina_check_job(const struct xina_job *job,
 	struct xina_member *member;
 	__u32 rank;
 
-	if (bpf_be64_to_cpu(xh->key) != job->key)
-		return XINA_STAT_DROP_KEY;
 	rank = bpf_ntohs(xh->rank);
 	if (rank >= job->workers)
 		return XINA_STAT_DROP_MEMBER;
@@ -747,6 +985,10 @@ static __always_inline int xina_check_job(const struct xina_job *job,
 	if (!member || !member->addr || member->addr != pkt->iph->saddr ||
 	    (member->port && member->port != pkt->udp->source))
 		return XINA_STAT_DROP_MEMBER;
+	if (xina_tag_check(ctx, pkt, member->key, nhk))
+		return XINA_STAT_DROP_AUTH;
+	if (bpf_ntohl(xh->epoch) != job->epoch)
+		return XINA_STAT_DROP_EPOCH;
 	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
 		return XINA_STAT_DROP_RANGE;
 	if (xh->dtype != XINA_DTYPE_INT32 ||
@@ -757,9 +999,12 @@ static __always_inline int xina_check_job(const struct xina_job *job,
 }
 
 /*
- * Remember where a member is, for xina_fanout.  The member entry is shared:
- * all CPUs seeing packets of one member write the same values, and only
- * when they changed, so the cache line stays clean in steady state.
+ * Remember where a member is, for xina_fanout: only from a contribution
+ * that was accepted into a round (tag verified, not a duplicate, not
+ * stale), so that no other packet, an exact replay included, can move
+ * where the member's results go.  The member entry is shared: all CPUs
+ * seeing packets of one member write the same values, and only when they
+ * changed, so the cache line stays clean in steady state.
  */
 static __always_inline void xina_learn(struct xdp_md *ctx,
 				       struct xina_member *member,
@@ -799,6 +1044,7 @@ struct xina_contrib {
 
 /* What a retransmission needs from meta, copied out under the lock. */
 struct xina_kept {
+	__u64 tag;
 	__u32 round;
 	__u32 result_cpu;
 	__s8 exp;
@@ -850,6 +1096,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		kept->round = m->round;
 		kept->result_cpu = m->result_cpu;
 		kept->exp = m->exp;
+		kept->tag = m->tag;
 		goto unlock;
 	}
 	m->seen[w] |= bit;
@@ -911,7 +1158,7 @@ static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
 
 /*
  * Answer a retransmission to a completed round: the kept result, to the
- * sender alone.
+ * sender alone, with the header and tag of the result (xina_result_hdr()).
  */
 static __always_inline int xina_answer(struct xdp_md *ctx,
 				       struct xina_pkt *pkt, __u32 idx,
@@ -927,7 +1174,10 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	if (!res || !res->valid || res->round != kept->round)
 		goto stale;
 	xh->type = XINA_T_RESULT;
+	xh->flags = 0;
+	xh->rank = 0;
 	xh->exp = kept->exp;
+	xh->tag = kept->tag;
 	if (xina_put(ctx, pkt, res, pkt->count))
 		goto stale;
 	/*
@@ -946,7 +1196,13 @@ stale:
 	return XDP_DROP;
 }
 
+/*
+ * The round is complete: its result, tagged once here (the tag is kept
+ * for the answers to retransmissions), replaces the contribution.
+ */
 static __always_inline int xina_complete(struct xdp_md *ctx,
+					 const struct xina_job *j,
+					 const struct xina_nhkey *nhk,
 					 struct xina_pkt *pkt,
 					 struct xina_meta *m, __u32 idx,
 					 __u32 me, struct xina_part *mine,
@@ -954,9 +1210,11 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 					 struct xina_counters *ctr)
 {
 	__u32 job = bpf_ntohl(pkt->xh->job);
+	__u64 tag;
 
 	xina_fold(idx, me, mine, c);
-	pkt->xh->type = XINA_T_RESULT;
+	tag = xina_result_hdr(pkt->xh, j, c->exp,
+			      xina_nh_part(mine, nhk, c->count));
 	if (xina_put(ctx, pkt, mine, c->count))
 		return XDP_DROP;	/* cannot happen: length was checked */
 
@@ -964,6 +1222,7 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	m->complete = 1;
 	m->result_cpu = me;
 	m->exp = c->exp;
+	m->tag = tag;
 	bpf_spin_unlock(&m->lock);
 
 	stat_inc(ctr, XINA_STAT_COMPLETE);
@@ -972,6 +1231,8 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 
 static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  const struct xina_job *job,
+					  const struct xina_nhkey *nhk,
+					  struct xina_member *member,
 					  struct xina_pkt *pkt,
 					  struct xina_counters *ctr)
 {
@@ -1017,6 +1278,8 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 		return XDP_DROP;
 	}
 
+	xina_learn(ctx, member, pkt);
+
 	/* This CPU's partial: nobody else writes it, no atomics needed. */
 	if (!mine->valid || mine->round != c.round) {
 		mine->round = c.round;	/* before the values: see xina_answer */
@@ -1035,7 +1298,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 
 	if (__sync_fetch_and_add(&m->done, 1) + 1 != job->workers)
 		return XDP_DROP;	/* consumed */
-	return xina_complete(ctx, pkt, m, idx, me, mine, &c, ctr);
+	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }
 
 #ifdef XINA_KFUNC
@@ -1048,6 +1311,7 @@ int xina_xdp(struct xdp_md *ctx)
 {
 	struct xina_member *member = NULL;
 	struct xina_counters *ctr;
+	struct xina_nhkey *nhk;
 	struct xina_pkt pkt = {};
 	struct xina_job *job;
 	int err;
@@ -1067,19 +1331,19 @@ int xina_xdp(struct xdp_md *ctx)
 
 	job = xina_job_find(bpf_ntohl(pkt.xh->job));
 	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
-	if (!job || !ctr || job->idx >= XINA_MAX_JOBS) {
+	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
+	if (!job || !ctr || !nhk || job->idx >= XINA_MAX_JOBS) {
 		gstat_inc(XINA_GSTAT_NO_JOB);
 		return XDP_DROP;
 	}
 	stat_inc(ctr, XINA_STAT_RX);
 
-	err = xina_check_job(job, &pkt, &member);
+	err = xina_check_job(ctx, job, nhk, &pkt, &member);
 	if (err >= 0) {
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	xina_learn(ctx, member, &pkt);
-	return xina_aggregate(ctx, job, &pkt, ctr);
+	return xina_aggregate(ctx, job, nhk, member, &pkt, ctr);
 }
 
 /* ---- result fan-out (TC) -------------------------------------------------

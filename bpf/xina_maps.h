@@ -15,6 +15,7 @@
  *                            instructions once the verifier inlines it)
  *   xina_members  ARRAY     job idx * XINA_MAX_WORKERS + rank
  *                                                -> struct xina_member
+ *   xina_nhkeys   ARRAY     job idx              -> struct xina_nhkey
  *   xina_meta     ARRAY     slot version index    -> struct xina_meta
  *   xina_vals     PERCPU_ARRAY slot version index -> struct xina_part
  *   xina_scratch  PERCPU_ARRAY 0                  -> struct xina_scratch
@@ -42,6 +43,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include "../include/uapi/linux/xina.h"
+#include "xina_auth.h"
 
 #define XINA_PIN_DIR		"/run/xina"	/* on a bpffs xinactl mounts */
 #define XINA_SLOT_VERSIONS	1024		/* default xina_meta entries */
@@ -63,8 +65,12 @@ static inline __u32 xina_job_bucket(__u32 id, __u32 probe)
 	return ((id * 2654435761u >> 24) + probe) & (XINA_JOB_BUCKETS - 1);
 }
 
+/*
+ * Keys (bpf/xina_auth.h) are derived from the job's secret by xinactl and
+ * written here: the secret itself never reaches the maps.
+ */
 struct xina_job {
-	__u64	key;		/* host order; compared with be64_to_cpu(hdr->key) */
+	__u64	kres[2];	/* K_res: the key of results */
 	__u32	id;		/* 0: free bucket */
 	__u32	idx;		/* 0..XINA_MAX_JOBS-1: stats and members index */
 	__u32	slot_base;	/* first xina_meta/xina_vals index of the job */
@@ -72,16 +78,26 @@ struct xina_job {
 	__u16	workers;
 	__u16	elems;		/* max elements per packet and slot */
 	__u32	flags;		/* XINA_JOB_F_* */
+	__u32	epoch;		/* contributions of another are dropped */
+	__u32	pad;
+};
+
+/* The NH key of a job: the payload hash under every tag. */
+struct xina_nhkey {
+	__u32	k[XINA_MAX_ELEMS];
 };
 
 /*
- * A member of a job.  @addr and @port are configured; the rest is learned
- * from its packets and tells xina_fanout where to send its copy of a
- * result: out of switch port @ifindex, from the address and MAC the member
- * itself sends to (so that a port on its own subnet answers with its own
- * addresses), to the member's MAC and the UDP port it sends from.
+ * A member of a job.  @addr, @port and @key are configured; the rest is
+ * learned from its contributions that were accepted into a round (tag
+ * verified, neither duplicate nor stale) and tells xina_fanout where to
+ * send its copy of a result: out of switch port @ifindex, from the address
+ * and MAC the member itself sends to (so that a port on its own subnet
+ * answers with its own addresses), to the member's MAC and the UDP port it
+ * sends from.
  */
 struct xina_member {
+	__u64	key[2];		/* K_r: its contributions' tags */
 	__be32	addr;		/* IPv4 source address; 0: rank not configured */
 	__be16	port;		/* UDP source port; 0: any */
 	__be16	rport;		/* learned: UDP source port of its packets */
@@ -110,6 +126,8 @@ struct xina_meta {
 	__u16	count;		/* elements of @round: all contributions
 				 * to one round carry the same count */
 	__u16	pad;
+	__u64	tag;		/* the result's tag (network order), once
+				 * @complete: answers reuse it */
 	__u64	seen[XINA_MAX_WORKERS / 64];	/* contributor bitmap */
 };
 

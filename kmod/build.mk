@@ -35,7 +35,7 @@ KMOD_SRC := $(KMOD_OUT)/src
 KMOD_LSRC := $(O)/linux-source
 KMOD_DEPS := $(O)/.deps-vm
 KMOD_FILES := Kbuild $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild \
-	      include/uapi/linux/xina.h
+	      include/uapi/linux/xina.h bpf/xina_auth.h
 RESOLVE_BTFIDS := $(KMOD_LSRC)/resolve_btfids/resolve_btfids
 KMOD_VMLINUX := $(O)/vmlinux-$(KVER)
 PAHOLE_FLAGS = $(shell PAHOLE=pahole \
@@ -76,10 +76,11 @@ $(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
 		     | $(KMOD_DEPS)
 	$(Q)test -n "$(KVER)" -a -d "$(KDIR)" || \
 		{ echo "kmod: no headers for kernel '$(KVER)' (KDIR=$(KDIR))" >&2; exit 1; }
-	$(Q)mkdir -p $(KMOD_SRC)/kmod $(KMOD_SRC)/include/uapi/linux
+	$(Q)mkdir -p $(KMOD_SRC)/kmod $(KMOD_SRC)/include/uapi/linux $(KMOD_SRC)/bpf
 	$(Q)cp Kbuild $(KMOD_SRC)/
 	$(Q)cp kmod/Kbuild kmod/*.c kmod/*.h $(KMOD_SRC)/kmod/
 	$(Q)cp include/uapi/linux/xina.h $(KMOD_SRC)/include/uapi/linux/
+	$(Q)cp bpf/xina_auth.h $(KMOD_SRC)/bpf/
 	$(Q)env -u O $(MAKE) -s -C $(KDIR) M=$(abspath $(KMOD_SRC)) W=1 O= modules \
 		> $(KMOD_OUT)/build.log 2>&1 || \
 		{ cat $(KMOD_OUT)/build.log; exit 1; }
@@ -120,10 +121,12 @@ DKMS_DIR := $(DESTDIR)/usr/src/xina-$(DKMS_VERSION)
 install-module:
 	$(Q)command -v dkms >/dev/null || \
 		{ echo "install-module: dkms not installed (apt-get install dkms)" >&2; exit 1; }
-	$(Q)install -d $(DKMS_DIR)/kmod $(DKMS_DIR)/include/uapi/linux $(DKMS_DIR)/scripts
+	$(Q)install -d $(DKMS_DIR)/kmod $(DKMS_DIR)/include/uapi/linux $(DKMS_DIR)/scripts \
+		$(DKMS_DIR)/bpf
 	$(Q)install -m 644 Kbuild dkms.conf $(DKMS_DIR)/
 	$(Q)install -m 644 kmod/Kbuild kmod/*.c kmod/*.h $(DKMS_DIR)/kmod/
 	$(Q)install -m 644 include/uapi/linux/xina.h $(DKMS_DIR)/include/uapi/linux/
+	$(Q)install -m 644 bpf/xina_auth.h $(DKMS_DIR)/bpf/
 	$(Q)install -m 755 scripts/dkms-btf.sh $(DKMS_DIR)/scripts/
 	$(Q)dkms add xina/$(DKMS_VERSION) 2>/dev/null || true
 	$(Q)dkms build xina/$(DKMS_VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))
@@ -170,7 +173,8 @@ $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
 # (kmod/xina_kf.bpf.h), and its skeleton under the same name "xina", so
 # that it has the layout of the map backend's (same maps and programs) and
 # xinactl can load either.
-$(O)/bpf/xina_kf.bpf.o: bpf/xina.bpf.c bpf/xina_maps.h kmod/xina_kf.bpf.h \
+$(O)/bpf/xina_kf.bpf.o: bpf/xina.bpf.c bpf/xina_maps.h bpf/xina_auth.h \
+			kmod/xina_kf.bpf.h \
 			kmod/xina_kf_tc.bpf.h kmod/xina_kfunc.h \
 			include/uapi/linux/xina.h | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)

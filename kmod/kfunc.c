@@ -42,6 +42,7 @@
 #endif
 
 #include "xina.h"
+#include "xina_auth.h"
 #include "xina_kfunc.h"
 
 /*
@@ -125,6 +126,36 @@ static void xina_val_out(__be32 *el, const u32 *val, u16 count)
 		put_unaligned_be32(val[i], &el[i]);
 }
 
+/* NH (bpf/xina_auth.h) of @count elements in network order, unaligned. */
+static u64 xina_nh_el(const u32 *k, const __be32 *el, u16 count)
+{
+	u64 sum = 0;
+	u16 i;
+
+	for (i = 0; i + 1 < count; i += 2)
+		sum += xina_nh_pair(get_unaligned_be32(&el[i]),
+				    get_unaligned_be32(&el[i + 1]), k[i],
+				    k[i + 1]);
+	if (count & 1)
+		sum += xina_nh_pair(get_unaligned_be32(&el[count - 1]), 0,
+				    k[count - 1], k[count]);
+	return sum;
+}
+
+/*
+ * The header of the result of @sv's round, in place of the contribution's:
+ * flags and rank 0, the kept exp and tag, so that every answer to a
+ * retransmission is the result as it was sent.
+ */
+static void xina_result_hdr(const struct xina_slotv *sv, struct xina_hdr *h)
+{
+	h->type = XINA_T_RESULT;
+	h->flags = 0;
+	h->rank = 0;
+	h->exp = sv->exp;
+	put_unaligned(sv->tag, &h->tag);
+}
+
 /* Start round @round in @sv with the contribution in @h, @el. */
 static void xina_round_start(struct xina_slotv *sv, u32 *val,
 			     const struct xina_hdr *h, const __be32 *el,
@@ -146,9 +177,10 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
  * (bpf/xina.bpf.c).  Returns the verdict; *stat is the counter of the
  * outcome.
  */
-static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
-			     u32 *val, struct xina_hdr *h, __be32 *el,
-			     u16 rank, enum xina_stat *stat)
+static int xina_slot_contrib(struct xina_job *job,
+			     const struct xina_job_cfg *cfg,
+			     struct xina_slotv *sv, u32 *val, struct xina_hdr *h,
+			     __be32 *el, u16 rank, enum xina_stat *stat)
 {
 	u16 count = get_unaligned_be16(&h->count);
 	u32 round = get_unaligned_be32(&h->round);
@@ -190,8 +222,7 @@ static int xina_slot_contrib(struct xina_job *job, struct xina_slotv *sv,
 		 * the lock; the copy is at most 8 KiB.
 		 */
 		*stat = XINA_STAT_RETRANS_ANSWERED;
-		h->type = XINA_T_RESULT;
-		h->exp = sv->exp;
+		xina_result_hdr(sv, h);
 		xina_val_out(el, val, count);
 		return XINA_KF_ANSWER;
 	}
@@ -203,29 +234,46 @@ added:
 	if (++sv->claimed < job->workers)
 		return XINA_KF_ADDED;
 
+	/* The result, tagged once with the job's result key. */
 	sv->complete = 1;
 	sv->exp = h->exp;
 	h->type = XINA_T_RESULT;
+	h->flags = 0;
+	h->rank = 0;
+	sv->tag = cpu_to_be64(xina_tag_hdr(cfg->kres, h,
+					   xina_nh(cfg->nhk, val, count)));
+	xina_result_hdr(sv, h);
 	xina_val_out(el, val, count);
 	return XINA_KF_RESULT;
 }
 
-/* Checks against the job's configuration; 0 or the drop counter. */
-static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
+/*
+ * Checks against the job's configuration; 0 or the drop counter.  The
+ * source first (cheap), then the tag over the header and the elements
+ * @el, before anything of the job is touched; it covers every field
+ * checked after it.
+ */
+static int xina_job_check(const struct xina_job *job,
+			  const struct xina_job_cfg *cfg,
+			  const struct xina_hdr *h, const __be32 *el,
 			  __be32 saddr, __be16 sport)
 {
-	const struct xina_member_cfg *m;
-	const struct xina_job_cfg *cfg;
 	u16 rank = get_unaligned_be16(&h->rank);
+	const struct xina_member_cfg *m;
+	u64 tag;
 
-	cfg = rcu_dereference(job->cfg);
-	if (get_unaligned_be64(&h->key) != cfg->key)
-		return XINA_STAT_DROP_KEY;
 	if (rank >= job->workers)
 		return XINA_STAT_DROP_MEMBER;
 	m = &cfg->member[rank];
 	if (!m->addr || m->addr != saddr || (m->port && m->port != sport))
 		return XINA_STAT_DROP_MEMBER;
+	tag = xina_tag_hdr(m->key, h,
+			   xina_nh_el(cfg->nhk, el,
+				      get_unaligned_be16(&h->count)));
+	if (cpu_to_be64(tag) != get_unaligned(&h->tag))
+		return XINA_STAT_DROP_AUTH;
+	if (get_unaligned_be32(&h->epoch) != cfg->epoch)
+		return XINA_STAT_DROP_EPOCH;
 	if (get_unaligned_be32(&h->slot) >= job->slots ||
 	    get_unaligned_be16(&h->count) > job->elems)
 		return XINA_STAT_DROP_RANGE;
@@ -237,8 +285,11 @@ static int xina_job_check(const struct xina_job *job, const struct xina_hdr *h,
 
 /*
  * Remember where member @rank is, from the headers of its packet in @xdp:
- * the TC fan-out sends its copies of results there.  Written only when
- * something moved, so that the fan-out's readers seldom retry.
+ * the TC fan-out sends its copies of results there.  Only called for a
+ * contribution accepted into a round (tag verified, neither duplicate nor
+ * stale), so that no other packet, an exact replay included, moves where
+ * the member's results go.  Written only when something moved, so that
+ * the fan-out's readers seldom retry.
  */
 static void xina_job_learn(struct xina_job *job, u16 rank,
 			   const struct xdp_buff *xdp, __be32 saddr)
@@ -268,6 +319,7 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 			    struct xina_hdr *h, __be32 *el, __be32 saddr,
 			    __be16 sport)
 {
+	const struct xina_job_cfg *cfg = rcu_dereference(job->cfg);
 	u16 rank = get_unaligned_be16(&h->rank);
 	enum xina_stat stat;
 	struct xina_slotv *sv;
@@ -275,20 +327,21 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 	int ret;
 
 	xina_count(job, XINA_STAT_RX);
-	ret = xina_job_check(job, h, saddr, sport);
+	ret = xina_job_check(job, cfg, h, el, saddr, sport);
 	if (ret) {
 		xina_count(job, ret);
 		return XINA_KF_REJECT;
 	}
-	xina_job_learn(job, rank, xdp, saddr);
 
 	idx = get_unaligned_be32(&h->slot) * XINA_SLOT_VERSIONS +
 	      (get_unaligned_be32(&h->round) & 1);
 	sv = &job->slotv[idx];
 	spin_lock(&sv->lock);
-	ret = xina_slot_contrib(job, sv, (u32 *)xina_job_val(job, idx), h, el,
-				rank, &stat);
+	ret = xina_slot_contrib(job, cfg, sv, (u32 *)xina_job_val(job, idx), h,
+				el, rank, &stat);
 	spin_unlock(&sv->lock);
+	if (ret == XINA_KF_ADDED || ret == XINA_KF_RESULT)
+		xina_job_learn(job, rank, xdp, saddr);
 	xina_count(job, stat);
 	if (ret == XINA_KF_RESULT)
 		xina_count(job, XINA_STAT_COMPLETE);
@@ -394,7 +447,7 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
 	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
-	    (h->flags & ~XINA_F_ALL) || h->weight)
+	    (h->flags & ~XINA_F_ALL) || h->weight || h->aux)
 		return XINA_KF_MALFORMED;
 
 	/*

@@ -15,6 +15,7 @@
 #include <net/sock.h>
 
 #include "xina.h"
+#include "xina_auth.h"
 
 /* Not const: the 6.1 policy holds a non-const pointer to it. */
 static struct netlink_range_validation xina_slots_range __ro_after_init = {
@@ -34,7 +35,9 @@ static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_WORKERS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_WORKERS),
 	[XINA_A_JOB_SLOTS]	= NLA_POLICY_FULL_RANGE(NLA_U32, &xina_slots_range),
 	[XINA_A_JOB_ELEMS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_ELEMS),
-	[XINA_A_JOB_KEY]	= { .type = NLA_U64 },
+	[XINA_A_JOB_KEY]	= { .type = NLA_REJECT,
+				    .reject_message = "xina: keys are not sent in clear any more: use the job secret" },
+	[XINA_A_JOB_SECRET]	= NLA_POLICY_EXACT_LEN(XINA_SECRET_BYTES),
 	[XINA_A_JOB_FLAGS]	= NLA_POLICY_MASK(NLA_U32, XINA_JOB_F_ALL),
 	[XINA_A_JOB_MEMBER]	= NLA_POLICY_NESTED(xina_member_policy),
 	[XINA_A_JOB_MEM_BYTES]	= { .type = NLA_REJECT },
@@ -112,6 +115,23 @@ static int xina_nl_member(const struct nlattr *nest, u16 workers,
 	return 0;
 }
 
+/*
+ * The keys of @cfg, derived from the secret in @attr for job @id: each
+ * rank's, the results' and the NH key.  The secret is not kept.
+ */
+static void xina_nl_keys(struct xina_job_cfg *cfg, const struct nlattr *attr,
+			 u32 id, u16 workers)
+{
+	const u8 *secret = nla_data(attr);
+	u16 r;
+
+	for (r = 0; r < workers; r++)
+		xina_derive_key(secret, XINA_LABEL_MEMBER, id, r,
+				cfg->member[r].key);
+	xina_derive_key(secret, XINA_LABEL_RESULT, id, 0, cfg->kres);
+	xina_derive_nh(secret, id, cfg->nhk, XINA_MAX_ELEMS);
+}
+
 /* Apply every XINA_A_JOB_MEMBER of the request to @cfg. */
 static int xina_nl_members(struct genl_info *info, u16 workers,
 			   struct xina_job_cfg *cfg)
@@ -143,7 +163,7 @@ static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
 	    XINA_REQUIRE(info, XINA_A_JOB_WORKERS, "missing number of workers") ||
 	    XINA_REQUIRE(info, XINA_A_JOB_SLOTS, "missing number of slots") ||
 	    XINA_REQUIRE(info, XINA_A_JOB_ELEMS, "missing elements per slot") ||
-	    XINA_REQUIRE(info, XINA_A_JOB_KEY, "missing job key"))
+	    XINA_REQUIRE(info, XINA_A_JOB_SECRET, "missing job secret"))
 		return -EINVAL;
 
 	p.id = nla_get_u32(attrs[XINA_A_JOB_ID]);
@@ -154,7 +174,7 @@ static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
 	cfg = xina_job_cfg_alloc(p.workers);
 	if (!cfg)
 		return -ENOMEM;
-	cfg->key = nla_get_u64(attrs[XINA_A_JOB_KEY]);
+	xina_nl_keys(cfg, attrs[XINA_A_JOB_SECRET], p.id, p.workers);
 	if (attrs[XINA_A_JOB_FLAGS])
 		cfg->flags = nla_get_u32(attrs[XINA_A_JOB_FLAGS]);
 	err = xina_nl_members(info, p.workers, cfg);
@@ -209,9 +229,9 @@ static int xina_nl_job_set(struct sk_buff *skb, struct genl_info *info)
 				attrs[XINA_A_JOB_SLOTS] ?: attrs[XINA_A_JOB_ELEMS]);
 		return -EOPNOTSUPP;
 	}
-	if (!attrs[XINA_A_JOB_KEY] && !attrs[XINA_A_JOB_MEMBER] &&
+	if (!attrs[XINA_A_JOB_SECRET] && !attrs[XINA_A_JOB_MEMBER] &&
 	    !attrs[XINA_A_JOB_FLAGS]) {
-		NL_SET_ERR_MSG_MOD(info->extack, "nothing to change: no key, member or flags");
+		NL_SET_ERR_MSG_MOD(info->extack, "nothing to change: no secret, member or flags");
 		return -EINVAL;
 	}
 
@@ -231,8 +251,9 @@ static int xina_nl_job_set(struct sk_buff *skb, struct genl_info *info)
 	memcpy(cfg, rcu_dereference_protected(job->cfg,
 					      lockdep_is_held(&xina_lock)),
 	       size);
-	if (attrs[XINA_A_JOB_KEY])
-		cfg->key = nla_get_u64(attrs[XINA_A_JOB_KEY]);
+	if (attrs[XINA_A_JOB_SECRET])
+		xina_nl_keys(cfg, attrs[XINA_A_JOB_SECRET], job->id,
+			     job->workers);
 	if (attrs[XINA_A_JOB_FLAGS])
 		cfg->flags = nla_get_u32(attrs[XINA_A_JOB_FLAGS]);
 	err = xina_nl_members(info, job->workers, cfg);
@@ -264,7 +285,6 @@ static size_t xina_nl_job_size(const struct xina_job *job)
 	       nla_total_size(sizeof(u16)) +		/* WORKERS */
 	       nla_total_size(sizeof(u32)) +		/* SLOTS */
 	       nla_total_size(sizeof(u16)) +		/* ELEMS */
-	       nla_total_size_64bit(sizeof(u64)) +	/* KEY */
 	       nla_total_size(sizeof(u32)) +		/* FLAGS */
 	       nla_total_size_64bit(sizeof(u64)) +	/* MEM_BYTES */
 	       job->workers * member + xina_nl_stats_size();
@@ -348,7 +368,6 @@ static int xina_nl_put_config(struct sk_buff *skb, const struct xina_job *job)
 	if (nla_put_u16(skb, XINA_A_JOB_WORKERS, job->workers) ||
 	    nla_put_u32(skb, XINA_A_JOB_SLOTS, job->slots) ||
 	    nla_put_u16(skb, XINA_A_JOB_ELEMS, job->elems) ||
-	    nla_put_u64_64bit(skb, XINA_A_JOB_KEY, cfg->key, XINA_A_PAD) ||
 	    nla_put_u32(skb, XINA_A_JOB_FLAGS, cfg->flags) ||
 	    nla_put_u64_64bit(skb, XINA_A_JOB_MEM_BYTES, job->mem_bytes,
 			      XINA_A_PAD))

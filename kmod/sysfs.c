@@ -124,6 +124,8 @@ XINA_COUNTER_ATTR(drop_range, XINA_STAT_DROP_RANGE);
 XINA_COUNTER_ATTR(drop_op, XINA_STAT_DROP_OP);
 XINA_COUNTER_ATTR(tx, XINA_STAT_TX);
 XINA_COUNTER_ATTR(tx_unknown, XINA_STAT_TX_UNKNOWN);
+XINA_COUNTER_ATTR(drop_auth, XINA_STAT_DROP_AUTH);
+XINA_COUNTER_ATTR(drop_epoch, XINA_STAT_DROP_EPOCH);
 
 static struct attribute *xina_job_attrs[] = {
 	&xina_job_attr_id.attr,
@@ -145,6 +147,8 @@ static struct attribute *xina_job_attrs[] = {
 	&xina_counter_attr_drop_op.attr.attr,
 	&xina_counter_attr_tx.attr.attr,
 	&xina_counter_attr_tx_unknown.attr.attr,
+	&xina_counter_attr_drop_auth.attr.attr,
+	&xina_counter_attr_drop_epoch.attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(xina_job);

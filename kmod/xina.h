@@ -41,10 +41,13 @@ struct xina_slotv {
 	u8		complete;	/* @val is the final result of @round */
 	u8		op;		/* enum xina_op of @round */
 	s8		exp;		/* exp of the completing contribution */
+	__be64		tag;		/* the result's tag, once @complete:
+					 * answers reuse it */
 	unsigned long	seen[BITS_TO_LONGS(XINA_MAX_WORKERS)];
 };
 
 struct xina_member_cfg {
+	u64	key[2];		/* K_r: its contributions' tags */
 	__be32	addr;		/* IPv4 source address; 0: rank not configured */
 	__be16	port;		/* UDP source port; 0: any */
 };
@@ -52,12 +55,16 @@ struct xina_member_cfg {
 /*
  * What the fast path checks a packet against, replaced as a whole by
  * XINA_CMD_JOB_SET and freed after a grace period (kfree_rcu), so that the
- * kfunc reads a consistent key and member table without a lock.
+ * kfunc reads consistent keys and a consistent member table without a
+ * lock.  The keys are derived from the job's secret (bpf/xina_auth.h),
+ * which itself is not kept.
  */
 struct xina_job_cfg {
 	struct rcu_head		rcu;
-	u64			key;
 	u32			flags;
+	u32			epoch;	/* contributions of another are dropped */
+	u64			kres[2];	/* K_res: results' tags */
+	u32			nhk[XINA_MAX_ELEMS];	/* NH key */
 	struct xina_member_cfg	member[];	/* [workers] */
 };
 

@@ -26,7 +26,6 @@ done
 
 RACK=xdemo$$
 PIN=$(rack_pin_dir "$RACK")
-KEY=0x600dcafe
 # The fastest configuration the rack supports (scripts/rack.sh): jumbo
 # frames at MTU 9000 carrying 2048 int32 each, which XDP takes as
 # multi-buffer frames on veth.
@@ -34,6 +33,8 @@ MTU=$RACK_FAST_MTU
 SLOTS=$RACK_FAST_SLOTS
 ELEMS=$RACK_FAST_ELEMS
 TMP=$(mktemp -d)
+# The jobs' secret: "job add ... keyfile" creates it, the workers read it.
+KEYFILE=$TMP/demo.key
 fail=0
 
 cleanup()
@@ -65,8 +66,8 @@ rack_xdp "$RACK" "$N" "$PIN" || exit 1
 # One job per run: a job's slot rounds continue where its last worker
 # process left them, so a new training run gets a fresh job (as SwitchML's
 # controller resets the switch for each job).
-rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" || exit 1
-rack_job_add "$RACK" "$N" 2 "$KEY" "$SLOTS" "$ELEMS" "$PIN" || exit 1
+rack_job_add "$RACK" "$N" 1 "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN" || exit 1
+rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN" || exit 1
 xctl backend
 xctl job show
 xctl dev show
@@ -75,7 +76,7 @@ JOB=0
 for dtype in f32 i32; do
 	JOB=$((JOB + 1))
 	say "allreduce: $MIB MiB $dtype on each of $N workers, through the XDP switch"
-	rack_allreduce "$RACK" "$N" "$TMP/$dtype" --job "$JOB" --key "$KEY" \
+	rack_allreduce "$RACK" "$N" "$TMP/$dtype" --job "$JOB" --key-file "$KEYFILE" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes $((MIB << 20)) --iters 3 --timeout-ms 5000
 	failed=$?

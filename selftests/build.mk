@@ -30,6 +30,15 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
 
+# xina_auth: SipHash, NH, the key derivation and key files in user space.
+SELFTESTS += $(ST_OUT)/xina_auth
+$(ST_OUT)/xina_auth: selftests/xina_auth.c selftests/xtest.h bpf/xina_auth.h \
+		     user/xina_keyfile.c user/xina_keyfile.h \
+		     include/uapi/linux/xina.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/xina_keyfile.c -o $@
+
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).
 SELFTESTS += $(ST_OUT)/xina_probe

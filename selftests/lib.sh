@@ -126,7 +126,8 @@ unique_name()
 
 # rack_test_init PREFIX: the rack of a test (scripts/rack.sh must be
 # sourced): RACK, its pin directory PIN, a scratch directory TMP, all
-# removed on exit, also when interrupted.
+# removed on exit, also when interrupted, and the key file KEYFILE of its
+# jobs in TMP (exported as XINA_KEY_FILE).
 rack_test_init()
 {
 	RACK=$(unique_name "$1")
@@ -134,6 +135,11 @@ rack_test_init()
 	TMP=$(mktemp -d)
 	trap 'rack_down "$RACK"; rm -rf "$TMP"' EXIT
 	trap 'exit 1' INT TERM
+	# The secret of the test's jobs, in the test's own directory: given
+	# to "job add ... keyfile" and read by the workers (XINA_KEY_FILE).
+	KEYFILE=$TMP/job.key
+	"$O/xinactl" genkey "$KEYFILE" || exit 1
+	export XINA_KEY_FILE=$KEYFILE
 }
 
 # xctl ARGS...: xinactl in the rack's switch namespace.

@@ -19,9 +19,9 @@ SWAGG=$O/xina-swagg
 AR=$O/xina-allreduce
 LIBTEST=$O/xina-libtest
 SWAGG_ASAN=$O/selftests/xina-swagg-asan
+XINACTL=$O/xinactl
 PORT=9277
 JOB=7
-KEY=0x5eed
 SLOTS=64
 ELEMS=1024
 QUICK=0
@@ -90,7 +90,7 @@ start_swagg()
 		members="$members --member $r=127.0.1.$((r + 1))"
 	done
 	# shellcheck disable=SC2086
-	ip netns exec "$ns" "$SWAGG" --port $PORT --job $JOB --key $KEY \
+	ip netns exec "$ns" "$SWAGG" --port $PORT --job $JOB --key-file "$KEYFILE" \
 		--workers "$w" --slots $SLOTS --elems $ELEMS $members "$@" \
 		> "$tmp/swagg.out" 2> "$tmp/swagg.err" &
 	swagg_pid=$!
@@ -126,7 +126,7 @@ start_workers()
 	wpids=""
 	for r in $(seq 0 $((w - 1))); do
 		ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT \
-			--bind 127.0.1.$((r + 1)) --job $JOB --key $KEY \
+			--bind 127.0.1.$((r + 1)) --job $JOB --key-file "$KEYFILE" \
 			--rank "$r" --workers "$w" --slots $SLOTS --elems $ELEMS \
 			--dtype "$dtype" --bytes "$bytes" --iters "$iters" \
 			--json "$@" > "$tmp/w$r.json" 2> "$tmp/w$r.err" &
@@ -270,19 +270,22 @@ test_no_switch()
 	log_test $rc "no switch: ICMP port unreachable reported"
 }
 
+# A worker with another job's secret: its tags do not verify.
 test_bad_key()
 {
 	local rc=0
 
+	"$XINACTL" genkey "$tmp/other.key" || { log_test 1 "bad key"; return; }
 	start_swagg 1 || { log_test 1 "bad key"; return; }
 	ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT --bind 127.0.1.1 \
-		--job $JOB --key 0xbad --rank 0 --workers 1 --slots $SLOTS \
-		--elems $ELEMS --bytes 4096 --iters 1 --timeout-ms 300 \
+		--job $JOB --key-file "$tmp/other.key" --rank 0 --workers 1 \
+		--slots $SLOTS --elems $ELEMS --bytes 4096 --iters 1 \
+		--timeout-ms 300 \
 		> "$tmp/w0.json" 2> "$tmp/w0.err" && { why "bad key accepted"; rc=1; }
 	stop_swagg
-	[ "$(swagg_stat drop_key)" -gt 0 ] || { why "drop_key not counted"; rc=1; }
+	[ "$(swagg_stat drop_auth)" -gt 0 ] || { why "drop_auth not counted"; rc=1; }
 	[ "$(swagg_stat contrib)" = 0 ] || { why "a wrong-key packet was added"; rc=1; }
-	log_test $rc "wrong key: dropped and counted, never added"
+	log_test $rc "wrong secret: dropped and counted (drop_auth), never added"
 }
 
 test_api()
@@ -307,7 +310,8 @@ test_bad_packets()
 	start_workers 1 i32 $((4 * ELEMS * 2)) 2
 	check_workers 1 || rc=1
 	stop_swagg
-	for c in malformed=8 no_job=1 drop_key=1 drop_member=2 drop_range=2 drop_op=2; do
+	for c in malformed=9 no_job=1 drop_key=0 drop_auth=2 drop_epoch=1 \
+		 drop_member=2 drop_range=2 drop_op=2; do
 		want=${c#*=}
 		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||
 			{ why "${c%=*} is $(swagg_stat "${c%=*}"), want $want"; rc=1; }
@@ -319,7 +323,7 @@ test_bad_packets()
 # rank is used (under AddressSanitizer: a write past the members is caught).
 test_member_rank()
 {
-	local rc=0 args="--port $PORT --job $JOB --key $KEY --slots 4 --elems 8"
+	local rc=0 args="--port $PORT --job $JOB --key-file $KEYFILE --slots 4 --elems 8"
 	local bad w st
 
 	for bad in "2 200=10.0.0.1 0=10.0.0.2" "2 2=10.0.0.1 0=10.0.0.2" \
@@ -346,11 +350,15 @@ test_member_rank()
 for t in ip ss nft; do
 	command -v $t >/dev/null || skip_all "$t not installed"
 done
-for t in "$SWAGG" "$SWAGG_ASAN" "$AR" "$LIBTEST"; do
+for t in "$SWAGG" "$SWAGG_ASAN" "$AR" "$LIBTEST" "$XINACTL"; do
 	[ -x "$t" ] || skip_all "$t not built (make user)"
 done
 
 tmp=$(mktemp -d)
+# The job's secret, in the test's own directory.
+KEYFILE=$tmp/job.key
+"$XINACTL" genkey "$KEYFILE" || exit 1
+export XINA_KEY_FILE=$KEYFILE
 ns=xina-swagg-$$-$RANDOM
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -8,7 +8,7 @@
 #   per packet at MTU 9000, frames that veth hands to XDP in three buffers;
 # - the largest frame that still fits XDP's first buffer on veth: MTU 3506
 #   here (PAGE_SIZE less the XDP headroom and skb_shared_info, less the
-#   Ethernet header), 859 elements (859 x 4 + 68 = 3504 bytes);
+#   Ethernet header), 857 elements (857 x 4 + 76 = 3504 bytes);
 # - a xina UDP port other than the default ("dev attach DEV port P"): the
 #   fast path takes that port, and the default one is then not xina's.
 # Every worker checks every element; the switch's counters must add up.
@@ -19,7 +19,6 @@ require_cmd jq "$O/xinactl" "$O/xina-allreduce"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xc
-KEY=0xc0f1
 
 # jstat JOB NAME / gstat NAME: a counter of a job, of the whole switch.
 jstat()
@@ -58,9 +57,9 @@ allreduce_case()
 	local n=$1 job=$2 slots=$3 elems=$4 dtype=$5 bytes=$6 dir=$TMP/$2
 
 	shift 6
-	rack_job_add "$RACK" "$n" "$job" "$KEY" "$slots" "$elems" "$PIN"
+	rack_job_add "$RACK" "$n" "$job" "$KEYFILE" "$slots" "$elems" "$PIN"
 	check_err $? "job add $job failed"
-	rack_allreduce "$RACK" "$n" "$dir" --job "$job" --key "$KEY" \
+	rack_allreduce "$RACK" "$n" "$dir" --job "$job" --key-file "$KEYFILE" \
 		--slots "$slots" --elems "$elems" --dtype "$dtype" \
 		--bytes "$bytes" --iters 2 --timeout-ms 5000 "$@"
 	check_err $? "$? of $n workers failed"
@@ -106,13 +105,13 @@ log_test "demo configuration (MTU $RACK_FAST_MTU, $E elements, $S slots): 4 work
 allreduce_case 4 12 "$S" "$E" f32 $((8 << 20))
 log_test "demo configuration (MTU $RACK_FAST_MTU, $E elements, $S slots): 4 workers f32 8 MiB"
 
-# The largest frame XDP on veth takes in one buffer: 859 elements.
+# The largest frame XDP on veth takes in one buffer: 857 elements.
 rack_mtu 2 3506
 check_err $? "rack of 2 at MTU 3506 could not be set up"
-allreduce_case 2 13 32 859 i32 $((4 * (859 * 32 * 2 + 7)))
-log_test "largest one-buffer frame on veth (MTU 3506, 859 elements): 2 workers i32"
-allreduce_case 2 14 32 859 f32 $((4 << 20))
-log_test "largest one-buffer frame on veth (MTU 3506, 859 elements): 2 workers f32 4 MiB"
+allreduce_case 2 13 32 857 i32 $((4 * (857 * 32 * 2 + 7)))
+log_test "largest one-buffer frame on veth (MTU 3506, 857 elements): 2 workers i32"
+allreduce_case 2 14 32 857 f32 $((4 << 20))
+log_test "largest one-buffer frame on veth (MTU 3506, 857 elements): 2 workers f32 4 MiB"
 
 # Another xina port: the workers send to it and get their results from it.
 PORT=9300
@@ -126,12 +125,12 @@ log_test "dev attach port $PORT: allreduce through the non-default port"
 
 # ... and the default port is then not xina's: passed to the stack (no
 # listener there: ICMP port unreachable), never taken by the fast path.
-rack_job_add "$RACK" 2 16 "$KEY" 64 256 "$PIN"
+rack_job_add "$RACK" 2 16 "$KEYFILE" 64 256 "$PIN"
 check_err $? "job add 16 failed"
 pass0=$(gstat pass)
 ip netns exec "$RACK-w0" timeout 30 "$O/xina-allreduce" \
 	--switch "$RACK_SWITCH_IP" --bind "$(rack_worker_ip 0):7000" \
-	--rank 0 --workers 2 --job 16 --key "$KEY" --slots 64 --elems 256 \
+	--rank 0 --workers 2 --job 16 --key-file "$KEYFILE" --slots 64 --elems 256 \
 	--dtype i32 --bytes 4096 --timeout-ms 1000 >/dev/null 2>"$TMP/default.err"
 rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]

@@ -45,7 +45,7 @@ NBLOCKS=$((BYTES / 4 / ELEMS))
 
 tap_begin 2
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
-	rack_job_add "$RACK" "$N" "$JOB" 0xdead 64 "$ELEMS" "$PIN"
+	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 64 "$ELEMS" "$PIN"
 check_err $? "rack could not be set up"
 
 # ms_since T0 FILE: milliseconds from T0 ($EPOCHREALTIME) to the last
@@ -63,7 +63,7 @@ for ((i = 0; i < N; i++)); do
 		ip netns exec "$RACK-w$i" taskset -c $((i % cpus)) \
 			"$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 			--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
-			--rank "$i" --workers "$N" --job "$JOB" --key 0xdead \
+			--rank "$i" --workers "$N" --job "$JOB" --key-file "$KEYFILE" \
 			--slots 64 --elems "$ELEMS" --dtype i32 --bytes "$BYTES" \
 			--iters 1 --timeout-ms "$TIMEOUT_MS" --json \
 			>"$TMP/run/w$i.json" 2>"$TMP/run/w$i.err"
@@ -125,7 +125,7 @@ log_test "dead worker: the others fail with a timeout error within ${TIMEOUT_MS}
 xctl dev detach p0
 t0=$EPOCHREALTIME
 ip netns exec "$RACK-w0" timeout 30 "$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
-	--rank 0 --workers 1 --job 77 --key 1 --slots 8 --elems 256 --dtype i32 \
+	--rank 0 --workers 1 --job 77 --key-file "$KEYFILE" --slots 8 --elems 256 --dtype i32 \
 	--bytes 4096 --timeout-ms "$NOSWITCH_TIMEOUT_MS" --json \
 	>"$TMP/noswitch.json" 2>"$TMP/noswitch.err"
 rc=$?

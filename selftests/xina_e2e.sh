@@ -80,9 +80,9 @@ run_case()
 
 	JOB=$((JOB + 1))
 	dir=$TMP/$JOB
-	rack_job_add "$RACK" "$n" "$JOB" 0x5ec7e7 "$SLOTS" "$ELEMS" "$PIN"
+	rack_job_add "$RACK" "$n" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN"
 	check_err $? "job add $JOB failed"
-	rack_allreduce "$RACK" "$n" "$dir" --job "$JOB" --key 0x5ec7e7 \
+	rack_allreduce "$RACK" "$n" "$dir" --job "$JOB" --key-file "$KEYFILE" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes "$bytes" --iters 2 --timeout-ms 5000
 	check_err $? "$? of $n workers failed: $(for f in "$dir"/w*.err; do
@@ -139,19 +139,19 @@ for n in 2 4 8; do
 		# both, results stay apart, and they did run at the same time:
 		# while they ran, a sample of the switch's counters shows both
 		# part-way (each completed some slots, neither all of its own).
-		rack_job_add "$RACK" 2 901 1 64 "$ELEMS" "$PIN" &&
-		RACK_WORKER_PORT=7100 rack_job_add "$RACK" 2 902 2 64 "$ELEMS" "$PIN"
+		rack_job_add "$RACK" 2 901 "$KEYFILE" 64 "$ELEMS" "$PIN" &&
+		RACK_WORKER_PORT=7100 rack_job_add "$RACK" 2 902 "$KEYFILE" 64 "$ELEMS" "$PIN"
 		check_err $? "two jobs could not be added"
 		# Long enough to overlap for many samples; less under TCG.
 		ob=$((MAX_BYTES < (32 << 20) ? (1 << 20) : (32 << 20)))
 		RACK_NS_INO=$(stat -L -c %i "/run/netns/$RACK-sw")
 		sample_jobs "$TMP/samples" "$TMP/stop" 901 902 &
 		sampler=$!
-		rack_allreduce "$RACK" 2 "$TMP/j901" --job 901 --key 1 --slots 64 \
+		rack_allreduce "$RACK" 2 "$TMP/j901" --job 901 --key-file "$KEYFILE" --slots 64 \
 			--elems "$ELEMS" --dtype i32 --bytes "$ob" --iters 2 &
 		p1=$!
 		RACK_WORKER_PORT=7100 rack_allreduce "$RACK" 2 "$TMP/j902" --job 902 \
-			--key 2 --slots 64 --elems "$ELEMS" --dtype f32 \
+			--key-file "$KEYFILE" --slots 64 --elems "$ELEMS" --dtype f32 \
 			--bytes "$ob" --iters 2
 		check_err $? "job 902 workers failed"
 		wait $p1
@@ -181,8 +181,8 @@ if [ "$(nproc)" -ge 2 ]; then
 	rack_up "$RACK" 2 >/dev/null && rack_xdp "$RACK" 2 "$PIN"
 	check_err $? "rack of 2 could not be set up"
 	run_case_dir=$TMP/cpu
-	rack_job_add "$RACK" 2 999 7 32 "$ELEMS" "$PIN"
-	rack_allreduce "$RACK" 2 "$run_case_dir" --job 999 --key 7 --slots 32 \
+	rack_job_add "$RACK" 2 999 "$KEYFILE" 32 "$ELEMS" "$PIN"
+	rack_allreduce "$RACK" 2 "$run_case_dir" --job 999 --key-file "$KEYFILE" --slots 32 \
 		--elems "$ELEMS" --dtype i32 --bytes $((4 << 20)) --iters 3
 	check_err $? "workers on different CPUs failed"
 	check_workers 2 "$run_case_dir"

@@ -10,6 +10,9 @@
  * back in front of the frame); its fan-out by the TC program xina_fanout
  * is run for real in a network namespace this test makes with unshare():
  * veth pairs, packet sockets on the worker ends.
+ *
+ * Contributions carry the tag of bpf/xina_auth.h, computed here with the
+ * keys derived from SECRET; results are checked against the result key.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -32,28 +35,47 @@
 #include <bpf/libbpf.h>
 
 #include "xina_maps.h"
+#include "xina_auth.h"
 #include "bpf/xina.skel.h"
 #include "xtest.h"
 
 #define JOB_ID		7
 #define JOB_IDX		3
-#define JOB_KEY		0x1122334455667788ULL
 #define SLOT_BASE	6	/* not 0: an indexing error shows */
 #define NR_VERSIONS	64	/* xina_meta / xina_vals entries */
 #define SW_IP		0x0a0700feU	/* 10.7.0.254 */
 #define WK_IP(r)	(0x0a070001U + (r))	/* 10.7.0.1 + rank */
 #define WK_PORT(r)	(40000 + (r))
-#define FRAME_MAX	(14 + 20 + 8 + 40 + 4 * XINA_MAX_ELEMS)
+#define FRAME_MAX	(14 + 20 + 8 + (int)sizeof(struct xina_hdr) + \
+			 4 * XINA_MAX_ELEMS)
 #define META_MAX	64	/* XDP metadata BPF_PROG_TEST_RUN hands back */
 #define HDRS_LEN	(14 + 20 + 8)
 #define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
 
 static const __u8 sw_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0xfe, 0x01 };
 
+/* The job's secret, and the keys derived from it (keys_init()). */
+static const __u8 SECRET[XINA_SECRET_BYTES] = {
+	0x5e, 0xc1, 0xe7, 0x00, 0x11, 0x22, 0x33, 0x44,
+	0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc,
+};
+static __u64 K[XINA_MAX_WORKERS][2], KRES[2];
+static __u32 NHK[XINA_MAX_ELEMS];
+
+static void keys_init(void)
+{
+	unsigned int r;
+
+	for (r = 0; r < XINA_MAX_WORKERS; r++)
+		xina_derive_key(SECRET, XINA_LABEL_MEMBER, JOB_ID, r, K[r]);
+	xina_derive_key(SECRET, XINA_LABEL_RESULT, JOB_ID, 0, KRES);
+	xina_derive_nh(SECRET, JOB_ID, NHK, XINA_MAX_ELEMS);
+}
+
 struct fixture {
 	struct xina *skel;
 	int xdp, fanout;
-	int jobs, members, meta, vals, stats;
+	int jobs, members, meta, vals, stats, nhkeys;
 	struct xina_job job;
 	int ncpus;
 };
@@ -105,6 +127,7 @@ static int fx_open(void)
 	F.meta = bpf_map__fd(s->maps.xina_meta);
 	F.vals = bpf_map__fd(s->maps.xina_vals);
 	F.stats = bpf_map__fd(s->maps.xina_stats);
+	F.nhkeys = bpf_map__fd(s->maps.xina_nhkeys);
 	return 0;
 }
 
@@ -125,7 +148,8 @@ static __u32 member_key(unsigned int rank)
 static int job_add(unsigned int workers, unsigned int slots,
 		   unsigned int elems, bool port)
 {
-	__u32 bucket = xina_job_bucket(JOB_ID, 0), k;
+	__u32 bucket = xina_job_bucket(JOB_ID, 0), k = JOB_IDX;
+	struct xina_nhkey nhk;
 	struct xina_member m = {};
 	unsigned int r;
 
@@ -134,14 +158,18 @@ static int job_add(unsigned int workers, unsigned int slots,
 	if (SLOT_BASE + 2 * slots > NR_VERSIONS)
 		return -1;
 	F.job = (struct xina_job){
-		.key = JOB_KEY, .id = JOB_ID, .idx = JOB_IDX,
+		.kres = { KRES[0], KRES[1] }, .id = JOB_ID, .idx = JOB_IDX,
 		.slot_base = SLOT_BASE, .slots = slots,
 		.workers = workers, .elems = elems,
 	};
+	memcpy(nhk.k, NHK, sizeof(nhk.k));
+	if (bpf_map_update_elem(F.nhkeys, &k, &nhk, BPF_ANY))
+		return -1;
 	for (r = 0; r < workers; r++) {
 		k = member_key(r);
 		m.addr = htonl(WK_IP(r));
 		m.port = port ? htons(WK_PORT(r)) : 0;
+		memcpy(m.key, K[r], sizeof(m.key));
 		if (bpf_map_update_elem(F.members, &k, &m, BPF_ANY))
 			return -1;
 	}
@@ -168,11 +196,14 @@ struct contrib {
 	__u8 version, type, dtype, op, flags;
 	__s8 exp;
 	__u16 count, weight, rank;
-	__u32 job, slot, round;
-	__u64 key, offset;
+	__u32 job, slot, round, epoch, aux;
+	__u64 offset;
 	__u32 saddr, daddr;	/* host order */
 	__u16 sport, dport;
 	unsigned int nvals;	/* elements in the payload (default count) */
+	unsigned int tag_rank;	/* whose key tags it (default rank) */
+	__u64 tag_xor;		/* flipped in the tag once computed */
+	int flip_elem;		/* element changed after tagging; -1: none */
 };
 
 static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
@@ -182,10 +213,10 @@ static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
 		.version = XINA_WIRE_VERSION, .type = XINA_T_CONTRIB,
 		.dtype = XINA_DTYPE_INT32, .op = op, .exp = -3,
 		.count = count, .rank = rank, .job = JOB_ID, .slot = slot,
-		.round = round, .key = JOB_KEY, .offset = 1000 + slot,
+		.round = round, .offset = 1000 + slot,
 		.saddr = WK_IP(rank), .daddr = SW_IP,
 		.sport = WK_PORT(rank), .dport = XINA_UDP_PORT,
-		.nvals = count,
+		.nvals = count, .tag_rank = rank, .flip_elem = -1,
 	};
 }
 
@@ -220,6 +251,27 @@ static __u16 ip_csum(const void *p, int len)
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return ~sum & 0xffff;
+}
+
+/* NH of @n elements in network order, with the job's NH key. */
+static __u64 nh_wire(const __be32 *v, unsigned int n)
+{
+	static __u32 m[XINA_MAX_ELEMS];
+	unsigned int i;
+
+	for (i = 0; i < n && i < XINA_MAX_ELEMS; i++)
+		m[i] = ntohl(v[i]);
+	return xina_nh(NHK, m, i);
+}
+
+/* Does the result (or answer) in @frame carry the result key's tag? */
+static bool result_tag_ok(const __u8 *frame)
+{
+	const struct xina_hdr *xh = (const void *)(frame + HDRS_LEN);
+
+	return be64toh(xh->tag) ==
+	       xina_tag_hdr(KRES, xh, nh_wire((const __be32 *)(xh + 1),
+					      ntohs(xh->count)));
 }
 
 static size_t build_frame(__u8 *buf, const struct contrib *c)
@@ -260,10 +312,15 @@ static size_t build_frame(__u8 *buf, const struct contrib *c)
 	xh->weight = htons(c->weight);
 	xh->slot = htonl(c->slot);
 	xh->round = htonl(c->round);
-	xh->key = htobe64(c->key);
+	xh->epoch = htonl(c->epoch);
+	xh->aux = htonl(c->aux);
 	xh->offset = htobe64(c->offset);
 	for (i = 0; i < c->nvals; i++)
 		v[i] = htonl(val(c->rank, c->slot, c->round, i));
+	xh->tag = htobe64(xina_tag_hdr(K[c->tag_rank % XINA_MAX_WORKERS], xh,
+				       nh_wire(v, c->nvals)) ^ c->tag_xor);
+	if (c->flip_elem >= 0 && (unsigned int)c->flip_elem < c->nvals)
+		v[c->flip_elem] ^= htonl(1 << 20);
 	return len;
 }
 
@@ -502,8 +559,10 @@ static void aggregate(unsigned int workers, __u8 op, __u16 count)
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
 	EXPECT_EQ(ntohs(xhdr(r.out)->count), count);
 	EXPECT_EQ(be64toh(xhdr(r.out)->offset), 1000 + 2);
-	EXPECT_EQ(ntohs(xhdr(r.out)->rank), workers - 1);
+	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 0);
+	EXPECT_EQ(xhdr(r.out)->flags, 0);
 	EXPECT_EQ(xhdr(r.out)->exp, -3);
+	EXPECT_TRUE(result_tag_ok(r.out), "result tag does not verify");
 	/* addressed by the fan-out, per member: see fanout_live */
 	EXPECT_EQ(result_errors(r.out, op, workers, 2, 0, count), 0);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), workers);
@@ -616,6 +675,7 @@ TEST(next_round_other_version)
 /* A retransmission to a completed version gets the result, to itself. */
 TEST(retransmission_answered)
 {
+	__u8 result[PAYLOAD_OFF + 4 * 16];
 	struct snapshot s = {};
 	struct contrib c;
 	struct run r;
@@ -627,6 +687,8 @@ TEST(retransmission_answered)
 		c.exp = 5 + w;
 		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : V_RESULT);
 	}
+	ASSERT_EQ(r.len, sizeof(result));
+	memcpy(result, r.out, sizeof(result));
 	ASSERT_OK(snap_take(&s));
 	c = contrib(1, 3, 4, 16, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
@@ -635,9 +697,14 @@ TEST(retransmission_answered)
 	EXPECT_EQ(r.mark.to, 1);	/* for the sender alone */
 	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * 16);
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
-	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 1);
+	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 0);
 	EXPECT_EQ(xhdr(r.out)->exp, 5 + 2);	/* the completer's */
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 4, 16), 0);
+	/* the result as it was sent, header and kept tag included */
+	EXPECT_TRUE(!memcmp(r.out + HDRS_LEN, result + HDRS_LEN,
+			    sizeof(result) - HDRS_LEN),
+		    "the answer is not the result");
+	EXPECT_TRUE(result_tag_ok(r.out), "answer tag does not verify");
 	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 3);
 	EXPECT_TRUE(snap_same(&s), "answering changed slot state");
@@ -870,7 +937,7 @@ TEST(truncated_jumbo)
 	struct run r;
 
 	ASSERT_OK(job_add(4, 4, XINA_MAX_ELEMS, true));
-	c.rank = 0;
+	c.rank = c.tag_rank = 0;
 	c.saddr = WK_IP(0);
 	c.sport = WK_PORT(0);
 	c.slot = 2;
@@ -912,7 +979,9 @@ TEST(malformed)
 		bad += refused(what, &c, XINA_GSTAT_MALFORMED, NO_STAT, &s); \
 	} while (0)
 	MALFORMED("version 0", c.version = 0);
-	MALFORMED("version 2", c.version = 2);
+	MALFORMED("version 1", c.version = 1);
+	MALFORMED("version 3", c.version = 3);
+	MALFORMED("aux 1", c.aux = 1);
 	MALFORMED("type RESULT", c.type = XINA_T_RESULT);
 	MALFORMED("type 0", c.type = 0);
 	MALFORMED("unknown flag", c.flags = 1 << 1);
@@ -980,17 +1049,213 @@ TEST(foreign_job)
 	free(s.buf);
 }
 
-TEST(wrong_key)
+/*
+ * Forged tags: random, one bit off, another member's key, a payload
+ * changed after tagging (in the frame's first buffer and, for jumbo
+ * frames, beyond it), a header field changed after tagging.  Dropped,
+ * counted as drop_auth, slot memory untouched.
+ */
+TEST(forged_tag)
+{
+	struct snapshot s;
+	struct contrib c;
+	__u64 seed = 0x1234567;
+	int i;
+
+	ASSERT_OK(job_pending(&s));
+	for (i = 0; i < 8; i++) {
+		c = valid();
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		c.tag_xor = seed | 1;
+		EXPECT_EQ(refused("random tag", &c, NO_STAT,
+				  XINA_STAT_DROP_AUTH, &s), 0);
+	}
+	c = valid();
+	c.tag_xor = 1ULL << 63;
+	EXPECT_EQ(refused("tag bit 63", &c, NO_STAT, XINA_STAT_DROP_AUTH, &s),
+		  0);
+	c = valid();
+	c.tag_rank = 2;		/* rank 2's key on rank 1's packet */
+	EXPECT_EQ(refused("other member's key", &c, NO_STAT,
+			  XINA_STAT_DROP_AUTH, &s), 0);
+	c = valid();
+	c.flip_elem = 0;
+	EXPECT_EQ(refused("payload changed", &c, NO_STAT, XINA_STAT_DROP_AUTH,
+			  &s), 0);
+	c = valid();
+	c.flip_elem = c.count - 1;
+	EXPECT_EQ(refused("last element changed", &c, NO_STAT,
+			  XINA_STAT_DROP_AUTH, &s), 0);
+	free(s.buf);
+}
+
+/* A header field changed after tagging (an on-path attacker's edit). */
+TEST(header_changed)
+{
+	static __u8 buf[FRAME_MAX];
+	struct xina_hdr *xh = (void *)(buf + HDRS_LEN);
+	struct counts before;
+	struct snapshot s;
+	struct contrib c;
+	struct run r;
+	size_t len;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	len = build_frame(buf, &c);
+	xh->round = htonl(2);
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_DROP_AUTH, 1), 0);
+	len = build_frame(buf, &c);
+	xh->offset ^= 1;
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_DROP_AUTH, 1), 0);
+	EXPECT_TRUE(snap_same(&s), "changed header touched slot state");
+	free(s.buf);
+}
+
+/* Jumbo frames: a change in the first buffer or in a later one. */
+TEST(forged_tag_jumbo)
+{
+	struct contrib c;
+	struct snapshot s;
+	struct run r;
+	int i;
+	static const int flips[] = { 0, 700, 1023, 1024, 1500, 2047 };
+
+	ASSERT_OK(job_add(4, 4, XINA_MAX_ELEMS, true));
+	c = contrib(0, 2, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);	/* a pending round */
+	ASSERT_OK(snap_take(&s));
+	for (i = 0; i < (int)(sizeof(flips) / sizeof(flips[0])); i++) {
+		c = contrib(1, 2, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+		c.flip_elem = flips[i];
+		EXPECT_EQ(refused("jumbo payload changed", &c, NO_STAT,
+				  XINA_STAT_DROP_AUTH, &s), 0);
+		if (xt.failed) {
+			XT_LOG("element %d", flips[i]);
+			break;
+		}
+	}
+	/* odd counts split between the buffers */
+	c = contrib(1, 2, 0, 2045, XINA_OP_SUM);
+	c.flip_elem = 2044;
+	EXPECT_EQ(refused("odd jumbo, last changed", &c, NO_STAT,
+			  XINA_STAT_DROP_AUTH, &s), 0);
+	c = contrib(1, 2, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);	/* the genuine one adds */
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 2);
+	free(s.buf);
+}
+
+/* A valid tag from another epoch: dropped, counted as drop_epoch. */
+TEST(wrong_epoch)
 {
 	struct snapshot s;
 	struct contrib c;
 
 	ASSERT_OK(job_pending(&s));
 	c = valid();
-	c.key = JOB_KEY ^ 1ULL << 63;
-	EXPECT_EQ(refused("key", &c, NO_STAT, XINA_STAT_DROP_KEY, &s), 0);
-	c.key = 0;
-	EXPECT_EQ(refused("key 0", &c, NO_STAT, XINA_STAT_DROP_KEY, &s), 0);
+	c.epoch = 1;
+	EXPECT_EQ(refused("epoch 1", &c, NO_STAT, XINA_STAT_DROP_EPOCH, &s),
+		  0);
+	c.epoch = 0xffffffff;
+	EXPECT_EQ(refused("epoch 2^32-1", &c, NO_STAT, XINA_STAT_DROP_EPOCH,
+			  &s), 0);
+	free(s.buf);
+}
+
+static int ip(bool quiet, ...);
+
+/*
+ * Exact replays of a member's packet, coming in on another port from
+ * another MAC: a pending round drops them as duplicates, a completed one
+ * answers them, to the member where it was learned; neither the slot
+ * memory nor where the member's results go changes.
+ */
+TEST(replay)
+{
+	static __u8 buf[FRAME_MAX];
+	struct xina_member m0, m1;
+	struct ethhdr *eth = (void *)buf;
+	__u32 k = member_key(1);
+	struct counts before;
+	struct snapshot s;
+	struct contrib c;
+	int port, other;
+	struct run r;
+	size_t len;
+
+	/* two ports: the member's, and the one the replays come in on */
+	if (!have_netns)
+		XT_SKIP("no private network namespace (unshare failed)");
+	if (ip(false, "link", "add", "xrp0", "type", "veth", "peer", "name",
+	       "xrp1", NULL) ||
+	    ip(false, "link", "set", "xrp0", "up", NULL) ||
+	    ip(false, "link", "set", "xrp1", "up", NULL))
+		XT_SKIP("cannot make a veth pair (veth, ip(8))");
+	port = if_nametoindex("xrp0");
+	other = if_nametoindex("xrp1");
+	ASSERT_TRUE(port && other, "no ifindex for xrp0, xrp1");
+
+	ASSERT_OK(job_add(2, 4, 16, false));
+	c = contrib(1, 3, 0, 16, XINA_OP_SUM);
+	len = build_frame(buf, &c);
+	run_on(buf, len, &r, port);
+	ASSERT_EQ(verdict(&r), XDP_DROP);
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m0));
+	ASSERT_EQ(m0.ifindex, port);
+	ASSERT_OK(snap_take(&s));
+
+	/* the same bytes, from elsewhere */
+	eth->h_source[0] = 0x0a;
+	counts_read(&before);
+	before.j[XINA_STAT_RX] += 3;
+	run_on(buf, len, &r, other);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	run_on(buf, len, &r, other);
+	run_on(buf, len, &r, port);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_DUP, 3), 0);
+	EXPECT_TRUE(snap_same(&s), "a replay changed slot state");
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m1));
+	EXPECT_TRUE(!memcmp(&m0, &m1, sizeof(m0)),
+		    "a replay moved the member");
+	free(s.buf);
+
+	/* complete the round, then replay again */
+	c = contrib(0, 3, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run_on(buf, len, &r, other);
+	EXPECT_EQ(verdict(&r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 1);	/* to the member, where it was learned */
+	EXPECT_TRUE(result_tag_ok(r.out), "answer tag does not verify");
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_RETRANS_ANSWERED, 1),
+		  0);
+	EXPECT_TRUE(snap_same(&s), "a replay changed slot state");
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m1));
+	EXPECT_TRUE(!memcmp(&m0, &m1, sizeof(m0)),
+		    "a replay moved the member");
+
+	/* and once round 2 replaced round 0 in this version: stale */
+	c = contrib(0, 3, 2, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	free(s.buf);
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run_on(buf, len, &r, other);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_STALE, 1), 0);
+	EXPECT_TRUE(snap_same(&s), "a stale replay changed slot state");
 	free(s.buf);
 }
 
@@ -1272,11 +1537,25 @@ TEST(learns_member)
 
 	/* a refused packet teaches nothing */
 	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
-	c.key = 0;
+	c.tag_xor = 1;
+	c.sport = 6666;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_AUTH), 1);
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
+	EXPECT_EQ(ntohs(m.rport), 5555);
+	/* nor does a genuine duplicate from another port */
+	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
+	c.sport = 6666;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DUP), 1);
+	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
+	EXPECT_EQ(ntohs(m.rport), 5555);
+	/* the next accepted contribution does */
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
 	c.sport = 6666;
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	ASSERT_OK(bpf_map_lookup_elem(F.members, &k, &m));
-	EXPECT_EQ(ntohs(m.rport), 5555);
+	EXPECT_EQ(ntohs(m.rport), 6666);
 }
 
 /*
@@ -1491,6 +1770,7 @@ static int check_copy(const char *wk, unsigned int rank, const __u8 *buf,
 		   xhdr(buf)->type);
 	COPY_CHECK(ntohl(xhdr(buf)->job) == JOB_ID, "job %u", wk,
 		   ntohl(xhdr(buf)->job));
+	COPY_CHECK(result_tag_ok(buf), "result tag does not verify", wk);
 	bad += result_errors(buf, XINA_OP_SUM, workers, 2, 0, count);
 #undef COPY_CHECK
 	return bad;
@@ -1582,6 +1862,19 @@ static void fan_out(unsigned int count, const char *mtu)
 		EXPECT_TRUE(recv_result_within(fd[i], buf, sizeof(buf), 200) < 0,
 			    "%s: a copy of the answer arrived", wk[i]);
 	EXPECT_EQ(jstat(XINA_STAT_TX), workers + 1);
+
+	/*
+	 * Rank 1's contribution replayed behind port 0: answered, but the
+	 * copy goes out of port 1, where rank 1 was learned, not back.
+	 */
+	c = contrib(1, 2, 0, count, XINA_OP_SUM);
+	len = build_frame(buf, &c);
+	ASSERT_EQ(send(fd[0], buf, len, 0), (ssize_t)len);
+	n = recv_result(fd[1], buf, sizeof(buf));
+	EXPECT_EQ(check_copy(wk[1], 1, buf, n, len, workers, count), 0);
+	EXPECT_TRUE(recv_result_within(fd[0], buf, sizeof(buf), 200) < 0,
+		    "%s: the replayer's port got a copy", wk[0]);
+	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 2);
 	for (i = 0; i < 2; i++)
 		close(fd[i]);
 }
@@ -1620,12 +1913,14 @@ static void teardown(void)
 	if (have_netns) {
 		ip(true, "link", "del", "xsw0", NULL);
 		ip(true, "link", "del", "xsw1", NULL);
+		ip(true, "link", "del", "xrp0", NULL);
 	}
 }
 
 int main(void)
 {
 	xt_header();
+	keys_init();
 	if (geteuid())
 		return xt_skip_all("needs root (BPF_PROG_TEST_RUN, maps)");
 	/* Everything, veth pairs included, lives in a netns of our own. */

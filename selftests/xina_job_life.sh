@@ -17,7 +17,6 @@ require_cmd jq nft "$O/xinactl" "$O/xina-allreduce"
 
 rack_test_init xj
 N=2
-KEY=0x11fe
 TIMEOUT_MS=2000
 
 jstat()
@@ -92,10 +91,10 @@ fi
 
 # ---- job deleted under traffic ---------------------------------------------
 JOB=21
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 32 256 "$PIN"
 check_err $? "job add $JOB failed"
 # Far more than can finish before the delete.
-rack_allreduce "$RACK" "$N" "$TMP/del" --job "$JOB" --key "$KEY" --slots 32 \
+rack_allreduce "$RACK" "$N" "$TMP/del" --job "$JOB" --key-file "$KEYFILE" --slots 32 \
 	--elems 256 --dtype i32 --bytes $((64 << 20)) --iters 50 \
 	--timeout-ms "$TIMEOUT_MS" &
 runner=$!
@@ -135,11 +134,11 @@ log_test "job deleted under traffic: no_job counted, no more results, workers ti
 # ---- a new run on an old job -------------------------------------------------
 JOB=22
 SLOTS=8
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" "$SLOTS" 256 "$PIN"
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" 256 "$PIN"
 check_err $? "job add $JOB failed"
 # Three rounds of every slot per call, two calls: every slot is past round
 # 4 (xina-allreduce adds a one-element barrier call per iteration).
-rack_allreduce "$RACK" "$N" "$TMP/old" --job "$JOB" --key "$KEY" \
+rack_allreduce "$RACK" "$N" "$TMP/old" --job "$JOB" --key-file "$KEYFILE" \
 	--slots "$SLOTS" --elems 256 --dtype i32 --bytes $((4 * 256 * SLOTS * 3)) \
 	--iters 2 --timeout-ms 5000
 check_err $? "the first run on job $JOB failed"
@@ -148,7 +147,7 @@ complete0=$(jstat "$JOB" complete)
 [ "$complete0" -ge $((SLOTS * 3 * 2)) ] 2>/dev/null
 check_err $? "first run: $complete0 completions, want at least $((SLOTS * 3 * 2))"
 # A new run starts again at round 0.
-rack_allreduce "$RACK" "$N" "$TMP/new" --job "$JOB" --key "$KEY" \
+rack_allreduce "$RACK" "$N" "$TMP/new" --job "$JOB" --key-file "$KEYFILE" \
 	--slots "$SLOTS" --elems 256 --dtype i32 --bytes $((4 * 256 * SLOTS)) \
 	--iters 1 --timeout-ms 1000 --join-timeout-ms 1000
 fails=$?

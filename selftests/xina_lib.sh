@@ -42,18 +42,18 @@ first_not_ok()
 	grep -m1 '^not ok' "$1" || tail -n1 "$1"
 }
 
-# start_swagg WORKERS JOB KEY: xina-swagg in the switch namespace, the
+# start_swagg WORKERS JOB KEYFILE: xina-swagg in the switch namespace, the
 # members where the rack's workers are.
 start_swagg()
 {
-	local n=$1 job=$2 key=$3 members="" i
+	local n=$1 job=$2 keyfile=$3 members="" i
 
 	for ((i = 0; i < n; i++)); do
 		members="$members --member $i=$(rack_worker_ip "$i"):$RACK_WORKER_PORT"
 	done
 	# shellcheck disable=SC2086
 	ip netns exec "$RACK-sw" "$O/xina-swagg" --port "$XINA_UDP_PORT" \
-		--job "$job" --key "$key" --workers "$n" --slots "$SLOTS" \
+		--job "$job" --key-file "$keyfile" --workers "$n" --slots "$SLOTS" \
 		--elems "$ELEMS" $members >"$TMP/swagg.out" 2>&1 &
 	swagg_pid=$!
 	busywait 5 swagg_listening
@@ -72,7 +72,7 @@ stop_swagg()
 	swagg_pid=""
 }
 
-# job_up AGG WORKERS JOB KEY / job_down AGG JOB: the job on xina-swagg or
+# job_up AGG WORKERS JOB KEYFILE / job_down AGG JOB: the job on xina-swagg or
 # on the XDP switch.
 job_up()
 {
@@ -111,7 +111,7 @@ test_broken_handle()
 {
 	local agg=$1 p0
 
-	job_up "$agg" 2 7 0x5eed
+	job_up "$agg" 2 7 "$KEYFILE"
 	check_err $? "job 7 could not be set up on $agg"
 	ip netns exec "$RACK-w0" "$O/xina-libtest" call "$SW" \
 		"$(rack_worker_ip 0):$RACK_WORKER_PORT" 0 2 "$ELEMS" 64 broken \
@@ -143,18 +143,18 @@ test_late_peer()
 {
 	local agg=$1 job=$2 t0 t1 r wp="" p waited waited0
 
-	job_up "$agg" "$N" "$job" 0x1a7e
+	job_up "$agg" "$N" "$job" "$KEYFILE"
 	check_err $? "job $job could not be set up on $agg"
 	t0=$(now)
 	for r in 0 1; do
-		worker $r "$TMP/late$r" --job "$job" --key 0x1a7e --dtype f32 \
+		worker $r "$TMP/late$r" --job "$job" --key-file "$KEYFILE" --dtype f32 \
 			--bytes $((4 * ELEMS * 10 + 12)) --iters 2 \
 			--timeout-ms $TIMEOUT_MS --join-timeout-ms $JOIN_MS
 		wp="$wp $!"
 	done
 	sleep "$(awk -v ms=$LATE_MS 'BEGIN { print ms / 1000 }')"
 	t1=$(now)
-	worker 2 "$TMP/late2" --job "$job" --key 0x1a7e --dtype f32 \
+	worker 2 "$TMP/late2" --job "$job" --key-file "$KEYFILE" --dtype f32 \
 		--bytes $((4 * ELEMS * 10 + 12)) --iters 2 \
 		--timeout-ms $TIMEOUT_MS --join-timeout-ms $JOIN_MS
 	wp="$wp $!"
@@ -188,11 +188,11 @@ test_join_timeout()
 {
 	local agg=$1 job=$2 r t0 t1 took wp="" p
 
-	job_up "$agg" "$N" "$job" 0x1a7e
+	job_up "$agg" "$N" "$job" "$KEYFILE"
 	check_err $? "job $job could not be set up on $agg"
 	t0=$(now)
 	for r in 0 1; do
-		worker $r "$TMP/join$r" --job "$job" --key 0x1a7e --dtype i32 \
+		worker $r "$TMP/join$r" --job "$job" --key-file "$KEYFILE" --dtype i32 \
 			--bytes 4096 --iters 1 --timeout-ms $TIMEOUT_MS
 		wp="$wp $!"
 	done

@@ -99,9 +99,9 @@ read -r os od is id <<<"$os0 $od0 $is0 $id0"
 for dtype in i32 f32; do
 	job=$((job + 1))
 	dir=$TMP/$dtype
-	rack_job_add "$RACK" "$N" "$job" 0xfeed 64 256 "$PIN"
+	rack_job_add "$RACK" "$N" "$job" "$KEYFILE" 64 256 "$PIN"
 	check_err $? "job add failed"
-	rack_allreduce "$RACK" "$N" "$dir" --job "$job" --key 0xfeed --slots 64 \
+	rack_allreduce "$RACK" "$N" "$dir" --job "$job" --key-file "$KEYFILE" --slots 64 \
 		--elems 256 --dtype "$dtype" --bytes "$BYTES" --iters 2 --no-gso --no-gro \
 		--timeout-ms 10000
 	check_err $? "workers failed: $(cat "$dir"/w*.err | sort -u | head -n3 | tr '\n' ' ')"

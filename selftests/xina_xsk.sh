@@ -25,7 +25,6 @@ require_cmd jq python3 setpriv bpftool "$O/xinactl" "$O/xina-allreduce" \
 
 rack_test_init xx
 JOB=300
-KEY=0x75c
 
 # The xina-allreduce JSON of worker $2 in $1, field $3.
 wj()
@@ -80,9 +79,9 @@ run()
 	shift 6
 	JOB=$((JOB + 1))
 	DIR=$TMP/$JOB
-	rack_job_add "$RACK" "$n" "$JOB" "$KEY" "$slots" "$elems" "$PIN" ||
+	rack_job_add "$RACK" "$n" "$JOB" "$KEYFILE" "$slots" "$elems" "$PIN" ||
 		{ check_err 1 "job add $JOB failed"; return 1; }
-	rack_allreduce "$RACK" "$n" "$DIR" --job "$JOB" --key "$KEY" \
+	rack_allreduce "$RACK" "$n" "$DIR" --job "$JOB" --key-file "$KEYFILE" \
 		--slots "$slots" --elems "$elems" --dtype "$dtype" \
 		--bytes "$bytes" --iters 2 --timeout-ms 5000 --io "$io" "$@"
 	check_err $? "$? of $n workers failed: $(for f in "$DIR"/w*.err; do
@@ -138,8 +137,8 @@ udp_bound()
 }
 
 JOB=$((JOB + 1))
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 2048 "$PIN"
-rack_allreduce "$RACK" "$N" "$TMP/bg" --job "$JOB" --key "$KEY" --slots 32 \
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 32 2048 "$PIN"
+rack_allreduce "$RACK" "$N" "$TMP/bg" --job "$JOB" --key-file "$KEYFILE" --slots 32 \
 	--elems 2048 --dtype i32 --bytes $((1 << 20)) --iters 100000 \
 	--timeout-ms 5000 --io xsk 2>/dev/null &
 bg=$!
@@ -218,8 +217,8 @@ log_test "AF_XDP with the switch's MAC not yet known: UDP first, then AF_XDP"
 # are read from the UDP socket the handle keeps.
 JOB=$((JOB + 1))
 DIR=$TMP/$JOB
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
-rack_allreduce "$RACK" "$N" "$DIR" --job "$JOB" --key "$KEY" --slots 32 \
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 32 256 "$PIN"
+rack_allreduce "$RACK" "$N" "$DIR" --job "$JOB" --key-file "$KEYFILE" --slots 32 \
 	--elems 256 --dtype i32 --bytes 1000000 --iters 400 --timeout-ms 5000 \
 	--io xsk &
 bg=$!
@@ -264,8 +263,8 @@ ip -n "$RACK-w0" link set dev eth0 xdp off
 # second one uses UDP, its results pass that program untouched.
 JOB=$((JOB + 1))
 first=$JOB
-rack_job_add "$RACK" "$N" "$first" "$KEY" 64 256 "$PIN"
-rack_allreduce "$RACK" "$N" "$TMP/first" --job "$first" --key "$KEY" \
+rack_job_add "$RACK" "$N" "$first" "$KEYFILE" 64 256 "$PIN"
+rack_allreduce "$RACK" "$N" "$TMP/first" --job "$first" --key-file "$KEYFILE" \
 	--slots 64 --elems 256 --dtype i32 --bytes $((1 << 20)) --iters 300 \
 	--timeout-ms 5000 --io xsk &
 bg=$!
@@ -285,15 +284,20 @@ log_test "fallback to UDP: a second handle on the same interface"
 
 # No privileges: the UDP socket needs none, AF_XDP needs CAP_NET_RAW.
 JOB=$((JOB + 1))
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 64 256 "$PIN"
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 64 256 "$PIN"
 DIR=$TMP/$JOB
 mkdir -p "$DIR"
+# The unprivileged workers' own copy of the key file (0600, theirs).
+chmod 711 "$TMP"
+install -d -o 65534 -g 65534 -m 700 "$TMP/nobody"
+install -o 65534 -g 65534 -m 600 "$KEYFILE" "$TMP/nobody/job.key"
 for ((i = 0; i < N; i++)); do
 	ip netns exec "$RACK-w$i" setpriv --reuid=65534 --regid=65534 \
 		--clear-groups --inh-caps=-all --bounding-set=-all \
 		"$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 		--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" --rank "$i" \
-		--workers "$N" --job "$JOB" --key "$KEY" --slots 64 --elems 256 \
+		--workers "$N" --job "$JOB" --key-file "$TMP/nobody/job.key" \
+		--slots 64 --elems 256 \
 		--dtype i32 --bytes $((1 << 20)) --iters 2 --timeout-ms 5000 \
 		--io xsk --json >"$DIR/w$i.json" 2>"$DIR/w$i.err" &
 done

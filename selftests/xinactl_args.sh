@@ -5,9 +5,13 @@
 # bad input, and leaves the configuration exactly as it was (jobs, ports,
 # XDP attachments, the pin dir); jobs round-trip through add/show/del with
 # the documented JSON; ports attach and detach on veths in namespaces made
-# here; stats count packets sent into an attached port.
+# here; stats count packets sent into an attached port, a contribution
+# tagged by an implementation of the tag written here in Python (SipHash,
+# NH, the key derivation of bpf/xina_auth.h) adds, a forged one does not;
+# key files are made 0600 and bad ones refused.
 #
-# Uses a private pin dir (/run/xina-test-PID) and namespaces of its own.
+# Uses a private pin dir (/run/xina-test-PID), namespaces and a key
+# directory of its own.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -17,6 +21,9 @@ PIN2=/run/xina-test-$$-par
 NS_SW=$(unique_name xctl-sw-)
 NS_W=$(unique_name xctl-w-)
 export XINA_PIN_DIR=$PIN
+KDIR=$(mktemp -d)
+KF=$KDIR/job.key
+K="keyfile $KF"
 
 require_root
 require_cmd ip python3 findmnt "$XINACTL"
@@ -29,6 +36,7 @@ cleanup()
 	rmdir "$PIN" 2>/dev/null
 	while umount "$PIN2" 2>/dev/null; do :; done
 	rmdir "$PIN2" 2>/dev/null
+	rm -rf "$KDIR"
 }
 trap cleanup EXIT
 
@@ -92,20 +100,77 @@ json_ok()
 	check_err $? "JSON '$out' fails: $expr"
 }
 
-# One UDP packet from the worker namespace to the switch port.
+# send_xina JOB KEYFILE: one contribution of rank 0 from the worker
+# namespace to the switch port, one int32 element, tagged with the keys
+# derived from KEYFILE by this independent implementation of
+# bpf/xina_auth.h.
 send_xina()
 {
-	local job=$1 key=$2
+	local job=$1 keyfile=$2
 
-	ip netns exec "$NS_W" python3 - "$job" "$key" <<'EOF'
+	ip netns exec "$NS_W" python3 - "$job" "$keyfile" <<'EOF'
 import socket, struct, sys
-job, key = int(sys.argv[1]), int(sys.argv[2], 0)
+
+M = (1 << 64) - 1
+
+
+def rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & M
+
+
+def siphash24(key, msg):
+    k0, k1 = struct.unpack("<QQ", key)
+    v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d,
+         k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573]
+
+    def rnd():
+        v[0] = (v[0] + v[1]) & M
+        v[1] = rotl(v[1], 13) ^ v[0]
+        v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & M
+        v[3] = rotl(v[3], 16) ^ v[2]
+        v[0] = (v[0] + v[3]) & M
+        v[3] = rotl(v[3], 21) ^ v[0]
+        v[2] = (v[2] + v[1]) & M
+        v[1] = rotl(v[1], 17) ^ v[2]
+        v[2] = rotl(v[2], 32)
+
+    tail = len(msg) & 7
+    words = [struct.unpack("<Q", msg[i:i + 8])[0]
+             for i in range(0, len(msg) - tail, 8)]
+    last = (len(msg) << 56) & M
+    for i, c in enumerate(msg[len(msg) - tail:]):
+        last |= c << (8 * i)
+    for m in words + [last]:
+        v[3] ^= m
+        rnd()
+        rnd()
+        v[0] ^= m
+    v[2] ^= 0xff
+    for _ in range(4):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def derive(secret, label, job, rank, ctr):
+    return siphash24(secret, label + struct.pack("<IIII", job, rank, ctr, 0))
+
+
+job = int(sys.argv[1])
+secret = bytes.fromhex(open(sys.argv[2]).read().strip())
+key = struct.pack("<QQ", derive(secret, b"xina-mbr", job, 0, 0),
+                  derive(secret, b"xina-mbr", job, 0, 1))
+n = derive(secret, b"xina-nh\0", job, 0, 0)
+elem = 42
+# NH of one element: the pair (42, 0 padding) with the key's first words
+nh = ((elem + (n & 0xffffffff)) % 2**32) * (n >> 32) & M
 # struct xina_hdr: version type dtype op flags exp count job rank weight
-# slot round key offset, then one int32 element
-pkt = struct.pack("!BBBBBbHIHHIIQQi", 1, 1, 1, 1, 0, 0, 1, job, 0, 0,
-                  0, 0, key, 0, 42)
+# slot round epoch aux offset, then the tag, then one int32 element
+hdr = struct.pack("!BBBBBbHIHHIIIIQ", 2, 1, 1, 1, 0, 0, 1, job, 0, 0,
+                  0, 0, 0, 0, 0)
+tag = siphash24(key, hdr + struct.pack("<Q", nh))
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.sendto(pkt, ("10.99.0.1", 9277))
+s.sendto(hdr + struct.pack("!Qi", tag, elem), ("10.99.0.1", 9277))
 EOF
 }
 
@@ -135,7 +200,7 @@ check_fail $? "a read-only command mounted $PIN"
 log_test "job show with nothing set up: empty list, no mount"
 
 # ---- jobs --------------------------------------------------------------------
-x job add 1 workers 2 member 0 10.0.0.1 member 1 10.0.0.2:9000
+x job add 1 $K workers 2 member 0 10.0.0.1 member 1 10.0.0.2:9000
 check_err $? "job add 1 failed"
 [ "$(findmnt -n -o FSTYPE "$PIN")" = bpf ]
 check_err $? "$PIN is not a bpffs after job add"
@@ -144,23 +209,38 @@ log_test "job add 1 mounts a bpffs on the pin dir"
 json_ok x -j job show 1 'j["backend"] == "maps" and len(j["jobs"]) == 1 and
 	j["jobs"][0]["id"] == 1 and j["jobs"][0]["workers"] == 2 and
 	j["jobs"][0]["slots"] == 128 and j["jobs"][0]["elems"] == 256 and
-	j["jobs"][0]["key"] == "0x0" and j["jobs"][0]["slot_base"] == 0 and
+	"key" not in j["jobs"][0] and j["jobs"][0]["slot_base"] == 0 and
 	[(m["rank"], m["addr"], m["port"]) for m in j["jobs"][0]["members"]] ==
 	[(0, "10.0.0.1", 0), (1, "10.0.0.2", 9000)]'
 log_test "job show 1: JSON with defaults and members"
 
 out=$(x job show 1)
-[[ "$out" == *"job 1 workers 2 slots 128 elems 256 key 0x0"* &&
-   "$out" == *"member 1 10.0.0.2:9000"* ]]
+[[ "$out" == *"job 1 workers 2 slots 128 elems 256"* &&
+   "$out" == *"member 1 10.0.0.2:9000"* && "$out" != *key* ]]
 check_err $? "text output: $out"
 log_test "job show 1: text output in the add grammar"
 
-x job add 2 workers 1 slots 4 elems 8 key 0x1234 member 0 10.99.0.2
+x job add 2 $K workers 1 slots 4 elems 8 member 0 10.99.0.2
 check_err $? "job add 2 failed"
 json_ok x -p job show 'len(j["jobs"]) == 2 and j["jobs"][1]["id"] == 2 and
 	j["jobs"][1]["slot_base"] == 256 and j["jobs"][1]["idx"] == 1 and
-	j["jobs"][1]["key"] == "0x1234" and j["jobs"][1]["elems"] == 8'
+	j["jobs"][1]["elems"] == 8'
 log_test "job add 2: next free index, first fit after job 1 (-p JSON)"
+
+# a key file that does not exist yet is made, 0600, and said so
+err=$(x job add 4 keyfile "$KDIR/made.key" workers 1 member 0 10.0.0.4 2>&1)
+check_err $? "job add 4 with a new key file failed: $err"
+[[ "$err" == *"created key file $KDIR/made.key"* ]]
+check_err $? "xinactl did not say it made the key file: $err"
+[ "$(stat -c %a "$KDIR/made.key")" = 600 ] &&
+	grep -qxE '[0-9a-f]{32}' "$KDIR/made.key"
+check_err $? "key file $(stat -c %a "$KDIR/made.key"): $(cat "$KDIR/made.key")"
+x job set 4 keyfile "$KF" && x job del 4
+check_err $? "job set 4 keyfile / job del 4 failed"
+x genkey "$KDIR/gen.key" && [ "$(stat -c %a "$KDIR/gen.key")" = 600 ] &&
+	! cmp -s "$KDIR/gen.key" "$KDIR/made.key"
+check_err $? "genkey: $(ls -l "$KDIR")"
+log_test "keyfile: a missing one is created 0600 with a new secret; genkey; job set"
 
 # ---- bad job commands ----------------------------------------------------------
 M1="member 0 10.0.0.1"
@@ -169,54 +249,75 @@ refused "unknown object 'j'" x j show
 refused "unknown command 'sho'" x job sho
 refused "unknown command 'ad'" x job ad 5 workers 1 $M1
 refused "unknown command 'delete'" x job delete 1
-refused "unknown argument 'worker'" x job add 5 worker 1 $M1
-refused "unknown argument 'slot'" x job add 5 workers 1 slot 4 $M1
-refused "unknown argument 'mem'" x job add 5 workers 1 mem 0 10.0.0.1
+refused "unknown argument 'worker'" x job add 5 $K worker 1 $M1
+refused "unknown argument 'slot'" x job add 5 $K workers 1 slot 4 $M1
+refused "unknown argument 'mem'" x job add 5 $K workers 1 mem 0 10.0.0.1
 refused "missing job ID" x job add
-refused "'workers' needs a value" x job add 5 workers
-refused "'slots' needs a value" x job add 5 workers 1 $M1 slots
-refused "'key' needs a value" x job add 5 workers 1 $M1 key
-refused "'member' needs RANK and ADDR" x job add 5 workers 1 member 0
-refused "'workers N' is required" x job add 5 $M1
-refused "'workers' given twice" x job add 5 workers 1 workers 1 $M1
-refused "'key' given twice" x job add 5 workers 1 key 1 key 2 $M1
-refused "job ID 'x' is not a number" x job add x workers 1 $M1
-refused "job ID '0' out of range 1..4294967295" x job add 0 workers 1 $M1
-refused "job ID '4294967296' out of range" x job add 4294967296 workers 1 $M1
-refused "job ID '-1' is not a number" x job add -1 workers 1 $M1
-refused "workers 'abc' is not a number" x job add 5 workers abc $M1
-refused "workers '1x' is not a number" x job add 5 workers 1x $M1
-refused "workers '0' out of range 1..256" x job add 5 workers 0 $M1
-refused "workers '257' out of range 1..256" x job add 5 workers 257 $M1
-refused "slots '0' out of range" x job add 5 workers 1 slots 0 $M1
-refused "elems '0' out of range 1..2048" x job add 5 workers 1 elems 0 $M1
-refused "elems '2049' out of range 1..2048" x job add 5 workers 1 elems 2049 $M1
-refused "key 'zz' is not a number" x job add 5 workers 1 key zz $M1
-refused "key '-1' is not a number" x job add 5 workers 1 key -1 $M1
-refused "key '0x10000000000000000' out of range" \
-	x job add 5 workers 1 key 0x10000000000000000 $M1
+refused "'workers' needs a value" x job add 5 $K workers
+refused "'slots' needs a value" x job add 5 $K workers 1 $M1 slots
+refused "'keyfile' needs a value" x job add 5 workers 1 $M1 keyfile
+refused "'member' needs RANK and ADDR" x job add 5 $K workers 1 member 0
+refused "'workers N' is required" x job add 5 $K $M1
+refused "'workers' given twice" x job add 5 $K workers 1 workers 1 $M1
+refused "'keyfile' given twice" x job add 5 $K workers 1 $K $M1
+refused "'keyfile PATH' is required" x job add 5 workers 1 $M1
+refused "job ID 'x' is not a number" x job add x $K workers 1 $M1
+refused "job ID '0' out of range 1..4294967295" x job add 0 $K workers 1 $M1
+refused "job ID '4294967296' out of range" x job add 4294967296 $K workers 1 $M1
+refused "job ID '-1' is not a number" x job add -1 $K workers 1 $M1
+refused "workers 'abc' is not a number" x job add 5 $K workers abc $M1
+refused "workers '1x' is not a number" x job add 5 $K workers 1x $M1
+refused "workers '0' out of range 1..256" x job add 5 $K workers 0 $M1
+refused "workers '257' out of range 1..256" x job add 5 $K workers 257 $M1
+refused "slots '0' out of range" x job add 5 $K workers 1 slots 0 $M1
+refused "elems '0' out of range 1..2048" x job add 5 $K workers 1 elems 0 $M1
+refused "elems '2049' out of range 1..2048" x job add 5 $K workers 1 elems 2049 $M1
+refused "keys are not taken on the command line: keyfile PATH" \
+	x job add 5 workers 1 key 0x1234 $M1
+refused "keys are not taken on the command line: keyfile PATH" \
+	x job add 5 workers 1 key $M1
+# key files as ssh wants private keys: 0600 or stricter, regular, ours
+printf '00112233445566778899aabbccddeeff\n' > "$KDIR/open.key"
+chmod 644 "$KDIR/open.key"
+refused "key file $KDIR/open.key is accessible by group or others (mode 0644)" \
+	x job add 5 keyfile "$KDIR/open.key" workers 1 $M1
+printf 'not a key\n' > "$KDIR/bad.key"
+chmod 600 "$KDIR/bad.key"
+refused "key file $KDIR/bad.key does not hold a key" \
+	x job add 5 keyfile "$KDIR/bad.key" workers 1 $M1
+ln -s "$KF" "$KDIR/link.key"
+refused "(a symbolic link is not followed)" \
+	x job add 5 keyfile "$KDIR/link.key" workers 1 $M1
+refused "key file $KDIR is not a regular file" \
+	x job add 5 keyfile "$KDIR" workers 1 $M1
+refused "key file $KF: File exists" x genkey "$KF"
+refused "Usage: xinactl genkey PATH" x genkey
+refused "unknown argument 'x'" x genkey "$KDIR/new.key" x
+refused "job 99 does not exist" x job set 99 $K
+refused "job set: nothing to change" x job set 1
+refused "job set: keys are not taken on the command line" x job set 1 key 5
 refused "rank 0 given twice" \
-	x job add 5 workers 2 member 0 10.0.0.1 member 0 10.0.0.2
+	x job add 5 $K workers 2 member 0 10.0.0.1 member 0 10.0.0.2
 refused "rank 2 missing" \
-	x job add 5 workers 3 member 0 10.0.0.1 member 1 10.0.0.2
-refused "rank 0 missing" x job add 5 workers 1
+	x job add 5 $K workers 3 member 0 10.0.0.1 member 1 10.0.0.2
+refused "rank 0 missing" x job add 5 $K workers 1
 refused "rank 2 out of range 0..1" \
-	x job add 5 workers 2 member 0 10.0.0.1 member 1 10.0.0.2 member 2 10.0.0.3
-refused "rank '256' out of range 0..255" x job add 5 workers 1 member 256 10.0.0.1
-refused "rank 'r' is not a number" x job add 5 workers 1 member r 10.0.0.1
-refused "member address '10.0.0' is not IPv4" x job add 5 workers 1 member 0 10.0.0
-refused "member address 'host' is not IPv4" x job add 5 workers 1 member 0 host
-refused "member address '::1' is not IPv4" x job add 5 workers 1 member 0 ::1
+	x job add 5 $K workers 2 member 0 10.0.0.1 member 1 10.0.0.2 member 2 10.0.0.3
+refused "rank '256' out of range 0..255" x job add 5 $K workers 1 member 256 10.0.0.1
+refused "rank 'r' is not a number" x job add 5 $K workers 1 member r 10.0.0.1
+refused "member address '10.0.0' is not IPv4" x job add 5 $K workers 1 member 0 10.0.0
+refused "member address 'host' is not IPv4" x job add 5 $K workers 1 member 0 host
+refused "member address '::1' is not IPv4" x job add 5 $K workers 1 member 0 ::1
 refused "member port '99999' out of range 0..65535" \
-	x job add 5 workers 1 member 0 10.0.0.1:99999
-refused "member port 'p' is not a number" x job add 5 workers 1 member 0 10.0.0.1:p
+	x job add 5 $K workers 1 member 0 10.0.0.1:99999
+refused "member port 'p' is not a number" x job add 5 $K workers 1 member 0 10.0.0.1:p
 refused "member address '0.0.0.0' is not a unicast" \
-	x job add 5 workers 1 member 0 0.0.0.0
+	x job add 5 $K workers 1 member 0 0.0.0.0
 refused "member address '239.1.1.1' is not a unicast" \
-	x job add 5 workers 1 member 0 239.1.1.1
-refused "job 1 already exists" x job add 1 workers 1 $M1
-refused "slots 600 too many" x job add 5 workers 1 slots 600 $M1
-refused "no room for slots 500" x job add 5 workers 1 slots 500 $M1
+	x job add 5 $K workers 1 member 0 239.1.1.1
+refused "job 1 already exists" x job add 1 $K workers 1 $M1
+refused "slots 600 too many" x job add 5 $K workers 1 slots 600 $M1
+refused "no room for slots 500" x job add 5 $K workers 1 slots 500 $M1
 refused "missing job ID" x job del
 refused "job ID 'one' is not a number" x job del one
 refused "unknown argument '2'" x job del 1 2
@@ -237,7 +338,7 @@ check_err $? "job del 1 failed"
 json_ok x -j job show '[k["id"] for k in j["jobs"]] == [2]'
 log_test "job del 1: only job 2 is left"
 
-x job add 3 workers 1 slots 64 member 0 10.0.0.9
+x job add 3 $K workers 1 slots 64 member 0 10.0.0.9
 check_err $? "job add 3 failed"
 json_ok x -j job show 3 'j["jobs"][0]["slot_base"] == 0 and j["jobs"][0]["idx"] == 0'
 log_test "job add 3 reuses the freed slot range and index"
@@ -296,27 +397,32 @@ json_ok x -j stats 'j["backend"] == "maps" and
 	[k["id"] for k in j["jobs"]] == [2, 3] and
 	set(j["jobs"][0]) == {"id", "rx", "contrib", "complete",
 		"retrans_answered", "dup", "stale", "drop_key", "drop_member",
-		"drop_range", "drop_op", "tx", "tx_unknown", "rx_cpu"} and
+		"drop_range", "drop_op", "tx", "tx_unknown", "drop_auth",
+		"drop_epoch", "rx_cpu"} and
 	set(j["switch"]) == {"malformed", "no_job", "pass"}'
 log_test "stats: every job, every counter, switch counters"
 
-send_xina 2 0x9999
-busywait 5 stat_is 2 drop_key 1
-check_err $? "drop_key of job 2 is not 1: $(x -j stats job 2)"
-log_test "stats job 2: a packet with a wrong key counts as drop_key"
+x genkey "$KDIR/other.key"
+send_xina 2 "$KDIR/other.key"
+busywait 5 stat_is 2 drop_auth 1
+check_err $? "drop_auth of job 2 is not 1: $(x -j stats job 2)"
+json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 0 and
+	j["jobs"][0]["drop_key"] == 0 and j["jobs"][0]["rx"] == 1'
+json_ok x -j job show 2 'j["jobs"][0]["members"][0]["ifindex"] == 0'
+log_test "stats job 2: a packet tagged with another secret counts as drop_auth, teaches nothing"
 
-send_xina 2 0x1234
+send_xina 2 "$KF"
 busywait 5 stat_is 2 complete 1
 check_err $? "complete of job 2 is not 1: $(x -j stats job 2)"
 json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 1 and j["jobs"][0]["rx"] == 2'
-log_test "stats job 2: a one-worker contribution completes its slot"
+log_test "stats job 2: a contribution tagged by the Python implementation completes its slot"
 
 json_ok x -j job show 2 'j["jobs"][0]["members"][0]["ifindex"] != 0 and
 	j["jobs"][0]["members"][0]["mac"] != "00:00:00:00:00:00"'
 log_test "job show 2: the member's port and MAC were learned"
 
 out=$(x stats job 2)
-[[ "$out" == *"job 2"* && "$out" == *"drop_key 1"* && "$out" == *"switch"* ]]
+[[ "$out" == *"job 2"* && "$out" == *"drop_auth 1"* && "$out" == *"switch"* ]]
 check_err $? "text stats: $out"
 log_test "stats job 2: text output"
 
@@ -347,7 +453,7 @@ log_test "job del 2, job del 3: no jobs left"
 # Eight "job add" at once on a fresh pin dir: one bpffs, eight indexes,
 # eight disjoint slot ranges.
 for i in 1 2 3 4 5 6 7 8; do
-	XINA_PIN_DIR=$PIN2 x job add $i workers 1 slots 60 member 0 10.0.0.$i &
+	XINA_PIN_DIR=$PIN2 x job add $i $K workers 1 slots 60 member 0 10.0.0.$i &
 done
 wait
 [ "$(findmnt -n -o FSTYPE "$PIN2" | wc -l)" -eq 1 ]

@@ -9,11 +9,12 @@
 # needs libxdp (and libbpf under it): whoever links libxina.a links
 # $(LIBXINA_LIBS) too.
 LIBXINA_SRCS := user/libxina.c user/libxina_io.c user/libxina_f32.c \
-		user/libxina_pack.c user/libxina_xsk.c user/libxina_rtnl.c
+		user/libxina_pack.c user/libxina_xsk.c user/libxina_rtnl.c \
+		user/xina_keyfile.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
 LIBXINA_HDRS := user/libxina.h user/libxina_int.h user/libxina_rtnl.h \
-		include/uapi/linux/xina.h
+		user/xina_keyfile.h bpf/xina_auth.h include/uapi/linux/xina.h
 LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm
 
 $(O)/user/libxina_xsk.o $(O)/user/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.skel.h
@@ -44,7 +45,8 @@ $(O)/libxina.so: $(O)/libxina.so.0
 $(O)/xina-allreduce: $(O)/user/xina_allreduce.o $(O)/libxina.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
 
-$(O)/xina-swagg: $(O)/user/xina_swagg.o $(O)/user/xina_names.o
+$(O)/xina-swagg: $(O)/user/xina_swagg.o $(O)/user/xina_names.o \
+		$(O)/user/xina_keyfile.o
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 # Negative tests of libxina and of the aggregators, run by selftests.
@@ -61,10 +63,11 @@ user: $(O)/libxina.a $(O)/libxina.so $(O)/xina-allreduce $(O)/xina-swagg \
 # libmnl) is picked up once it exists.
 XINACTL_SRCS := user/xinactl.c user/xinactl_job.c user/xinactl_dev.c \
 		user/xinactl_stats.c user/xinactl_maps.c user/xinactl_conf.c \
-		user/xina_json.c user/xina_names.c \
+		user/xina_json.c user/xina_names.c user/xina_keyfile.c \
 		$(wildcard user/xinactl_nl.c)
 XINACTL_OBJS := $(XINACTL_SRCS:user/%.c=$(O)/user/xinactl/%.o)
 XINACTL_HDRS := user/xinactl.h user/xina_json.h user/xina_names.h bpf/xina_maps.h \
+		bpf/xina_auth.h user/xina_keyfile.h \
 		include/uapi/linux/xina.h $(O)/bpf/xina.skel.h
 XINACTL_CFLAGS := $(if $(wildcard user/xinactl_nl.c),-DXINACTL_HAVE_NL)
 

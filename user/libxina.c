@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "libxina_int.h"
+#include "xina_auth.h"
+#include "xina_keyfile.h"
 
 #ifndef offsetofend
 #define offsetofend(T, m) (offsetof(T, m) + sizeof(((T *)0)->m))
@@ -195,7 +197,64 @@ void xina_close(struct xina *x)
 	free(x->txq);
 	free(x->rx);
 	free(x->exps);
+	if (x->nhk)
+		explicit_bzero(x->nhk, XINA_MAX_ELEMS * sizeof(*x->nhk));
+	free(x->nhk);
+	explicit_bzero(x->kmine, sizeof(x->kmine));
+	explicit_bzero(x->kres, sizeof(x->kres));
 	free(x);
+}
+
+/* The keys of this handle, from the job's secret in opts.key_file. */
+static int xina_keys(struct xina *x)
+{
+	uint8_t secret[XINA_SECRET_BYTES];
+	int err;
+
+	if (!x->o.key_file) {
+		xina_fail(x, "no key file given (opts.key_file): the job's secret is required");
+		return -EINVAL;
+	}
+	err = xina_keyfile_read(x->o.key_file, secret, x->err, sizeof(x->err));
+	if (err)
+		return err;
+	x->nhk = malloc(XINA_MAX_ELEMS * sizeof(*x->nhk));
+	if (!x->nhk) {
+		explicit_bzero(secret, sizeof(secret));
+		xina_fail(x, "out of memory for the keys");
+		return -ENOMEM;
+	}
+	xina_derive_key(secret, XINA_LABEL_MEMBER, x->o.job, x->o.rank,
+			x->kmine);
+	xina_derive_key(secret, XINA_LABEL_RESULT, x->o.job, 0, x->kres);
+	xina_derive_nh(secret, x->o.job, x->nhk, XINA_MAX_ELEMS);
+	explicit_bzero(secret, sizeof(secret));
+	/* only the file's name was borrowed; nothing keeps pointing at it */
+	x->o.key_file = NULL;
+	return 0;
+}
+
+/* NH of @cnt elements in network order (a packet's payload). */
+static uint64_t xina_nh_wire(const struct xina *x, const uint32_t *v,
+			     size_t cnt)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < cnt; i += 2)
+		sum += xina_nh_pair(ntohl(v[i]), ntohl(v[i + 1]), x->nhk[i],
+				    x->nhk[i + 1]);
+	if (cnt & 1)
+		sum += xina_nh_pair(ntohl(v[cnt - 1]), 0, x->nhk[cnt - 1],
+				    x->nhk[cnt]);
+	return sum;
+}
+
+void xina_tx_tag(struct xina *x, uint32_t s)
+{
+	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
+
+	h->tag = htobe64(xina_tag_hdr(x->kmine, h, x->slot[s].nh));
 }
 
 int xina_open(const struct xina_opts *opts, struct xina **out)
@@ -218,6 +277,9 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 		goto err_out;
 	}
 	err = xina_opts_check(&x->o, x->err, sizeof(x->err));
+	if (err)
+		goto err_out;
+	err = xina_keys(x);
 	if (err)
 		goto err_out;
 	x->pkt_sz = sizeof(struct xina_hdr) + (size_t)x->o.elems * 4;
@@ -330,13 +392,14 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->rank = htons(x->o.rank);
 	h->slot = htonl(s);
 	h->round = htonl(x->next_round[s]);
-	h->key = htobe64(x->o.key);
 	h->offset = htobe64(off);
 	if (c->exps)
 		xina_f32_pack(x, v, (const float *)c->buf + off, cnt,
 			      c->exps[block]);
 	else
 		xina_i32_pack(v, (const int32_t *)c->buf + off, cnt);
+	x->slot[s].nh = xina_nh_wire(x, v, cnt);
+	xina_tx_tag(x, s);
 
 	x->slot[s].busy = true;
 	x->slot[s].block = block;
@@ -388,6 +451,7 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block,
 			continue;
 		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
+		xina_tx_tag(x, s);
 		sl->resent = true;
 		sl->fast = true;
 		x->st.retrans++;
@@ -410,7 +474,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	/* Malformed as the switch's own egress check has it (xina.bpf.c). */
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    h->type != XINA_T_RESULT || h->dtype != XINA_DTYPE_INT32 ||
-	    (h->flags & ~XINA_F_ALL) || h->weight ||
+	    h->flags || h->weight || h->aux ||
 	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		x->st.malformed++;
 		return;
@@ -430,8 +494,14 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	off = block * x->o.elems;
 	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
 	if (be64toh(h->offset) != off || ntohs(h->count) != cnt ||
-	    h->op != c->op) {
+	    h->op != c->op || h->epoch) {
 		x->st.malformed++;
+		return;
+	}
+	/* Only from the switch: a forged or modified result is not placed. */
+	if (be64toh(h->tag) != xina_tag_hdr(x->kres, h,
+					    xina_nh_wire(x, v, cnt))) {
+		x->st.bad_tag++;
 		return;
 	}
 	if (c->exps)
@@ -469,6 +539,7 @@ static void xina_timers(struct xina *x, uint64_t now)
 		}
 		h = (struct xina_hdr *)xina_tx_pkt(x, s);
 		h->flags |= XINA_F_RETRANS;
+		xina_tx_tag(x, s);
 		sl->resent = true;
 		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
 			     x->o.rto_max_us : sl->rto_us * 2;

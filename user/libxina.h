@@ -19,6 +19,12 @@
  * the job is re-created on the switch).  Argument errors (-EINVAL) are
  * detected before anything is sent and leave the handle usable.
  *
+ * Authentication: every contribution carries a tag keyed with this rank's
+ * key, and a result is only placed if its tag verifies with the job's
+ * result key (both derived from the secret in opts.key_file); one that
+ * does not is dropped and counted (bad_tag), and the slot waits on.  See
+ * Documentation/security.md.
+ *
  * Float32 (xina_allreduce_f32) uses SwitchML's block floating point so that
  * the switch only ever adds integers:
  *
@@ -161,7 +167,13 @@ struct xina_opts {
 	uint32_t	job;		/* job id, 1..2^32-1 */
 	uint16_t	rank;		/* 0..workers-1 */
 	uint16_t	workers;	/* 1..XINA_MAX_WORKERS */
-	uint64_t	key;		/* the job's key */
+	/*
+	 * Key file of the job's secret (required; see xina_keyfile.h and
+	 * Documentation/security.md): one line of 32 hexadecimal digits,
+	 * mode 0600.  Read once by xina_open(); the handle keeps only the
+	 * keys derived from it.
+	 */
+	const char	*key_file;
 	uint32_t	slots;		/* the job's slot pool = the window */
 	uint16_t	elems;		/* elements per packet, 1..XINA_MAX_ELEMS */
 	uint16_t	flags;		/* enum xina_opt_flags */
@@ -219,6 +231,10 @@ struct xina_worker_stats {
 	uint64_t	xsk_kicks;	/* sendto() calls that woke its transmit */
 	uint64_t	xsk_fill_empty;	/* frames the kernel found no fill ring entry for */
 	uint64_t	xsk_rx_dropped;	/* frames the kernel dropped: rx ring full, too large */
+	/* Appended with packet authentication: */
+	uint64_t	bad_tag;	/* results for a waiting slot whose tag
+					 * did not verify: forged or modified,
+					 * dropped (the slot keeps waiting) */
 };
 
 #define XINA_STATS(name)						\

@@ -24,6 +24,8 @@ struct xina_slot {
 	bool		resent;		/* no RTT sample from it (Karn) */
 	bool		queued;		/* in the transmit queue */
 	bool		fast;		/* fast-retransmitted since last sent */
+	uint64_t	nh;		/* NH of the packet's payload: a resend
+					 * (other flags) is tagged again */
 };
 
 struct xina;
@@ -87,6 +89,10 @@ struct xina {
 	size_t			rx_buf_sz;
 	unsigned int		rx_batch;
 
+	__u64			kmine[2];	/* this rank's key (K_r) */
+	__u64			kres[2];	/* results' key (K_res) */
+	uint32_t		*nhk;	/* NH key, XINA_MAX_ELEMS words */
+
 	int32_t			*exps;	/* float32: agreed exponent per block */
 	size_t			exps_len;
 
@@ -99,6 +105,9 @@ int xina_fail(struct xina *x, const char *fmt, ...);
 __attribute__((format(printf, 3, 4)))
 void xina_log(struct xina *x, enum xina_log_level lvl, const char *fmt, ...);
 uint64_t xina_now_ns(void);
+
+/* Tag slot @s's packet again (its header changed, not its payload). */
+void xina_tx_tag(struct xina *x, uint32_t s);
 
 /* The packet (struct xina_hdr first) of slot @s. */
 static inline uint8_t *xina_tx_pkt(const struct xina *x, uint32_t s)

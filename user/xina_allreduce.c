@@ -63,12 +63,13 @@ struct ar_result {
 static void ar_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: xina-allreduce --switch IP[:PORT] --job ID --key K --rank R --workers N\n"
+		"Usage: xina-allreduce --switch IP[:PORT] --job ID --key-file PATH --rank R --workers N\n"
 		"                      --slots S --elems E [--dtype i32|f32] [--op sum|max]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
-		"                      [--io auto|udp|xsk]\n");
+		"                      [--io auto|udp|xsk]\n"
+		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
 }
 
 static int ar_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
@@ -154,8 +155,7 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		o->job = v;
 		break;
 	case OPT_KEY:
-		err = ar_u64("--key", arg, 0, UINT64_MAX, &v);
-		o->key = v;
+		o->key_file = arg;
 		break;
 	case OPT_RANK:
 		err = ar_u64("--rank", arg, 0, XINA_MAX_WORKERS - 1, &v);
@@ -236,7 +236,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "switch", required_argument, NULL, OPT_SWITCH },
 		{ "job", required_argument, NULL, OPT_JOB },
-		{ "key", required_argument, NULL, OPT_KEY },
+		{ "key-file", required_argument, NULL, OPT_KEY },
 		{ "rank", required_argument, NULL, OPT_RANK },
 		{ "workers", required_argument, NULL, OPT_WORKERS },
 		{ "slots", required_argument, NULL, OPT_SLOTS },
@@ -274,6 +274,12 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	}
 	if (optind != argc) {
 		fprintf(stderr, "xina-allreduce: unexpected argument '%s'\n", argv[optind]);
+		goto usage;
+	}
+	if (!c->o.key_file)
+		c->o.key_file = getenv("XINA_KEY_FILE");
+	if (!c->o.key_file) {
+		fprintf(stderr, "xina-allreduce: --key-file (or XINA_KEY_FILE) is required: keys are not taken on the command line\n");
 		goto usage;
 	}
 	if (!c->sw_addr[0] || !c->o.job || !c->o.workers || !c->o.slots ||
@@ -620,7 +626,8 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"t_start\":%.6f,\"t_end\":%.6f,"
 	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
-	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu",
+	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu,"
+	       "\"bad_tag\":%llu",
 	       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
 	       c->op == XINA_OP_SUM ? "sum" : "max",
 	       (unsigned long long)c->bytes, c->o.elems, c->o.slots, done,
@@ -633,7 +640,8 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.malformed, (unsigned long long)st.timeouts,
 	       (unsigned long long)st.tx_syscalls,
 	       (unsigned long long)st.rx_syscalls,
-	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs);
+	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs,
+	       (unsigned long long)st.bad_tag);
 	ar_json_io(x, &st);
 	if (error) {
 		printf(",\"error\":\"");

@@ -19,9 +19,12 @@
  *	call that failed mid-way leaves a handle that refuses further calls.
  *   xina-libtest packets SWITCH_IP:PORT MEMBER_IP OTHER_IP
  *	sends one malformed or foreign contribution of each kind to an
- *	aggregator configured with job 7, key 0x5eed, 1 worker (rank 0 at
- *	MEMBER_IP), 64 slots of 1024 elements; the caller then checks that
- *	each landed in its counter and none was added.
+ *	aggregator configured with job 7, 1 worker (rank 0 at MEMBER_IP), 64
+ *	slots of 1024 elements; the caller then checks that each landed in
+ *	its counter and none was added.
+ *
+ * The job's secret is in the key file $XINA_KEY_FILE ("api" and "fakesw"
+ * make one of their own when it is not set).
  *
  * Prints one "ok"/"not ok" line per check; exits 1 if any failed.
  */
@@ -39,6 +42,8 @@
 #include <unistd.h>
 
 #include "libxina.h"
+#include "xina_auth.h"
+#include "xina_keyfile.h"
 
 static int failed;
 
@@ -52,10 +57,75 @@ static int failed;
 		}							\
 	} while (0)
 
+/* The job's key file: $XINA_KEY_FILE, or one made for this run. */
+static char own_key_dir[] = "/tmp/xina-libtest.XXXXXX";
+static char own_key[64];
+
+static void own_key_rm(void)
+{
+	unlink(own_key);
+	rmdir(own_key_dir);
+}
+
+static const char *key_file(void)
+{
+	uint8_t secret[XINA_SECRET_BYTES];
+	const char *env = getenv("XINA_KEY_FILE");
+	char err[512];
+
+	if (env)
+		return env;
+	if (own_key[0])
+		return own_key;
+	if (!mkdtemp(own_key_dir)) {
+		perror("xina-libtest: mkdtemp");
+		exit(2);
+	}
+	snprintf(own_key, sizeof(own_key), "%s/job.key", own_key_dir);
+	if (xina_keyfile_create(own_key, secret, err, sizeof(err))) {
+		fprintf(stderr, "xina-libtest: %s\n", err);
+		exit(2);
+	}
+	atexit(own_key_rm);
+	return own_key;
+}
+
+/* Keys of job 7 from the key file: rank @rank's, the results', NH. */
+static __u64 k_rank[2], k_res[2];
+static uint32_t k_nh[XINA_MAX_ELEMS];
+
+static void keys_load(uint16_t rank)
+{
+	uint8_t secret[XINA_SECRET_BYTES];
+	char err[512];
+
+	if (xina_keyfile_read(key_file(), secret, err, sizeof(err))) {
+		fprintf(stderr, "xina-libtest: %s\n", err);
+		exit(2);
+	}
+	xina_derive_key(secret, XINA_LABEL_MEMBER, 7, rank, k_rank);
+	xina_derive_key(secret, XINA_LABEL_RESULT, 7, 0, k_res);
+	xina_derive_nh(secret, 7, k_nh, XINA_MAX_ELEMS);
+}
+
+/* The tag of @h followed by @cnt elements, keyed with @k. */
+static uint64_t tag_of(const __u64 *k, const struct xina_hdr *h,
+		       size_t cnt)
+{
+	static uint32_t m[XINA_MAX_ELEMS];
+	const uint32_t *v = (const uint32_t *)(h + 1);
+	size_t i;
+
+	for (i = 0; i < cnt && i < XINA_MAX_ELEMS; i++)
+		m[i] = ntohl(v[i]);
+	return htobe64(xina_tag_hdr(k, h, xina_nh(k_nh, m, i)));
+}
+
 static void base_opts(struct xina_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->sz = sizeof(*o);
+	o->key_file = key_file();
 	o->switch_addr = "127.0.0.1";
 	o->switch_port = 9;	/* never reached: every case fails early */
 	o->job = 7;
@@ -122,6 +192,12 @@ static void test_opts(void)
 	base_opts(&o);
 	o.flags = 0x80;
 	CHECK(try_open(&o) == -EINVAL, "unknown option flag refused");
+	base_opts(&o);
+	o.key_file = NULL;
+	CHECK(try_open(&o) == -EINVAL, "no key file refused");
+	base_opts(&o);
+	o.key_file = "/nonexistent/xina.key";
+	CHECK(try_open(&o) == -ENOENT, "missing key file refused");
 }
 
 /* Non-finite input is refused before a single packet leaves. */
@@ -251,16 +327,29 @@ static void good(struct pkt *p)
 	p->h.op = XINA_OP_SUM;
 	p->h.count = htons(4);
 	p->h.job = htonl(7);
-	p->h.key = htobe64(0x5eed);
 	p->v[0] = htonl(0xdead);
 }
 
-static void send_pkt(int fd, const struct sockaddr_in *to, const struct pkt *p,
+/*
+ * Send @p as rank 0 would, tagged over what its header says it holds (the
+ * datagram of @len bytes may hold less); @forge: with a tag off by a bit.
+ */
+static void send_tagged(int fd, const struct sockaddr_in *to, struct pkt *p,
+			size_t len, const char *what, bool forge)
+{
+	ssize_t n;
+
+	if (len >= sizeof(p->h))
+		p->h.tag = tag_of(k_rank, &p->h, ntohs(p->h.count)) ^
+			   htobe64(forge);
+	n = sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to));
+	CHECK(n == (ssize_t)len, "sent %s", what);
+}
+
+static void send_pkt(int fd, const struct sockaddr_in *to, struct pkt *p,
 		     size_t len, const char *what)
 {
-	ssize_t n = sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to));
-
-	CHECK(n == (ssize_t)len, "sent %s", what);
+	send_tagged(fd, to, p, len, what, false);
 }
 
 #define PLEN(cnt)	(sizeof(struct xina_hdr) + (cnt) * 4)
@@ -283,16 +372,19 @@ static int test_packets(const char *sw, const char *member, const char *other)
 		fprintf(stderr, "xina-libtest: switch '%s' is not IP:PORT\n", sw);
 		return 2;
 	}
+	keys_load(0);
 
-	/* malformed: 8; weight is checked before the job, as the rest */
+	/* malformed: 9; weight is checked before the job, as the rest */
 	good(&p);
 	send_pkt(fd, &to, &p, sizeof(p.h) - 1, "truncated header");
 	good(&p); p.h.weight = htons(1);
 	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set");
 	good(&p); p.h.weight = htons(1); p.h.job = htonl(8);
 	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set, unknown job");
-	good(&p); p.h.version = 2;
-	send_pkt(fd, &to, &p, PLEN(4), "wire version 2");
+	good(&p); p.h.version = 1;
+	send_pkt(fd, &to, &p, PLEN(4), "wire version 1");
+	good(&p); p.h.aux = htonl(1);
+	send_pkt(fd, &to, &p, PLEN(4), "reserved aux set");
 	good(&p); p.h.type = XINA_T_RESULT;
 	send_pkt(fd, &to, &p, PLEN(4), "a result sent to the switch");
 	good(&p); p.h.flags = 0x80;
@@ -304,9 +396,14 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	/* no_job: 1 */
 	good(&p); p.h.job = htonl(8);
 	send_pkt(fd, &to, &p, PLEN(4), "unknown job");
-	/* drop_key: 1 */
-	good(&p); p.h.key = htobe64(0x5eee);
-	send_pkt(fd, &to, &p, PLEN(4), "wrong key");
+	/* drop_auth: 2 */
+	good(&p);
+	send_tagged(fd, &to, &p, PLEN(4), "forged tag", true);
+	good(&p); p.h.tag = tag_of(k_rank, &p.h, 4); p.v[3] ^= 1;
+	sendto(fd, &p, PLEN(4), 0, (const struct sockaddr *)&to, sizeof(to));
+	/* drop_epoch: 1 */
+	good(&p); p.h.epoch = htonl(1);
+	send_pkt(fd, &to, &p, PLEN(4), "another epoch");
 	/* drop_member: 2 */
 	good(&p); p.h.rank = htons(1);
 	send_pkt(fd, &to, &p, PLEN(4), "rank out of range");
@@ -369,8 +466,9 @@ static int test_call(char **argv)
 	float f = 1.5f;
 	bool broken;
 	int err;
-	XINA_OPTS(o, .job = 7, .key = 0x5eed, .slots = 64);
+	XINA_OPTS(o, .job = 7, .slots = 64);
 
+	o.key_file = key_file();
 	parse_ip_port(argv[2], &sa);
 	*strchr(argv[2], ':') = '\0';
 	o.switch_addr = argv[2];
@@ -441,6 +539,9 @@ out:
  *  - a duplicate of the previous result of its slot, if any: ignored;
  *  - FS_IGNORED results of other jobs, slots and rounds: ignored;
  *  - FS_MALFORMED results that are no valid answer: malformed;
+ *  - FS_FORGED results whose tag does not verify (garbage values under the
+ *    right result's tag, the right values tagged with a member's key):
+ *    bad_tag;
  *  - the right result from another UDP port: the connected socket of
  *    libxina never sees it;
  *  - the right result.
@@ -452,6 +553,7 @@ out:
 #define FS_WORKERS	3
 #define FS_IGNORED	4
 #define FS_MALFORMED	10
+#define FS_FORGED	2
 #define FS_GARBAGE	0xdeadbeef
 
 struct fs_report {
@@ -488,9 +590,12 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 
 	r = *c;
 	r.h.type = XINA_T_RESULT;
+	r.h.flags = 0;
+	r.h.rank = 0;
 	for (i = 0; i < ntohs(c->h.count); i++)
 		r.v[i] = htonl(c->h.op == XINA_OP_SUM ?
 			       ntohl(c->v[i]) * FS_WORKERS : ntohl(c->v[i]) + 7);
+	r.h.tag = tag_of(k_res, &r.h, ntohs(r.h.count));
 	if (have_prev[slot])
 		fs_send(fd, to, &prev[slot], PLEN(ntohs(prev[slot].h.count)));
 
@@ -507,7 +612,7 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 	/* malformed: FS_MALFORMED */
 	fs_send(fd, to, &b, fs_bad(&b, &r, sizeof(b.h) - 1));
 	fs_send(fd, to, &b, fs_bad(&b, &r, len - 4));
-	fs_bad(&b, &r, len); b.h.version = 2;
+	fs_bad(&b, &r, len); b.h.version = 1;	/* wire version 1 */
 	fs_send(fd, to, &b, len);
 	fs_bad(&b, &r, len); b.h.type = XINA_T_CONTRIB;
 	fs_send(fd, to, &b, len);
@@ -526,6 +631,13 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 	fs_send(fd, to, &b, len);
 	fs_bad(&b, &r, len); b.h.count = htons(ntohs(r.h.count) - 1);
 	fs_send(fd, to, &b, len - 4);
+
+	/* forged: FS_FORGED */
+	fs_bad(&b, &r, len);
+	fs_send(fd, to, &b, len);
+	b = r;
+	b.h.tag = tag_of(k_rank, &b.h, ntohs(b.h.count));
+	fs_send(fd, to, &b, len);
 
 	fs_bad(&b, &r, len);
 	fs_send(foreign, to, &b, len);
@@ -581,10 +693,12 @@ static int test_fake_switch(const char *ip)
 	unsigned int i, bad;
 	char sw[INET_ADDRSTRLEN];
 	pid_t pid;
-	XINA_OPTS(o, .job = 7, .key = 0x5eed, .rank = 0, .workers = FS_WORKERS,
+	XINA_OPTS(o, .job = 7, .key_file = key_file(), .rank = 0,
+		  .workers = FS_WORKERS,
 		  .slots = FS_SLOTS, .elems = FS_ELEMS, .timeout_ms = 10000,
 		  .rto_us = 5000000, .rto_max_us = 5000000, .bind_addr = ip);
 
+	keys_load(0);
 	fd = udp_from(ip);
 	foreign = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) || pipe(rep)) {
@@ -646,6 +760,9 @@ static int test_fake_switch(const char *ip)
 	CHECK(st.malformed == want_mal,
 	      "malformed and misplaced results counted malformed: %llu (want %llu)",
 	      (unsigned long long)st.malformed, (unsigned long long)want_mal);
+	CHECK(st.bad_tag == 2 * nblocks * FS_FORGED,
+	      "forged results counted bad_tag, never placed: %llu (want %zu)",
+	      (unsigned long long)st.bad_tag, 2 * nblocks * FS_FORGED);
 out:
 	xina_close(x);
 	close(ctl[1]);

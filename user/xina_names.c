@@ -17,6 +17,8 @@ static const char *const stat_names[XINA_STAT_MAX] = {
 	[XINA_STAT_DROP_OP]		= "drop_op",
 	[XINA_STAT_TX]			= "tx",
 	[XINA_STAT_TX_UNKNOWN]		= "tx_unknown",
+	[XINA_STAT_DROP_AUTH]		= "drop_auth",
+	[XINA_STAT_DROP_EPOCH]		= "drop_epoch",
 };
 
 static const char *const gstat_names[XINA_GSTAT_MAX] = {

@@ -9,7 +9,11 @@
  * contributor whose bit is set never adds twice, older rounds are stale,
  * and a contribution to a completed round is answered with the kept result
  * to that worker alone.  The last contribution sends the result to every
- * member.
+ * member.  Packets are authenticated as the switch does it
+ * (bpf/xina_auth.h): a contribution's tag is verified with its rank's key
+ * before it can change anything, results are tagged with the job's result
+ * key, and a member's UDP port is learned only from a contribution that
+ * was accepted into a round.
  *
  * I/O is batched: recvmmsg() with UDP_GRO (a worker's GSO train arrives
  * as one buffer), and per member one UDP GSO train of all results that
@@ -36,6 +40,8 @@
 
 #include <linux/xina.h>
 
+#include "xina_auth.h"
+#include "xina_keyfile.h"
 #include "xina_names.h"
 
 
@@ -60,13 +66,16 @@ struct sw_ver {
 struct sw_member {
 	struct sockaddr_in	addr;	/* port 0 until learned, if not given */
 	bool			any_port;
+	__u64			key[2];	/* K_r of its contributions */
 };
 
 struct swagg {
 	int			fd;
 	uint16_t		port;
 	uint32_t		job;
-	uint64_t		key;
+	const char		*key_file;
+	__u64			kres[2];	/* K_res of the results */
+	uint32_t		nhk[XINA_MAX_ELEMS];	/* NH key */
 	uint16_t		workers;
 	uint32_t		slots;
 	uint16_t		elems;
@@ -96,10 +105,11 @@ static volatile sig_atomic_t sw_stop;
 static void sw_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: xina-swagg [--port PORT] [--bind IP] --job ID --key K --workers N\n"
+		"Usage: xina-swagg [--port PORT] [--bind IP] --job ID --key-file PATH --workers N\n"
 		"                  --slots S --elems E --member RANK=IP[:PORT]... [--no-gso]\n"
 		"                  [--no-gro] [--json] [--verbose]\n"
-		"Aggregates xina contributions in user space; prints counters on SIGINT/SIGTERM.\n");
+		"Aggregates xina contributions in user space; prints counters on SIGINT/SIGTERM.\n"
+		"--key-file: the job's key file (default $XINA_KEY_FILE).\n");
 }
 
 static int sw_parse_u64(const char *opt, const char *s, uint64_t max,
@@ -178,6 +188,41 @@ static int sw_parse_member(struct swagg *sw, const char *s, uint64_t *ranks)
 
 enum { OPT_NO_GSO = 256, OPT_NO_GRO, OPT_BIND };
 
+/* The keys of every member, of the results and of NH, from the key file. */
+static int sw_keys(struct swagg *sw)
+{
+	uint8_t secret[XINA_SECRET_BYTES];
+	char err[512];
+	uint16_t r;
+
+	if (xina_keyfile_read(sw->key_file, secret, err, sizeof(err))) {
+		fprintf(stderr, "xina-swagg: %s\n", err);
+		return -EINVAL;
+	}
+	for (r = 0; r < sw->workers; r++)
+		xina_derive_key(secret, XINA_LABEL_MEMBER, sw->job, r,
+				sw->member[r].key);
+	xina_derive_key(secret, XINA_LABEL_RESULT, sw->job, 0, sw->kres);
+	xina_derive_nh(secret, sw->job, sw->nhk, XINA_MAX_ELEMS);
+	explicit_bzero(secret, sizeof(secret));
+	return 0;
+}
+
+/* NH of @cnt elements in network order. */
+static uint64_t sw_nh(const struct swagg *sw, const uint32_t *v, size_t cnt)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < cnt; i += 2)
+		sum += xina_nh_pair(ntohl(v[i]), ntohl(v[i + 1]), sw->nhk[i],
+				    sw->nhk[i + 1]);
+	if (cnt & 1)
+		sum += xina_nh_pair(ntohl(v[cnt - 1]), 0, sw->nhk[cnt - 1],
+				    sw->nhk[cnt]);
+	return sum;
+}
+
 static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		    struct sockaddr_in *bind_sa)
 {
@@ -185,7 +230,7 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		{ "port", required_argument, NULL, 'p' },
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "job", required_argument, NULL, 'j' },
-		{ "key", required_argument, NULL, 'k' },
+		{ "key-file", required_argument, NULL, 'k' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "slots", required_argument, NULL, 's' },
 		{ "elems", required_argument, NULL, 'e' },
@@ -224,9 +269,7 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 			sw->job = v;
 			break;
 		case 'k':
-			if (sw_parse_u64("--key", optarg, UINT64_MAX, &v))
-				goto err;
-			sw->key = v;
+			sw->key_file = optarg;
 			break;
 		case 'w':
 			if (sw_parse_u64("--workers", optarg, XINA_MAX_WORKERS, &v) || !v)
@@ -273,6 +316,12 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		fprintf(stderr, "xina-swagg: --job, --workers, --slots and --elems are required\n");
 		goto err_usage;
 	}
+	if (!sw->key_file)
+		sw->key_file = getenv("XINA_KEY_FILE");
+	if (!sw->key_file) {
+		fprintf(stderr, "xina-swagg: --key-file (or XINA_KEY_FILE) is required: keys are not taken on the command line\n");
+		goto err_usage;
+	}
 	sw->member = calloc(sw->workers, sizeof(*sw->member));
 	if (!sw->member)
 		goto err;
@@ -286,7 +335,7 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		goto err;
 	}
 	free(members);
-	return 0;
+	return sw_keys(sw);
 
 err_range:
 	fprintf(stderr, "xina-swagg: 0 is not valid there (see --help)\n");
@@ -484,10 +533,12 @@ static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	*r = *h;
 	r->type = XINA_T_RESULT;
 	r->flags = 0;
+	r->rank = 0;
 	r->op = v->op;
 	r->exp = h->exp;
 	for (i = 0; i < v->count; i++)
 		out[i] = htonl((uint32_t)a[i]);
+	r->tag = htobe64(xina_tag_hdr(sw->kres, r, sw_nh(sw, out, v->count)));
 	v->complete = true;
 	sw->stat[XINA_STAT_COMPLETE]++;
 	if (sw->ncomp == (uint32_t)sw->slots * 2)
@@ -502,10 +553,9 @@ static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
 
 	if (sw->nans == SW_ANS_MAX)
 		sw_flush(sw);
-	/* Its own header: the kept result may go to all members as well. */
+	/* The kept result's header and tag, as the switch answers. */
 	h = &sw->ans_hdr[sw->nans];
 	*h = *sw_res(sw, vi);
-	h->rank = htons(rank);
 	sw->ans_ver[sw->nans] = vi;
 	sw->ans_to[sw->nans++] = *to;
 	sw->stat[XINA_STAT_RETRANS_ANSWERED]++;
@@ -610,14 +660,20 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	int st;
 
 	sw->stat[XINA_STAT_RX]++;
-	if (be64toh(h->key) != sw->key) {
-		sw->stat[XINA_STAT_DROP_KEY]++;
-		return;
-	}
 	mb = rank < sw->workers ? &sw->member[rank] : NULL;
 	if (!mb || mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
 	    (!mb->any_port && mb->addr.sin_port != from->sin_port)) {
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
+		return;
+	}
+	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h,
+					    sw_nh(sw, (const uint32_t *)(h + 1),
+						  count))) {
+		sw->stat[XINA_STAT_DROP_AUTH]++;
+		return;
+	}
+	if (h->epoch) {
+		sw->stat[XINA_STAT_DROP_EPOCH]++;
 		return;
 	}
 	if (slot >= sw->slots || count > sw->elems) {
@@ -629,22 +685,23 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_OP]++;
 		return;
 	}
-	/* Results go back to where the member sends from. */
-	if (mb->any_port)
-		mb->addr.sin_port = from->sin_port;
 	vi = slot * 2 + (round & 1);
 	v = &sw->ver[vi];
 	st = sw_classify(v, round, &start);
 	if (st < 0 && !start)
 		st = sw_join(v, h, rank);
+	/* To where the member was learned, not where this came from. */
 	if (st == SW_ANSWER) {
-		sw_answer(sw, vi, rank, from);
+		sw_answer(sw, vi, rank, &mb->addr);
 		return;
 	}
 	if (st >= 0) {
 		sw->stat[st]++;
 		return;
 	}
+	/* Accepted: results go back to where the member sends from. */
+	if (mb->any_port)
+		mb->addr.sin_port = from->sin_port;
 	if (start)
 		sw_start(sw, vi, h, round);
 	else
@@ -667,7 +724,8 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    h->type != XINA_T_CONTRIB || h->flags & ~XINA_F_ALL || h->weight ||
-	    !h->count || len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
+	    h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
+	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;
 		return;
 	}

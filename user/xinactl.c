@@ -203,6 +203,7 @@ static void xinactl_manual(void)
 	xinactl_stats_usage(stdout);
 	printf("Usage: xinactl [ OPTIONS ] backend\n");
 	xinactl_conf_usage(stdout);
+	printf("Usage: xinactl genkey PATH\n");
 	printf("\n"
 "DESCRIPTION\n"
 "    xina turns this box into an aggregation switch for allreduce: workers\n"
@@ -222,16 +223,26 @@ static void xinactl_manual(void)
 "    -V, --version       print the version\n"
 "    -h, --help          print the short usage\n\n"
 "JOB\n"
-"    job add ID workers N [ slots S ] [ elems E ] [ key K ] member RANK ADDR[:PORT] ...\n"
+"    job add ID workers N [ slots S ] [ elems E ] keyfile PATH member RANK ADDR[:PORT] ...\n"
 "        Create job ID (1..4294967295) of N workers (1..%d).  Every rank\n"
 "        0..N-1 is given exactly once, with the IPv4 address (and UDP port;\n"
 "        none or 0: any) it sends from.  S slots (default 128) of E\n"
-"        elements (1..%d, default 256) each; key K (default 0) must be in\n"
-"        every packet of the job.\n"
+"        elements (1..%d, default 256) each.  PATH is the key file of the\n"
+"        job's 128-bit secret (32 hexadecimal digits, mode 0600), created\n"
+"        with a new secret from getrandom() if it does not exist; the\n"
+"        workers read the same file.  Every packet carries a tag keyed\n"
+"        with keys derived from it (Documentation/security.md); keys are\n"
+"        never taken on the command line.\n"
+"    job set ID keyfile PATH\n"
+"        Give job ID the secret of PATH (created if it does not exist).\n"
 "    job del ID\n"
 "        Delete job ID: its slots stop aggregating at once.\n"
 "    job show [ ID ]\n"
-"        Show one job or all of them.\n\n"
+"        Show one job or all of them (never its secret).\n\n"
+"GENKEY\n"
+"    genkey PATH\n"
+"        Write a new secret to key file PATH (mode 0600; PATH must not\n"
+"        exist).\n\n"
 "DEV\n"
 "    dev attach DEV [ port UDPPORT ] [ mode native|generic ]\n"
 "        Run the fast path on DEV (XDP, native by default), for UDP port\n"
@@ -267,16 +278,17 @@ static void xinactl_manual(void)
 	printf(
 "JSON OUTPUT\n"
 "    job show:  { \"backend\": STR, \"jobs\": [ { \"id\", \"workers\", \"slots\",\n"
-"               \"elems\", \"key\": \"0x...\" (a string: 64 bits), \"flags\",\n"
+"               \"elems\", \"flags\",\n"
 "               \"idx\", \"slot_base\", \"mem_bytes\", \"members\": [ { \"rank\",\n"
 "               \"addr\": \"A.B.C.D\", \"port\", \"mac\": \"xx:..\" (learned),\n"
 "               \"ifindex\" (learned, 0: not yet), \"rport\" (learned: UDP\n"
 "               port results go to) } ] } ] }\n"
 "    stats:     { \"backend\": STR, \"jobs\": [ { \"id\", \"rx\", \"contrib\",\n"
 "               \"complete\", \"retrans_answered\", \"dup\", \"stale\",\n"
-"               \"drop_key\", \"drop_member\", \"drop_range\", \"drop_op\",\n"
-"               \"tx\" (result copies sent), \"tx_unknown\" (not sent: member\n"
-"               never seen),\n"
+"               \"drop_key\" (reserved, 0), \"drop_member\", \"drop_range\",\n"
+"               \"drop_op\", \"tx\" (result copies sent), \"tx_unknown\" (not\n"
+"               sent: member never seen), \"drop_auth\" (tag does not\n"
+"               verify), \"drop_epoch\" (another epoch),\n"
 "               \"rx_cpu\": [ packets received on each CPU ] } ],\n"
 "               \"switch\": { \"malformed\", \"no_job\", \"pass\" } }\n"
 "    dev show:  { \"devs\": [ { \"ifname\", \"ifindex\" (0: not in this netns),\n"
@@ -293,7 +305,7 @@ static void xinactl_manual(void)
 "EXIT STATUS\n"
 "    0 on success, 1 on any error (the message on stderr names the cause).\n\n"
 "EXAMPLES\n"
-"    xinactl job add 7 workers 2 member 0 10.0.0.1 member 1 10.0.0.2:9000\n"
+"    xinactl job add 7 workers 2 keyfile /etc/xina/7.key member 0 10.0.0.1 member 1 10.0.0.2:9000\n"
 "    xinactl dev attach veth0 mode generic\n"
 "    xinactl -j stats job 7\n");
 }
@@ -318,6 +330,7 @@ static const struct {
 	{ "backend",	xinactl_backend_cmd },
 	{ "apply",	xinactl_apply },
 	{ "show-config", xinactl_show_config },
+	{ "genkey",	xinactl_genkey },
 	{ "help",	xinactl_help },
 };
 
@@ -328,7 +341,7 @@ static int xinactl_do(struct xinactl *x, int argc, char **argv)
 	for (i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
 		if (xmatches(argv[0], objects[i].name))
 			return objects[i].fn(x, argc - 1, argv + 1);
-	xerr("unknown object '%s'; objects: job dev stats backend apply show-config help",
+	xerr("unknown object '%s'; objects: job dev stats backend genkey apply show-config help",
 	     argv[0]);
 	return -EINVAL;
 }

@@ -41,7 +41,8 @@ struct xinactl_job {
 	__u16	elems;
 	__u32	slots;
 	__u32	flags;		/* XINA_JOB_F_* */
-	__u64	key;
+	/* the secret (from a key file): on add only, never shown */
+	__u8	secret[XINA_SECRET_BYTES];
 	/* filled in by the backend on show, ignored on add */
 	__u32	idx;		/* stats index */
 	__u32	slot_base;	/* first slot version (maps backend) */
@@ -87,6 +88,8 @@ struct xinactl_backend {
 	void (*close)(struct xinactl *x);
 	int (*job_add)(struct xinactl *x, const struct xinactl_job *job);
 	int (*job_del)(struct xinactl *x, __u32 id);
+	/* a new secret for job @id (its keys are derived from it) */
+	int (*job_rekey)(struct xinactl *x, __u32 id, const __u8 *secret);
 	int (*job_get)(struct xinactl *x, __u32 id, struct xinactl_job *job);
 	/* calls @cb for every job, in ascending id order */
 	int (*job_walk)(struct xinactl *x, xinactl_job_cb cb, void *arg);
@@ -121,6 +124,7 @@ int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,
 	       __u32 *out);
 int xparse_u64(const char *what, const char *s, __u64 *out);
 int xparse_dev(const char *s, unsigned int *ifindex);
+int xkeyfile_load(const char *path, __u8 *secret);
 
 /*
  * Move to the value of the keyword in argv[0]; return from the calling
@@ -140,6 +144,7 @@ int xinactl_dev(struct xinactl *x, int argc, char **argv);
 int xinactl_stats(struct xinactl *x, int argc, char **argv);
 int xinactl_apply(struct xinactl *x, int argc, char **argv);
 int xinactl_show_config(struct xinactl *x, int argc, char **argv);
+int xinactl_genkey(struct xinactl *x, int argc, char **argv);
 void xinactl_job_usage(FILE *f);
 void xinactl_dev_usage(FILE *f);
 void xinactl_stats_usage(FILE *f);

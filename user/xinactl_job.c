@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * xinactl job: add, delete and show aggregation jobs.
+ * xinactl job: add, delete, change and show aggregation jobs; genkey.
  *
  * "job add" validates the whole command line (ranges, every rank given
- * exactly once, addresses) before it hands the job to the backend, so a
- * bad command never reaches the configuration.
+ * exactly once, addresses, the key file) before it hands the job to the
+ * backend, so a bad command never reaches the configuration.
+ *
+ * Keys are never taken on the command line (where /proc/PID/cmdline shows
+ * them to every user): a job's secret is in a key file (xina_keyfile.h),
+ * created here with a new secret if it does not exist yet.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "xina_json.h"
+#include "xina_keyfile.h"
 #include "xinactl.h"
 
 #define JOB_DEF_SLOTS	128
@@ -25,12 +30,15 @@
 void xinactl_job_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] [ key K ] member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]...\n"
+		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] keyfile PATH member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]...\n"
+		"       xinactl [ OPTIONS ] job set ID keyfile PATH\n"
 		"       xinactl [ OPTIONS ] job del ID\n"
 		"       xinactl [ OPTIONS ] job show [ ID ]\n"
 		"       xinactl [ OPTIONS ] job help\n"
 		"where  ID := 1..%u  N := 1..%d  S := 1..%u (default %d)\n"
-		"       E := 1..%d (default %d)  K := 64-bit number (default 0)\n"
+		"       E := 1..%d (default %d)\n"
+		"       PATH := key file of the job's secret, mode 0600; created\n"
+		"               with a new secret if it does not exist\n"
 		"       RANK := 0..N-1, each exactly once  ADDR := IPv4 address\n"
 		"       PORT := UDP source port of the worker, 0..65535 (default 0: any)\n",
 		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
@@ -84,9 +92,36 @@ bad:
 
 struct job_args {
 	struct xinactl_job	job;
-	bool			workers, slots, elems, key;	/* given */
+	bool			workers, slots, elems, keyfile;	/* given */
 	bool			rank[XINA_MAX_WORKERS];		/* given */
 };
+
+static int job_key_refused(const char *cmd)
+{
+	xerr("%s: keys are not taken on the command line: keyfile PATH", cmd);
+	return -EINVAL;
+}
+
+/*
+ * The secret in key file @path; a missing file is created with a new one
+ * (said on stderr: whoever runs the workers needs a copy).
+ */
+int xkeyfile_load(const char *path, __u8 *secret)
+{
+	char err[512];
+	int ret;
+
+	ret = xina_keyfile_read(path, secret, err, sizeof(err));
+	if (ret == -ENOENT) {
+		ret = xina_keyfile_create(path, secret, err, sizeof(err));
+		if (!ret)
+			fprintf(stderr, "xinactl: created key file %s with a new secret\n",
+				path);
+	}
+	if (ret)
+		xerr("%s", err);
+	return ret;
+}
 
 static int job_twice(const char *keyword)
 {
@@ -168,13 +203,15 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 				return -EINVAL;
 			a->job.elems = v;
 			a->elems = true;
-		} else if (xmatches(argv[0], "key")) {
+		} else if (xmatches(argv[0], "keyfile")) {
 			XNEXT_ARG(cmd);
-			if (a->key)
-				return job_twice("key");
-			if (xparse_u64("key", argv[0], &a->job.key))
+			if (a->keyfile)
+				return job_twice("keyfile");
+			if (xkeyfile_load(argv[0], a->job.secret))
 				return -EINVAL;
-			a->key = true;
+			a->keyfile = true;
+		} else if (xmatches(argv[0], "key")) {
+			return job_key_refused(cmd);
 		} else if (xmatches(argv[0], "member")) {
 			if (argc < 3) {
 				xerr("%s: 'member' needs RANK and ADDR[:PORT]; see 'xinactl job help'",
@@ -191,6 +228,11 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 	}
 	if (!a->workers) {
 		xerr("%s: 'workers N' is required; see 'xinactl job help'", cmd);
+		return -EINVAL;
+	}
+	if (!a->keyfile) {
+		xerr("%s: 'keyfile PATH' is required (created with a new key if it does not exist); see 'xinactl job help'",
+		     cmd);
 		return -EINVAL;
 	}
 	return job_check_members(a);
@@ -214,7 +256,72 @@ static int job_add(struct xinactl *x, int argc, char **argv)
 	ret = x->be->job_add(x, &a->job);
 	x->be->close(x);
 out:
+	explicit_bzero(a->job.secret, sizeof(a->job.secret));
 	free(a);
+	return ret;
+}
+
+/* job set ID keyfile PATH: a new secret; the workers need the new file. */
+static int job_set(struct xinactl *x, int argc, char **argv)
+{
+	const char *cmd = "job set";
+	__u8 secret[XINA_SECRET_BYTES];
+	bool keyfile = false;
+	__u32 id;
+	int ret;
+
+	if (job_parse_id(cmd, argc, argv, &id))
+		return -EINVAL;
+	for (argc--, argv++; argc > 0; argc--, argv++) {
+		if (xmatches(argv[0], "keyfile")) {
+			XNEXT_ARG(cmd);
+			if (keyfile) {
+				xerr("%s: 'keyfile' given twice", cmd);
+				return -EINVAL;
+			}
+			if (xkeyfile_load(argv[0], secret))
+				return -EINVAL;
+			keyfile = true;
+		} else if (xmatches(argv[0], "key")) {
+			return job_key_refused(cmd);
+		} else {
+			return xunexpected(cmd, argv[0]);
+		}
+	}
+	if (!keyfile) {
+		xerr("%s: nothing to change: 'keyfile PATH'; see 'xinactl job help'",
+		     cmd);
+		return -EINVAL;
+	}
+	ret = x->be->open(x, XB_WRITE);
+	if (ret)
+		goto out;
+	ret = x->be->job_rekey(x, id, secret);
+	x->be->close(x);
+out:
+	explicit_bzero(secret, sizeof(secret));
+	return ret;
+}
+
+/* genkey PATH: a new key file (never overwrites one). */
+int xinactl_genkey(struct xinactl *x, int argc, char **argv)
+{
+	__u8 secret[XINA_SECRET_BYTES];
+	char err[512];
+	int ret;
+
+	if (argc < 1 || xmatches(argv[0], "help")) {
+		fprintf(argc < 1 ? stderr : stdout,
+			"Usage: xinactl genkey PATH\n"
+			"       writes a new job secret to key file PATH (mode 0600; PATH must not exist)\n");
+		return argc < 1 ? -EINVAL : 0;
+	}
+	if (argc > 1)
+		return xunexpected("genkey", argv[1]);
+	ret = xina_keyfile_create(argv[0], secret, err, sizeof(err));
+	explicit_bzero(secret, sizeof(secret));
+	if (ret)
+		xerr("%s", err);
 	return ret;
 }
 
@@ -273,16 +380,13 @@ static void job_print_member(__u32 rank, const struct xinactl_member *m)
 static int job_print(struct xinactl *x, const struct xinactl_job *job,
 		     void *arg)
 {
-	char key[24];
 	__u32 r;
 
-	snprintf(key, sizeof(key), "0x%llx", (unsigned long long)job->key);
 	xp_open_obj(NULL);
 	xp_uint(XP_ANY, "id", "job %llu", job->id);
 	xp_uint(XP_ANY, "workers", " workers %llu", job->workers);
 	xp_uint(XP_ANY, "slots", " slots %llu", job->slots);
 	xp_uint(XP_ANY, "elems", " elems %llu", job->elems);
-	xp_str(XP_ANY, "key", " key %s", key);
 	xp_uint(job->flags ? XP_ANY : XP_JSON, "flags", " flags 0x%llx",
 		job->flags);
 	xp_nl();
@@ -367,6 +471,7 @@ static const struct {
 	int (*fn)(struct xinactl *x, int argc, char **argv);
 } job_cmds[] = {
 	{ "add",	job_add },
+	{ "set",	job_set },
 	{ "del",	job_del },
 	{ "show",	job_show },
 	{ "help",	job_help },
@@ -381,7 +486,7 @@ int xinactl_job(struct xinactl *x, int argc, char **argv)
 	for (i = 0; i < sizeof(job_cmds) / sizeof(job_cmds[0]); i++)
 		if (xmatches(argv[0], job_cmds[i].name))
 			return job_cmds[i].fn(x, argc - 1, argv + 1);
-	xerr("job: unknown command '%s'; commands: add del show help",
+	xerr("job: unknown command '%s'; commands: add set del show help",
 	     argv[0]);
 	return -EINVAL;
 }

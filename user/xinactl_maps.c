@@ -12,6 +12,10 @@
  * The fast path reads the configuration without locks, so the order of
  * the writes matters: a job entry is written last on add and deleted
  * first on del, and everything it points to is ready before it appears.
+ *
+ * Keys: the job's secret stays here; the maps get the keys derived from
+ * it (bpf/xina_auth.h): each member's in its xina_members entry, the
+ * result key in the job entry, the NH key in xina_nhkeys.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +46,7 @@ enum xm_map {
 	XM_META,
 	XM_VALS,
 	XM_STATS,
+	XM_NHKEYS,
 	XM_NR,
 };
 
@@ -62,6 +67,8 @@ static const struct xm_shape {
 			    sizeof(__u32), sizeof(struct xina_part) },
 	[XM_STATS]	= { "xina_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
 			    sizeof(__u32), sizeof(struct xina_counters) },
+	[XM_NHKEYS]	= { "xina_nhkeys", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_nhkey) },
 };
 
 struct xm {
@@ -510,7 +517,6 @@ static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 	job->elems = j.elems;
 	job->slots = j.slots;
 	job->flags = j.flags;
-	job->key = j.key;
 	job->idx = j.idx;
 	job->slot_base = j.slot_base;
 	job->mem_bytes = xm_mem_bytes(m, j.slots);
@@ -732,6 +738,39 @@ out:
 	return ret;
 }
 
+/* No key of a deleted job stays in the maps. */
+static int xm_clear_nhkey(struct xm *m, __u32 idx)
+{
+	struct xina_nhkey *zero;
+	int ret = 0;
+
+	zero = calloc(1, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(m->fd[XM_NHKEYS], &idx, zero, BPF_ANY))
+		ret = -errno;
+	free(zero);
+	return ret;
+}
+
+/* The NH key of job index @idx, derived from @secret. */
+static int xm_write_nhkey(struct xm *m, __u32 idx, __u32 id,
+			  const __u8 *secret)
+{
+	struct xina_nhkey *nhk;
+	int ret = 0;
+
+	nhk = malloc(sizeof(*nhk));
+	if (!nhk)
+		return -ENOMEM;
+	xina_derive_nh(secret, id, nhk->k, XINA_MAX_ELEMS);
+	if (bpf_map_update_elem(m->fd[XM_NHKEYS], &idx, nhk, BPF_ANY))
+		ret = -errno;
+	explicit_bzero(nhk, sizeof(*nhk));
+	free(nhk);
+	return ret;
+}
+
 static int xm_write_members(struct xm *m, __u32 idx,
 			    const struct xinactl_job *job)
 {
@@ -742,6 +781,8 @@ static int xm_write_members(struct xm *m, __u32 idx,
 		memset(&mv, 0, sizeof(mv));
 		mv.addr = job->member[rank].addr;
 		mv.port = job->member[rank].port;
+		xina_derive_key(job->secret, XINA_LABEL_MEMBER, job->id, rank,
+				mv.key);
 		key = idx * XINA_MAX_WORKERS + rank;
 		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &key, &mv, BPF_ANY))
 			return -errno;
@@ -802,15 +843,17 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 		     strerror(-ret));
 		goto out;
 	}
-	ret = xm_write_members(m, idx, job);
+	ret = xm_write_nhkey(m, idx, job->id, job->secret);
+	if (!ret)
+		ret = xm_write_members(m, idx, job);
 	if (ret) {
-		xerr("job %u: cannot write its members: %s", job->id,
+		xerr("job %u: cannot write its members and keys: %s", job->id,
 		     strerror(-ret));
 		goto undo;
 	}
 
 	/* last: from here on the fast path sees the job */
-	j.key = job->key;
+	xina_derive_key(job->secret, XINA_LABEL_RESULT, job->id, 0, j.kres);
 	j.id = job->id;
 	j.idx = idx;
 	j.slot_base = base;
@@ -827,7 +870,53 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 undo:
 	xm_clear_members(m, idx);
 out:
+	explicit_bzero(&j, sizeof(j));
 	free(u);
+	return ret;
+}
+
+/*
+ * A new secret for job @id.  The three kinds of keys are replaced one
+ * after the other: packets in flight meanwhile may fail to verify (and
+ * are resent by their workers, which need the new key file anyway).
+ */
+static int xm_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
+{
+	struct xm *m = x->be_priv;
+	struct xina_member mv;
+	__u32 bucket, rank, key;
+	struct xina_job j;
+	int ret;
+
+	ret = xm_job_find(m, id, &j, &bucket);
+	if (ret) {
+		if (ret == -ENOENT)
+			xerr("job %u does not exist", id);
+		else
+			xerr("cannot read job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	ret = xm_write_nhkey(m, j.idx, id, secret);
+	for (rank = 0; !ret && rank < j.workers; rank++) {
+		key = j.idx * XINA_MAX_WORKERS + rank;
+		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &key, &mv)) {
+			ret = -errno;
+			break;
+		}
+		xina_derive_key(secret, XINA_LABEL_MEMBER, id, rank, mv.key);
+		if (bpf_map_update_elem(m->fd[XM_MEMBERS], &key, &mv, BPF_ANY))
+			ret = -errno;
+	}
+	if (!ret) {
+		xina_derive_key(secret, XINA_LABEL_RESULT, id, 0, j.kres);
+		if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &j, BPF_ANY))
+			ret = -errno;
+	}
+	explicit_bzero(&mv, sizeof(mv));
+	explicit_bzero(&j, sizeof(j));
+	if (ret)
+		xerr("job %u: cannot write its new keys: %s (the job may hold a mix of old and new keys: set it again)",
+		     id, strerror(-ret));
 	return ret;
 }
 
@@ -853,8 +942,10 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 		return ret;
 	}
 	ret = xm_clear_members(m, j.idx);
+	if (!ret)
+		ret = xm_clear_nhkey(m, j.idx);
 	if (ret)
-		xwarn("job %u deleted, but its members are left over (%s); the next job that gets its index clears them",
+		xwarn("job %u deleted, but its members or keys are left over (%s); the next job that gets its index replaces them",
 		      id, strerror(-ret));
 	return 0;
 }
@@ -931,6 +1022,7 @@ const struct xinactl_backend xinactl_maps_backend = {
 	.close		= xm_close,
 	.job_add	= xm_job_add,
 	.job_del	= xm_job_del,
+	.job_rekey	= xm_job_rekey,
 	.job_get	= xm_job_get,
 	.job_walk	= xm_job_walk,
 	.stats_get	= xm_stats_get,

@@ -90,11 +90,6 @@ static void xnl_put_u32(struct xnl *n, __u16 type, __u32 v)
 	n->full |= !mnl_attr_put_u32_check(n->req, sizeof(n->req_buf), type, v);
 }
 
-static void xnl_put_u64(struct xnl *n, __u16 type, __u64 v)
-{
-	n->full |= !mnl_attr_put_u64_check(n->req, sizeof(n->req_buf), type, v);
-}
-
 static void xnl_put_strz(struct xnl *n, __u16 type, const char *s)
 {
 	n->full |= !mnl_attr_put_strz_check(n->req, sizeof(n->req_buf), type, s);
@@ -140,7 +135,6 @@ static const struct xnl_attr_policy xnl_job_attrs[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_WORKERS]	= { MNL_TYPE_U16 },
 	[XINA_A_JOB_SLOTS]	= { MNL_TYPE_U32 },
 	[XINA_A_JOB_ELEMS]	= { MNL_TYPE_U16 },
-	[XINA_A_JOB_KEY]	= { MNL_TYPE_U64 },
 	[XINA_A_JOB_FLAGS]	= { MNL_TYPE_U32 },
 	[XINA_A_JOB_MEMBER]	= { MNL_TYPE_NESTED },
 	[XINA_A_JOB_MEM_BYTES]	= { MNL_TYPE_U64 },
@@ -442,7 +436,7 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 	xnl_put_u16(n, XINA_A_JOB_WORKERS, job->workers);
 	xnl_put_u32(n, XINA_A_JOB_SLOTS, job->slots);
 	xnl_put_u16(n, XINA_A_JOB_ELEMS, job->elems);
-	xnl_put_u64(n, XINA_A_JOB_KEY, job->key);
+	xnl_put(n, XINA_A_JOB_SECRET, sizeof(job->secret), job->secret);
 	xnl_put_u32(n, XINA_A_JOB_FLAGS, job->flags);
 	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
 		const struct xinactl_member *m = &job->member[r];
@@ -458,6 +452,22 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 	ret = xnl_do(n, NULL, NULL);
 	if (ret)
 		xerr("job %u: %s", job->id, xnl_why(n, ret));
+	return ret;
+}
+
+static int xnl_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
+{
+	struct xnl *n = x->be_priv;
+	int ret;
+
+	xnl_msg(n, n->family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(n, XINA_A_JOB_ID, id);
+	xnl_put(n, XINA_A_JOB_SECRET, XINA_SECRET_BYTES, secret);
+	ret = xnl_do(n, NULL, NULL);
+	if (ret == -ENOENT)
+		xerr("job %u does not exist", id);
+	else if (ret)
+		xerr("job %u: %s", id, xnl_why(n, ret));
 	return ret;
 }
 
@@ -587,9 +597,6 @@ static int xnl_job_attr(const struct nlattr *a, void *data)
 		break;
 	case XINA_A_JOB_ELEMS:
 		job->elems = mnl_attr_get_u16(a);
-		break;
-	case XINA_A_JOB_KEY:
-		job->key = mnl_attr_get_u64(a);
 		break;
 	case XINA_A_JOB_FLAGS:
 		job->flags = mnl_attr_get_u32(a);
@@ -739,6 +746,7 @@ const struct xinactl_backend xinactl_nl_backend = {
 	.close		= xnl_close,
 	.job_add	= xnl_job_add,
 	.job_del	= xnl_job_del,
+	.job_rekey	= xnl_job_rekey,
 	.job_get	= xnl_job_get,
 	.job_walk	= xnl_job_walk,
 	.stats_get	= xnl_stats_get,

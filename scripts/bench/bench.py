@@ -26,13 +26,16 @@ Two regimes, every system in each, in the same invocation:
 """
 
 import argparse
+import atexit
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -44,11 +47,11 @@ LAUNCH_TIMEOUT = 600
 # The xina configuration, in one place.  Every system runs on links of this
 # MTU (the rack's); xina sends ELEMS elements per packet and uses SLOTS
 # slots.  Today: MTU 3500 (the largest frame XDP on veth takes in one
-# buffer carries 859 int32), 832 elements and 32 slots, the configuration
+# buffer carries 857 int32), 832 elements and 32 slots, the configuration
 # of "make demo" (see README).  With XDP multi-buffer: MTU 9000 and 2048.
 XINA_CONF = {"mtu": 9000, "elems": 2048, "slots": 32}
 MTU, ELEMS, SLOTS = XINA_CONF["mtu"], XINA_CONF["elems"], XINA_CONF["slots"]
-JOB, KEY = 1, 0x6265_6e63_68
+JOB = 1
 
 # The link-bound regime: every worker's link at this rate, both directions
 # (make bench LINK_RATE=bits/s overrides it).  One rate for every system
@@ -72,7 +75,7 @@ def pin_cpu(rank):
 # to the end of the payload; no preamble, inter-frame gap or FCS, which a
 # real wire adds: WIRE_EXTRA).
 ETH_HDR = 14
-XINA_HDR = ETH_HDR + 20 + 8 + 40      # Ethernet, IPv4, UDP, xina header
+XINA_HDR = ETH_HDR + 20 + 8 + 48      # Ethernet, IPv4, UDP, xina header
 TCP_HDR = 20 + 20 + 12                # IPv4, TCP with timestamps, per segment
 WIRE_EXTRA = 8 + 12 + 4               # preamble, inter-frame gap, FCS
 
@@ -297,6 +300,12 @@ class Bench:
         self.bg_busy = None
         self.link_rate = args.link_rate
         self.regime = "cpu"
+        # The job's secret: a key file of its own, never a command line.
+        keydir = tempfile.mkdtemp(prefix="xina-bench-")
+        atexit.register(shutil.rmtree, keydir, ignore_errors=True)
+        self.keyfile = os.path.join(keydir, "job.key")
+        subprocess.run([f"{self.o}/xinactl", "genkey", self.keyfile],
+                       check=True)
 
     # ---- plan ---------------------------------------------------------
 
@@ -426,8 +435,8 @@ class Bench:
         self.keep(r)
 
     def xina(self, system, n, sizes, iters, loss=0.0, switch_args=()):
-        argv_common = ["--switch", SWITCH_IP, "--job", str(JOB), "--key",
-                       hex(KEY), "--workers", str(n), "--slots", str(SLOTS),
+        argv_common = ["--switch", SWITCH_IP, "--job", str(JOB), "--key-file",
+                       self.keyfile, "--workers", str(n), "--slots", str(SLOTS),
                        "--elems", str(ELEMS), "--bytes",
                        ",".join(map(str, sizes)), "--iters",
                        ",".join(map(str, iters)), "--dtype",
@@ -462,7 +471,8 @@ class Bench:
 
     def swagg(self, n, sizes, iters):
         argv = ["ip", "netns", "exec", self.rack.sw, f"{self.o}/xina-swagg",
-                "--bind", SWITCH_IP, "--job", str(JOB), "--key", hex(KEY),
+                "--bind", SWITCH_IP, "--job", str(JOB), "--key-file",
+                self.keyfile,
                 "--workers", str(n), "--slots", str(SLOTS), "--elems",
                 str(ELEMS), "--json"]
         for m in self.members(n):
@@ -492,7 +502,7 @@ class Bench:
 
     def xdp(self, n, sizes, iters, loss=0.0):
         self.rack.xctl("job", "add", str(JOB), "workers", str(n), "slots",
-                       str(SLOTS), "elems", str(ELEMS), "key", hex(KEY),
+                       str(SLOTS), "elems", str(ELEMS), "keyfile", self.keyfile,
                        *sum((["member", str(i), f"{worker_ip(i)}:{WORKER_PORT}"]
                              for i in range(n)), []))
         try:

@@ -14,9 +14,10 @@ RACK=xat$$
 N=2
 JOB=3
 DJOB=4		# the job deleted under traffic, then re-created
-KEY=0x77
 PIN=$(rack_pin_dir "$RACK")
 TMP=$(mktemp -d)
+# The jobs' secret ("job add ... keyfile" creates it, the workers read it).
+KEYFILE=$TMP/job.key
 
 cleanup() {
 	rack_down "$RACK"
@@ -38,7 +39,7 @@ no_job() {
 }
 
 allreduce() {	# allreduce JOB OUTDIR BYTES TIMEOUT_MS [ITERS]
-	rack_allreduce "$RACK" "$N" "$2" --job "$1" --key "$KEY" \
+	rack_allreduce "$RACK" "$N" "$2" --job "$1" --key-file "$KEYFILE" \
 		--slots 32 --elems 256 --dtype i32 --bytes "$3" \
 		--iters "${5:-2}" --timeout-ms "$4"
 }
@@ -47,7 +48,7 @@ insmod /xina/modules/xina.ko || exit 1
 rack_up "$RACK" "$N" || exit 1
 rack_xdp "$RACK" "$N" "$PIN"
 log_test $? "attach the module-backend fast path to the rack's ports"
-rack_job_add "$RACK" "$N" "$JOB" "$KEY" 32 256 "$PIN"
+rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 32 256 "$PIN"
 allreduce "$JOB" "$TMP/a" 65536 5000
 log_test $? "allreduce through the attached ports"
 
@@ -66,7 +67,7 @@ bg_done() {
 	! kill -0 "$bg" 2>/dev/null
 }
 rc=0
-rack_job_add "$RACK" "$N" "$DJOB" "$KEY" 32 256 "$PIN" || rc=1
+rack_job_add "$RACK" "$N" "$DJOB" "$KEYFILE" 32 256 "$PIN" || rc=1
 sysfs_job=/sys/kernel/xina/jobs/$DJOB@$(stat -L -c %i "/run/netns/$RACK-sw")
 [ -d "$sysfs_job" ] || { echo "  $sysfs_job missing before the delete"; rc=1; }
 allreduce "$DJOB" "$TMP/b" $((4 << 20)) 1500 50 &
@@ -99,7 +100,7 @@ echo "  after the delete: no_job $before -> $after"
 log_test $rc "job deleted under traffic"
 
 # The same id again: a fresh job, the same workers, a correct result.
-rack_job_add "$RACK" "$N" "$DJOB" "$KEY" 32 256 "$PIN"
+rack_job_add "$RACK" "$N" "$DJOB" "$KEYFILE" 32 256 "$PIN"
 allreduce "$DJOB" "$TMP/c" 65536 5000
 rc=$?
 for i in 0 1; do

@@ -32,6 +32,7 @@
 #include <linux/bpf.h>
 
 #include "xnl.h"
+#include "../../bpf/xina_auth.h"
 #include "../../kmod/xina_kfunc.h"
 #include "bpf/xina_kf.skel.h"
 #include "kselftest_harness.h"
@@ -39,7 +40,11 @@
 #define OBJ	"/xina/bpf/xina_kfunc.bpf.o"
 #define SYSFS	"/sys/kernel/xina"
 #define JOB	7
-#define KEY	0xfeedfacecafebeefULL
+/* The job's secret; packets are tagged with the keys derived from it. */
+static const uint8_t SECRET[XINA_SECRET_BYTES] = {
+	0xfe, 0xed, 0xfa, 0xce, 0xca, 0xfe, 0xbe, 0xef,
+	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+};
 #define WORKERS	3
 #define SLOTS	2
 #define ELEMS	4
@@ -62,6 +67,40 @@ struct contrib {
 	uint16_t count;
 	int32_t base;		/* element i is base + i */
 };
+
+/* NH of the packet's elements with job @job's NH key. */
+static uint64_t pkt_nh(const struct pkt *p, uint32_t job)
+{
+	static uint32_t k[XINA_MAX_ELEMS], m[XINA_MAX_ELEMS], k_job;
+	uint16_t i, n = ntohs(p->xh.count);
+
+	if (k_job != job) {
+		xina_derive_nh(SECRET, job, k, XINA_MAX_ELEMS);
+		k_job = job;
+	}
+	for (i = 0; i < n && i < XINA_MAX_ELEMS; i++)
+		m[i] = ntohl(p->el[i]);
+	return xina_nh(k, m, i);
+}
+
+/* Tag @p as its rank sends it, after any change to its header. */
+static void retag(struct pkt *p)
+{
+	uint32_t job = ntohl(p->xh.job);
+	__u64 k[2];
+
+	xina_derive_key(SECRET, XINA_LABEL_MEMBER, job, ntohs(p->xh.rank), k);
+	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh, pkt_nh(p, job)));
+}
+
+/* Does the result in @p carry the job's result tag? */
+static int result_tag_ok(const struct pkt *p)
+{
+	__u64 k[2];
+
+	xina_derive_key(SECRET, XINA_LABEL_RESULT, JOB, 0, k);
+	return be64toh(p->xh.tag) == xina_tag_hdr(k, &p->xh, pkt_nh(p, JOB));
+}
 
 static size_t build(struct pkt *p, const struct contrib *c)
 {
@@ -90,10 +129,10 @@ static size_t build(struct pkt *p, const struct contrib *c)
 	p->xh.rank = htons(c->rank);
 	p->xh.slot = htonl(c->slot);
 	p->xh.round = htonl(c->round);
-	p->xh.key = htobe64(KEY);
 	p->xh.offset = htobe64(1234);
 	for (i = 0; i < c->count; i++)
 		p->el[i] = htonl(c->base + i);
+	retag(p);
 	return len;
 }
 
@@ -130,7 +169,7 @@ static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
 	xnl_put_u16(m, XINA_A_JOB_WORKERS, workers);
 	xnl_put_u32(m, XINA_A_JOB_SLOTS, slots);
 	xnl_put_u16(m, XINA_A_JOB_ELEMS, elems);
-	xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
+	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
 	for (r = 0; r < workers; r++) {
 		addr = xnl_member_addr(r);
 		xnl_nest_start(m, XINA_A_JOB_MEMBER);
@@ -238,14 +277,17 @@ FIXTURE_TEARDOWN(kf)
 			       NULL));					\
 } while (0)
 
+/* A result (or answer): rank and flags 0, the result key's tag. */
 static void expect_result(struct __test_metadata *_metadata,
-			  const struct pkt *p, uint16_t rank, int8_t exp,
+			  const struct pkt *p, int8_t exp,
 			  const int32_t *want, int n)
 {
 	int i;
 
 	EXPECT_EQ(XINA_T_RESULT, p->xh.type);
-	EXPECT_EQ(rank, ntohs(p->xh.rank));
+	EXPECT_EQ(0, ntohs(p->xh.rank));
+	EXPECT_EQ(0, p->xh.flags);
+	EXPECT_TRUE(result_tag_ok(p));
 	EXPECT_EQ(exp, p->xh.exp);
 	EXPECT_EQ(1234, be64toh(p->xh.offset));
 	for (i = 0; i < n; i++)
@@ -256,6 +298,7 @@ TEST_F(kf, rounds)
 {
 	/* Sums of base 100, -7 and INT32_MAX - 1: the last wraps. */
 	int32_t sum[ELEMS], max[ELEMS];
+	uint64_t tag;
 	int i;
 
 	for (i = 0; i < ELEMS; i++) {
@@ -271,12 +314,14 @@ TEST_F(kf, rounds)
 	SEND(((struct contrib){ .rank = 2, .count = 2, .base = 1 }), XINA_KF_DROP);
 	SEND(((struct contrib){ .rank = 2, .count = ELEMS, .exp = -3,
 				.base = INT32_MAX - 1 }), XINA_KF_RESULT);
-	expect_result(_metadata, &self->out, 2, -3, sum, ELEMS);
+	expect_result(_metadata, &self->out, -3, sum, ELEMS);
+	tag = self->out.xh.tag;
 
-	/* A late retransmission gets the kept result, exp included. */
+	/* A late retransmission gets the kept result, exp and tag included. */
 	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .exp = 9, .base = -7 }),
 	     XINA_KF_ANSWER);
-	expect_result(_metadata, &self->out, 1, -3, sum, ELEMS);
+	expect_result(_metadata, &self->out, -3, sum, ELEMS);
+	EXPECT_EQ(tag, self->out.xh.tag);
 
 	/* Round 4 before round 2: out of range. */
 	SEND(((struct contrib){ .rank = 0, .round = 4, .count = ELEMS }), XINA_KF_DROP);
@@ -295,7 +340,7 @@ TEST_F(kf, rounds)
 				.count = ELEMS, .base = -50 }), XINA_KF_ADDED);
 	SEND(((struct contrib){ .rank = 2, .slot = 1, .round = 1, .op = XINA_OP_MAX,
 				.count = ELEMS, .base = 10 }), XINA_KF_RESULT);
-	expect_result(_metadata, &self->out, 2, 0, max, ELEMS);
+	expect_result(_metadata, &self->out, 0, max, ELEMS);
 
 	/* Every outcome was counted once, in sysfs and in netlink. */
 	EXPECT_EQ(13, sysfs_stat("rx"));
@@ -307,6 +352,7 @@ TEST_F(kf, rounds)
 	EXPECT_EQ(2, sysfs_stat("drop_range"));
 	EXPECT_EQ(1, sysfs_stat("drop_op"));
 	EXPECT_EQ(0, sysfs_stat("drop_key"));
+	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 	EXPECT_EQ(0, sysfs_stat("drop_member"));
 }
 
@@ -315,9 +361,17 @@ TEST_F(kf, job_checks)
 	struct contrib c = { .rank = 0, .count = ELEMS };
 	size_t len;
 
-	/* Wrong key. */
+	/* A forged tag; an element changed after tagging. */
 	len = build(&self->in, &c);
-	self->in.xh.key = htobe64(KEY + 1);
+	self->in.xh.tag ^= htobe64(1);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.el[ELEMS - 1] ^= htonl(1);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	/* Another epoch, tagged right. */
+	len = build(&self->in, &c);
+	self->in.xh.epoch = htonl(1);
+	retag(&self->in);
 	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
 	/* Rank beyond the workers. */
 	SEND(((struct contrib){ .rank = WORKERS, .count = ELEMS }), XINA_KF_REJECT);
@@ -331,11 +385,14 @@ TEST_F(kf, job_checks)
 	/* Unknown dtype and op. */
 	len = build(&self->in, &c);
 	self->in.xh.dtype = 9;
+	retag(&self->in);
 	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
 	SEND(((struct contrib){ .rank = 0, .op = 9, .count = ELEMS }), XINA_KF_REJECT);
 
-	EXPECT_EQ(7, sysfs_stat("rx"));
-	EXPECT_EQ(1, sysfs_stat("drop_key"));
+	EXPECT_EQ(9, sysfs_stat("rx"));
+	EXPECT_EQ(0, sysfs_stat("drop_key"));
+	EXPECT_EQ(2, sysfs_stat("drop_auth"));
+	EXPECT_EQ(1, sysfs_stat("drop_epoch"));
 	EXPECT_EQ(2, sysfs_stat("drop_member"));
 	EXPECT_EQ(2, sysfs_stat("drop_range"));
 	EXPECT_EQ(2, sysfs_stat("drop_op"));
@@ -349,7 +406,7 @@ TEST_F(kf, malformed_and_no_job)
 	size_t len;
 
 	len = build(&self->in, &c);
-	self->in.xh.version = 2;
+	self->in.xh.version = 1;
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	len = build(&self->in, &c);
 	self->in.xh.type = XINA_T_RESULT;
@@ -359,6 +416,9 @@ TEST_F(kf, malformed_and_no_job)
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	len = build(&self->in, &c);
 	self->in.xh.weight = htons(1);
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build(&self->in, &c);
+	self->in.xh.aux = htonl(1);
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	len = build(&self->in, &c);
 	self->in.xh.count = 0;

@@ -22,7 +22,11 @@
 #include "kselftest_harness.h"
 
 #define SYSFS	"/sys/kernel/xina"
-#define KEY	0x1122334455667788ULL
+/* A job secret (its value does not matter here). */
+static const uint8_t SECRET[XINA_SECRET_BYTES] = {
+	0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+	0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00,
+};
 
 struct job_spec {
 	uint32_t id;
@@ -60,7 +64,7 @@ static void build_new(struct xnl *nl, struct xnl_msg *m,
 	o->workers = xnl_put_u16(m, XINA_A_JOB_WORKERS, s->workers);
 	o->slots = xnl_put_u32(m, XINA_A_JOB_SLOTS, s->slots);
 	o->elems = xnl_put_u16(m, XINA_A_JOB_ELEMS, s->elems);
-	o->key = xnl_put_u64(m, XINA_A_JOB_KEY, KEY);
+	o->key = xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
 	o->member0 = (char *)xnl_tail(m) - m->buf;
 	for (r = 0; r < s->members; r++)
 		put_member(m, r, xnl_member_addr(r), 9000 + r);
@@ -191,7 +195,9 @@ TEST_F(nl, new_get_sysfs)
 	EXPECT_EQ(4, *(uint16_t *)xnl_data(tb[XINA_A_JOB_WORKERS]));
 	EXPECT_EQ(8, *(uint32_t *)xnl_data(tb[XINA_A_JOB_SLOTS]));
 	EXPECT_EQ(256, *(uint16_t *)xnl_data(tb[XINA_A_JOB_ELEMS]));
-	EXPECT_EQ(KEY, *(uint64_t *)xnl_data(tb[XINA_A_JOB_KEY]));
+	/* the secret never leaves the kernel, nor a key */
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_SECRET]);
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_KEY]);
 	EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_FLAGS]));
 	ASSERT_NE(NULL, tb[XINA_A_JOB_MEM_BYTES]);
 	mem_bytes = *(uint64_t *)xnl_data(tb[XINA_A_JOB_MEM_BYTES]);
@@ -253,7 +259,7 @@ TEST_F(nl, new_missing)
 		{ XINA_A_JOB_WORKERS, "xina: missing number of workers" },
 		{ XINA_A_JOB_SLOTS, "xina: missing number of slots" },
 		{ XINA_A_JOB_ELEMS, "xina: missing elements per slot" },
-		{ XINA_A_JOB_KEY, "xina: missing job key" },
+		{ XINA_A_JOB_SECRET, "xina: missing job secret" },
 	};
 	unsigned int i;
 
@@ -269,8 +275,8 @@ TEST_F(nl, new_missing)
 			xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
 		if (req[i].type != XINA_A_JOB_ELEMS)
 			xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
-		if (req[i].type != XINA_A_JOB_KEY)
-			xnl_put_u64(m, XINA_A_JOB_KEY, 1);
+		if (req[i].type != XINA_A_JOB_SECRET)
+			xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
 		EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
 		EXPECT_STREQ(req[i].msg, self->nl.msg);
 		EXPECT_EQ(req[i].type, self->nl.miss_type);
@@ -292,8 +298,8 @@ static int new_with(struct xnl *nl, struct xnl_msg *m, int type,
 		xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
 	if (type != XINA_A_JOB_ELEMS)
 		xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
-	if (type != XINA_A_JOB_KEY)
-		xnl_put_u64(m, XINA_A_JOB_KEY, 1);
+	if (type != XINA_A_JOB_SECRET)
+		xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
 	return xnl_do(nl, m);
 }
 
@@ -317,7 +323,10 @@ TEST_F(nl, new_bad_values)
 		{ "slots 65537", XINA_A_JOB_SLOTS, 65537, 4, -ERANGE, "integer out of range" },
 		{ "elems 0", XINA_A_JOB_ELEMS, 0, 2, -ERANGE, "integer out of range" },
 		{ "elems 2049", XINA_A_JOB_ELEMS, 2049, 2, -ERANGE, "integer out of range" },
-		{ "key as u32", XINA_A_JOB_KEY, 1, 4, -EINVAL, "invalid attribute length" },
+		{ "secret of 8 bytes", XINA_A_JOB_SECRET, 1, 8, -EINVAL,
+		  "binary attribute size out of range" },
+		{ "a key in clear", XINA_A_JOB_KEY, 1, 8, -EINVAL,
+		  "xina: keys are not sent in clear any more: use the job secret" },
 		{ "flags bit 0", XINA_A_JOB_FLAGS, 1, 4, -EINVAL, "reserved bit set" },
 		{ "flags bit 31", XINA_A_JOB_FLAGS, 1U << 31, 4, -EINVAL, "reserved bit set" },
 		{ "mem_bytes from user", XINA_A_JOB_MEM_BYTES, 1, 8, -EINVAL,
@@ -456,14 +465,13 @@ TEST_F(nl, set)
 
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	xnl_put_u64(m, XINA_A_JOB_KEY, 42);
+	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
 	put_member(m, 3, xnl_member_addr(3), 0);
 	ASSERT_EQ(0, xnl_do(&self->nl, m));
 	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
 	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
 	xnl_attrs((struct nlmsghdr *)self->nl.rx, tb, XINA_A_MAX);
-	ASSERT_NE(NULL, tb[XINA_A_JOB_KEY]);
-	EXPECT_EQ(42, *(uint64_t *)xnl_data(tb[XINA_A_JOB_KEY]));
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_SECRET]);
 
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
@@ -475,7 +483,7 @@ TEST_F(nl, set)
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: nothing to change: no key, member or flags",
+	EXPECT_STREQ("xina: nothing to change: no secret, member or flags",
 		     self->nl.msg);
 
 	/* A bad member leaves the job as it was. */
@@ -620,7 +628,8 @@ TEST_F(nl, no_cap_net_admin)
 				xnl_init(self->m, nl.family, 0, cmds[i]);
 				xnl_put_u32(self->m, XINA_A_JOB_ID, 1);
 				if (cmds[i] == XINA_CMD_JOB_SET)
-					xnl_put_u64(self->m, XINA_A_JOB_KEY, 3);
+					xnl_put(self->m, XINA_A_JOB_SECRET,
+						SECRET, sizeof(SECRET));
 			}
 			if (xnl_do(&nl, self->m) != -EPERM)
 				bad++;

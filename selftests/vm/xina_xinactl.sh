@@ -20,7 +20,8 @@ test_backend() {
 test_job_add_show_del() {
 	local rc=0 out
 
-	xinactl job add 5 workers 3 slots 16 elems 128 key 77 \
+	xinactl job add 5 workers 3 slots 16 elems 128 \
+		keyfile /tmp/xinactl-job5.key \
 		member 0 10.1.0.1 member 1 10.1.0.2:4000 member 2 10.1.0.3 || rc=1
 	check_eq "$(cat /sys/kernel/xina/jobs/5/workers)" 3 || rc=1
 	check_eq "$(cat /sys/kernel/xina/jobs/5/slots)" 16 || rc=1

@@ -36,6 +36,11 @@
  * in BPF_PROG_TEST_RUN, as they are on veth: the elements beyond the first
  * buffer go through bpf_xdp_load_bytes(), and that is in the number.
  *
+ * Every contribution carries a valid tag (bpf/xina_auth.h), computed
+ * outside the timed region: the fast path's verification (NH over the
+ * payload, SipHash over the header), and for a completion the result's
+ * tag, are in the number.
+ *
  * The thread is pinned to one CPU: the per-CPU partial is then the one
  * checked.  One JSON line per case on stdout.
  */
@@ -58,9 +63,15 @@
 #include "bpf/xina.skel.h"
 #include "bench_util.h"
 #include "xina_maps.h"
+#include "xina_auth.h"
 
 #define BENCH_JOB	7
-#define BENCH_KEY	0x5eed0123456789abULL
+/* A fixed secret: the benchmark needs keys, not secrecy. */
+static const __u8 bench_secret[XINA_SECRET_BYTES] = {
+	0x5e, 0xed, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+	0xcd, 0xef, 0x10, 0x32, 0x54, 0x76, 0x98, 0xba,
+};
+static __u32 bench_nhk[XINA_MAX_ELEMS];
 #define BENCH_CPU	0
 #define K_INF		0	/* the slot never completes */
 #define MAX_ELEMS_LIST	8
@@ -105,7 +116,9 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 			unsigned int count)
 {
 	size_t ulen = sizeof(p->udp) + sizeof(p->xh) + count * 4;
+	static __u32 m[XINA_MAX_ELEMS];
 	unsigned int i;
+	__u64 k[2];
 
 	memset(p, 0, sizeof(*p));
 	memcpy(p->eth.h_dest, "\x02\x00\x00\x00\x00\xfe", ETH_ALEN);
@@ -130,9 +143,13 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 	p->xh.job = htonl(BENCH_JOB);
 	p->xh.rank = htons(rank);
 	p->xh.round = htonl(round);
-	p->xh.key = htobe64(BENCH_KEY);
-	for (i = 0; i < count; i++)
+	for (i = 0; i < count; i++) {
 		p->v[i] = htonl(elem(rank, i));
+		m[i] = elem(rank, i);
+	}
+	xina_derive_key(bench_secret, XINA_LABEL_MEMBER, BENCH_JOB, rank, k);
+	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh,
+					 xina_nh(bench_nhk, m, count)));
 	return sizeof(p->eth) + sizeof(p->ip) + ulen;
 }
 
@@ -140,9 +157,10 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 static int job_setup(struct bench *b, unsigned int workers)
 {
 	struct xina_job job = {
-		.key = BENCH_KEY, .id = BENCH_JOB, .idx = 0, .slot_base = 0,
+		.id = BENCH_JOB, .idx = 0, .slot_base = 0,
 		.slots = 1, .workers = workers, .elems = XINA_MAX_ELEMS,
 	};
+	static struct xina_nhkey nhk;
 	struct xina_meta meta = {};
 	unsigned int r;
 	__u32 k;
@@ -153,9 +171,17 @@ static int job_setup(struct bench *b, unsigned int workers)
 		    bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_vals), &k, b->parts, 0))
 			return -errno;
 	}
+	xina_derive_key(bench_secret, XINA_LABEL_RESULT, BENCH_JOB, 0, job.kres);
+	xina_derive_nh(bench_secret, BENCH_JOB, nhk.k, XINA_MAX_ELEMS);
+	memcpy(bench_nhk, nhk.k, sizeof(bench_nhk));
+	k = job.idx;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_nhkeys), &k, &nhk, 0))
+		return -errno;
 	for (r = 0; r < workers; r++) {
 		struct xina_member m = { .addr = member_addr(r) };
 
+		xina_derive_key(bench_secret, XINA_LABEL_MEMBER, BENCH_JOB, r,
+				m.key);
 		k = job.idx * XINA_MAX_WORKERS + r;
 		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_members), &k, &m, 0))
 			return -errno;

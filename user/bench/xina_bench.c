@@ -5,7 +5,7 @@
  * numbers compare.  Used for both xina systems: the XDP switch and
  * xina-swagg; the switch side is the caller's business.
  *
- *   xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K
+ *   xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key-file PATH
  *       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]
  *       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]
  *
@@ -63,7 +63,7 @@ struct cfg {
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key K\n"
+		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key-file PATH\n"
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
 		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
 		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n");
@@ -226,7 +226,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "job", required_argument, NULL, O_JOB },
-		{ "key", required_argument, NULL, O_KEY },
+		{ "key-file", required_argument, NULL, O_KEY },
 		{ "rank", required_argument, NULL, O_RANK },
 		{ "workers", required_argument, NULL, O_WORKERS },
 		{ "slots", required_argument, NULL, O_SLOTS },
@@ -258,7 +258,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 			c->o.job = num("--job", optarg, UINT32_MAX);
 			break;
 		case O_KEY:
-			c->o.key = num("--key", optarg, UINT64_MAX);
+			c->o.key_file = optarg;
 			break;
 		case O_RANK:
 			c->o.rank = num("--rank", optarg, XINA_MAX_WORKERS - 1);
@@ -297,7 +297,10 @@ static void parse(int argc, char **argv, struct cfg *c)
 			usage();
 		}
 	}
-	if (!c->switch_addr[0] || !c->o.job || !c->o.workers || !c->nbytes)
+	if (!c->o.key_file)
+		c->o.key_file = getenv("XINA_KEY_FILE");
+	if (!c->switch_addr[0] || !c->o.job || !c->o.workers || !c->nbytes ||
+	    !c->o.key_file)
 		usage();
 	if (c->niters > 1 && c->niters != c->nbytes) {
 		fprintf(stderr, "xina-bench-xina: --iters needs one count, or one per size\n");

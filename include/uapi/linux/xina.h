@@ -31,13 +31,17 @@
  *   +---------------------------------------------------------------+
  *   |                             round                             | 20
  *   +---------------------------------------------------------------+
- *   |                              key                              | 24
- *   |                                                               |
+ *   |                             epoch                             | 24
+ *   +---------------------------------------------------------------+
+ *   |                              aux                              | 28
  *   +---------------------------------------------------------------+
  *   |                            offset                             | 32
  *   |                                                               |
  *   +---------------------------------------------------------------+
- *   |                 count elements of dtype ...                   | 40
+ *   |                              tag                              | 40
+ *   |                                                               |
+ *   +---------------------------------------------------------------+
+ *   |                 count elements of dtype ...                   | 48
  *
  * version: XINA_WIRE_VERSION.  Anything else is not a xina packet of this
  *	    version and is dropped (counted as malformed).
@@ -62,28 +66,40 @@
  *	    The slot keeps two versions (shadow copies); round & 1 selects
  *	    the version.  Round r+2 may only start once round r completed;
  *	    older rounds are stale and dropped.
- * key:     the job's key.  A packet whose key does not match is dropped.
+ * epoch:   the job's epoch (a run of its workers).  0 until the join
+ *	    handshake opens epochs; a contribution of another epoch than the
+ *	    job's is dropped (counted as drop_epoch).
+ * aux:     reserved; must be 0.
  * offset:  element offset of this block in the sender's tensor.  The switch
  *	    does not interpret it; it is echoed in results so that a worker
  *	    can place a result without any other state.
+ * tag:     the packet's authenticator (bpf/xina_auth.h,
+ *	    Documentation/security.md): SipHash-2-4 keyed with the sender's
+ *	    member key (derived from the job's 128-bit secret) over the 40
+ *	    bytes above and the NH hash of the elements.  A contribution
+ *	    whose tag does not verify is dropped (drop_auth) before it can
+ *	    change anything.
  *
- * A XINA_T_RESULT has the same layout: rank is the rank of the worker that
- * completed the slot (or of the worker being answered for a
- * retransmission), count and offset are those of the contributions and
- * the elements are the aggregate.
+ * A XINA_T_RESULT has the same layout: flags and rank are 0, count, offset
+ * and epoch are those of the contributions, exp that of the contribution
+ * that completed the round, and the elements are the aggregate.  Its tag
+ * is keyed with the job's result key, computed once when the round
+ * completes; the answer to a retransmission is the same packet, tag
+ * included.  Workers drop results whose tag does not verify.
  */
 #ifndef _UAPI_LINUX_XINA_H
 #define _UAPI_LINUX_XINA_H
 
 #include <linux/types.h>
 
-#define XINA_WIRE_VERSION	1
+#define XINA_WIRE_VERSION	2
 #define XINA_UDP_PORT		9277	/* default switch port ("XA" on a phone pad) */
 
 #define XINA_MAX_WORKERS	256	/* members of one job (bitmap width) */
 #define XINA_MAX_ELEMS		2048	/* elements of one slot / one packet: an
 					 * MTU 9000 frame holds 2048 int32 */
 #define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
+#define XINA_SECRET_BYTES	16	/* a job's secret: 128 bits */
 
 enum xina_pkt_type {
 	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
@@ -120,8 +136,10 @@ struct xina_hdr {
 	__be16	weight;
 	__be32	slot;
 	__be32	round;
-	__be64	key;
+	__be32	epoch;
+	__be32	aux;
 	__be64	offset;
+	__be64	tag;
 };
 
 /*
@@ -141,7 +159,7 @@ struct xina_hdr {
 enum xina_cmd {
 	XINA_CMD_UNSPEC,
 	XINA_CMD_JOB_NEW,	/* create a job: JOB_ID, WORKERS, SLOTS, ELEMS,
-				 * KEY, MEMBER (one per rank; a rank without
+				 * SECRET, MEMBER (one per rank; a rank without
 				 * one drops its packets), optional FLAGS.
 				 * EEXIST: the id is taken in this netns;
 				 * ENOSPC: XINA_MAX_JOBS reached; ENOMEM: the
@@ -152,7 +170,7 @@ enum xina_cmd {
 				 * every JOB_* attribute, a MEMBER per
 				 * configured rank, MEM_BYTES and STATS */
 	XINA_CMD_JOB_SET,	/* change a job: JOB_ID and at least one of
-				 * KEY, FLAGS, MEMBER (replaces the member of
+				 * SECRET, FLAGS, MEMBER (replaces the member of
 				 * its rank); WORKERS, SLOTS, ELEMS cannot
 				 * change (EOPNOTSUPP) */
 	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump):
@@ -168,7 +186,8 @@ enum xina_attr {
 	XINA_A_JOB_WORKERS,	/* u16, 1..XINA_MAX_WORKERS */
 	XINA_A_JOB_SLOTS,	/* u32, slots in the job's pool, 1..65536 */
 	XINA_A_JOB_ELEMS,	/* u16, elements per slot, 1..XINA_MAX_ELEMS */
-	XINA_A_JOB_KEY,		/* u64 */
+	XINA_A_JOB_KEY,		/* u64; wire version 1's key in clear: rejected
+				 * (use JOB_SECRET) */
 	XINA_A_JOB_FLAGS,	/* u32, XINA_JOB_F_* */
 	XINA_A_JOB_MEMBER,	/* nest, enum xina_member_attr; repeated */
 	XINA_A_JOB_MEM_BYTES,	/* u64, slot memory held by the job (get only;
@@ -180,6 +199,10 @@ enum xina_attr {
 				 * possible CPU: xina packets of the job seen on
 				 * that CPU (STATS_GET replies only; rejected in
 				 * requests) */
+	XINA_A_JOB_SECRET,	/* binary, exactly XINA_SECRET_BYTES: the job's
+				 * secret, from which the member, result and NH
+				 * keys are derived (bpf/xina_auth.h); never
+				 * returned by JOB_GET */
 
 	__XINA_A_MAX,
 };
@@ -210,13 +233,17 @@ enum xina_stat {
 	XINA_STAT_RETRANS_ANSWERED,	/* retransmissions answered with the kept result */
 	XINA_STAT_DUP,		/* duplicates of a pending round, dropped */
 	XINA_STAT_STALE,	/* contributions to a finished older round */
-	XINA_STAT_DROP_KEY,	/* wrong key */
+	XINA_STAT_DROP_KEY,	/* reserved: wrong key of wire version 1; a
+				 * bad tag counts as XINA_STAT_DROP_AUTH */
 	XINA_STAT_DROP_MEMBER,	/* rank out of range or source is not the member */
 	XINA_STAT_DROP_RANGE,	/* slot, count or round out of range */
 	XINA_STAT_DROP_OP,	/* op or dtype unsupported or mixed in one round */
 	XINA_STAT_TX,		/* copies of results and answers sent to members */
 	XINA_STAT_TX_UNKNOWN,	/* copies not sent: the member was never seen,
 				 * so the switch does not know where it is */
+	XINA_STAT_DROP_AUTH,	/* tag does not verify: not sent by the member
+				 * (forged, spoofed source) or modified */
+	XINA_STAT_DROP_EPOCH,	/* a member's packet of another epoch */
 
 	__XINA_STAT_MAX,
 };
