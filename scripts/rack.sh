@@ -458,11 +458,12 @@ rack_routed_up()
 	done
 }
 
-# rack_routed_job_add RACK N JOB KEY SLOTS ELEMS [PINDIR]: the job of the
-# routed rack's workers, rank i at 10.77.i.1 port RACK_WORKER_PORT.
+# rack_routed_job_add RACK N JOB KEYFILE SLOTS ELEMS [PINDIR]: the job of the
+# routed rack's workers, rank i at 10.77.i.1 port RACK_WORKER_PORT, with the
+# secret of KEYFILE (created if it does not exist; the workers need it).
 rack_routed_job_add()
 {
-	local rack=$1 n=$2 job=$3 key=$4 slots=$5 elems=$6
+	local rack=$1 n=$2 job=$3 keyfile=$4 slots=$5 elems=$6
 	local pin=${7:-$(rack_pin_dir "$1")} members="" i
 
 	for ((i = 0; i < n; i++)); do
@@ -470,7 +471,7 @@ rack_routed_job_add()
 	done
 	# shellcheck disable=SC2086
 	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" job add "$job" \
-		workers "$n" slots "$slots" elems "$elems" key "$key" $members
+		workers "$n" slots "$slots" elems "$elems" keyfile "$keyfile" $members
 }
 
 # rack_routed_allreduce RACK N OUTDIR ARGS...: rack_allreduce on the routed

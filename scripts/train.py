@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,7 +37,6 @@ sys.path.insert(0, os.path.join(ROOT, "user", "python"))
 WORKERS = 4
 TOLERANCE = 0.02        # |accuracy(xina) - accuracy(Gloo)|, as a fraction
 MIN_ACCURACY = 0.90
-KEY = "0x7a1e5eed"      # the job's key: the one place it is spelled
 SLOTS, ELEMS, MTU = 32, 2048, 9000   # scripts/rack.sh's fast configuration
 NET = "10.77.0"
 SWITCH = f"{NET}.254"
@@ -143,6 +143,10 @@ class Rack:
         out = os.environ.get("O", "build")
         self.o = out if os.path.isabs(out) else os.path.join(ROOT, out)
         self.xinactl = os.path.join(self.o, "xinactl")
+        # The job's secret: a key file of the run's own (xinactl job add
+        # creates it, 0600), read by the workers through XINA_KEY_FILE.
+        self.keydir = tempfile.mkdtemp(prefix="xina-train-")
+        self.keyfile = os.path.join(self.keydir, "job.key")
 
     def up(self):
         sh(self.rack, "up", self.name, str(WORKERS), "mtu", str(MTU),
@@ -151,6 +155,7 @@ class Rack:
 
     def down(self):
         subprocess.run([self.rack, "down", self.name])
+        shutil.rmtree(self.keydir, ignore_errors=True)
 
     def xctl(self, *args, **kw):
         return sh("ip", "netns", "exec", f"{self.name}-sw", self.xinactl,
@@ -161,7 +166,8 @@ class Rack:
         for i in range(WORKERS):
             members += ["member", str(i), f"{worker_ip(i)}:{WORKER_PORT}"]
         self.xctl("job", "add", str(job), "workers", str(WORKERS), "slots",
-                  str(SLOTS), "elems", str(ELEMS), "key", KEY, *members)
+                  str(SLOTS), "elems", str(ELEMS), "keyfile", self.keyfile,
+                  *members)
 
     def job_stats(self, job):
         out = self.xctl("-j", "stats", "job", str(job), capture_output=True,
@@ -179,7 +185,8 @@ def run(rack, backend, job, port, a):
             wenv = dict(env)
             if backend == "xina":
                 wenv.update(XINA_SWITCH=SWITCH, XINA_JOB=str(job),
-                            XINA_KEY=KEY, XINA_SLOTS=str(SLOTS),
+                            XINA_KEY_FILE=rack.keyfile,
+                            XINA_SLOTS=str(SLOTS),
                             XINA_ELEMS=str(ELEMS),
                             XINA_BIND=f"{worker_ip(i)}:{WORKER_PORT}")
             err = open(os.path.join(tmp, f"w{i}.err"), "w+")

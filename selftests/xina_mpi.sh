@@ -34,7 +34,7 @@ rack_test_init xmpi
 N=4
 SLOTS=32
 ELEMS=256
-KEY=0x3e7a11		# the jobs' key: the one place a key is spelled
+KEY=$KEYFILE		# the jobs' key file (made by rack_test_init)
 
 stat_of()	# stat_of JOB NAME
 {
@@ -53,7 +53,7 @@ mpi_run()
 
 	shift 2
 	[ "$job" != none ] && xenv+=(XINA_SWITCH="$RACK_SWITCH_IP"
-		XINA_JOB="$job" XINA_KEY="$KEY" XINA_SLOTS="$SLOTS"
+		XINA_JOB="$job" XINA_KEY_FILE="$KEY" XINA_SLOTS="$SLOTS"
 		XINA_ELEMS="$ELEMS" XINA_BIND=":$RACK_WORKER_PORT"
 		XINA_TIMEOUT_MS=5000)
 	rm -rf "$out.d"

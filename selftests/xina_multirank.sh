@@ -28,7 +28,7 @@ rack_test_init xmr
 HOSTS=2
 PER_HOST=4
 RANKS=$((HOSTS * PER_HOST))
-KEY=0x3a17c0de		# the job's key: given here only
+KEY=$KEYFILE		# the jobs' key file (made by rack_test_init)
 ELEMS=${XINA_MR_ELEMS:-256}
 SLOTS=${XINA_MR_SLOTS:-32}
 BYTES=${XINA_MR_BYTES:-$((4 << 20))}
@@ -56,7 +56,7 @@ job_add()
 	done
 	# shellcheck disable=SC2086
 	xctl job add "$job" workers "$RANKS" slots "$SLOTS" elems "$ELEMS" \
-		key "$KEY" $members
+		keyfile "$KEY" $members
 }
 
 # allreduce DIR ARGS...: every rank at once, each pinned to a CPU in turn.
@@ -74,7 +74,7 @@ allreduce()
 		ip netns exec "$RACK-w$h" taskset -c $((r % cpus)) \
 			"$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 			--bind "$(rack_worker_ip "$h"):$((PORT0 + r))" \
-			--rank "$r" --workers "$RANKS" --key "$KEY" \
+			--rank "$r" --workers "$RANKS" --key-file "$KEY" \
 			--slots "$SLOTS" --elems "$ELEMS" --io udp --json "$@" \
 			>"$dir/r$r.json" 2>"$dir/r$r.err" &
 		pids[r]=$!

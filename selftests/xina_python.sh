@@ -25,7 +25,7 @@ rack_test_init xpy
 N=4
 SLOTS=32
 ELEMS=256
-KEY=0x5ec7e7		# the jobs' key: the one place a key is spelled
+KEY=$KEYFILE		# the jobs' key file (made by rack_test_init)
 export PYTHONPATH=$XINA_ROOT/user/python:$XINA_ROOT/selftests
 export XINA_LIBXINA=$O/libxina.so.0
 
@@ -47,7 +47,7 @@ py_ranks()
 	for ((i = 0; i < n; i++)); do
 		ip netns exec "$RACK-w$i" env XINA_SWITCH="$RACK_SWITCH_IP" \
 			XINA_JOB="$job" XINA_RANK="$i" XINA_WORLD_SIZE="$n" \
-			XINA_KEY="$KEY" XINA_SLOTS="$SLOTS" XINA_ELEMS="$ELEMS" \
+			XINA_KEY_FILE="$KEY" XINA_SLOTS="$SLOTS" XINA_ELEMS="$ELEMS" \
 			XINA_BIND="$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
 			XINA_TIMEOUT_MS=5000 \
 			timeout 120 $PY "$XINA_ROOT/selftests/xina_python.py" "$@" \

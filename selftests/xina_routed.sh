@@ -28,7 +28,7 @@ require_cmd jq nft python3 "$O/xinactl" "$O/xina-allreduce"
 
 rack_test_init xro
 N=4
-KEY=0x7e57ab1e		# the job's key: given here only
+KEY=$KEYFILE		# the jobs' key file (made by rack_test_init)
 ELEMS=${XINA_RO_ELEMS:-256}
 SLOTS=${XINA_RO_SLOTS:-64}
 BYTES=${XINA_RO_BYTES:-$((4 << 20))}
@@ -106,16 +106,16 @@ flow_recv()
 # to worker TO's port XPORT, one datagram a millisecond until STOP exists
 # (at most 20000); one line "TIME HEX" per datagram into OUT.  Every
 # fourth is a well-formed contribution of job JOB from rank 0 (the wire
-# format of today's struct xina_hdr, as in xinactl_args.sh), the others
+# format of struct xina_hdr, wire version 2, with a random tag), the others
 # random bytes of random length.
 flow_send()
 {
 	ip netns exec "$RACK-w$1" python3 - "$(rack_routed_worker_ip "$1")" \
 		"$(rack_routed_worker_ip "$2")" "$XPORT" "$FLOW_SPORT" "$3" "$4" \
-		"$5" "$KEY" <<-'EOF'
+		"$5" <<-'EOF'
 	import os, random, socket, struct, sys, time
 	src, dst, port, sport, out, stop = sys.argv[1:7]
-	job, key = int(sys.argv[7]), int(sys.argv[8], 0)
+	job = int(sys.argv[7])
 	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 	s.bind((src, int(sport)))
 	with open(out, "w") as f:
@@ -124,8 +124,9 @@ flow_send()
 	        r = random.Random(seq)
 	        if seq % 4 == 0:
 	            n = r.randint(1, 64)
-	            d = struct.pack("!BBBBBbHIHHIIQQ", 1, 1, 1, 1, 0, 0, n, job,
-	                            0, 0, seq % 8, 0, key, 0) + r.randbytes(4 * n)
+	            d = struct.pack("!BBBBBbHIHHIIIIQQ", 2, 1, 1, 1, 0, 0, n, job,
+	                            0, 0, seq % 8, 0, 0, 0, 0,
+	                            r.getrandbits(64)) + r.randbytes(4 * n)
 	        else:
 	            d = seq.to_bytes(4, "big") + r.randbytes(r.randint(0, 1400))
 	        s.sendto(d, (dst, int(port)))
@@ -190,7 +191,7 @@ for dtype in i32 f32; do
 	rx_pid=$!
 	busywait 10 test -e "$dir/flow.ready"
 	flow_up=$?
-	rack_routed_allreduce "$RACK" "$N" "$dir" --job "$JOB" --key "$KEY" \
+	rack_routed_allreduce "$RACK" "$N" "$dir" --job "$JOB" --key-file "$KEY" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes "$BYTES" --iters 3 --timeout-ms 5000 &
 	ar_pid=$!

@@ -802,8 +802,11 @@ static int ms_run(int fd, int ctl)
 		    n != (ssize_t)PLEN(ntohs(c.h.count)))
 			return 1;
 		c.h.type = XINA_T_RESULT;
+		c.h.flags = 0;
+		c.h.rank = 0;
 		for (i = 0; c.h.op == XINA_OP_SUM && i < ntohs(c.h.count); i++)
 			c.v[i] = htonl(ntohl(c.v[i]) * MS_WORKERS);
+		c.h.tag = tag_of(k_res, &c.h, ntohs(c.h.count));
 		fs_send(fd, &from, &c, n);
 	}
 	return 0;
@@ -854,7 +857,8 @@ static int test_subnormal(const char *ip)
 	double bound;
 	size_t b;
 	pid_t pid;
-	XINA_OPTS(o, .job = 7, .key = 0x5eed, .rank = 0, .workers = MS_WORKERS,
+	XINA_OPTS(o, .job = 7, .key_file = key_file(), .rank = 0,
+		  .workers = MS_WORKERS,
 		  .slots = 2, .elems = MS_ELEMS, .timeout_ms = 10000,
 		  .bind_addr = ip);
 
@@ -868,6 +872,7 @@ static int test_subnormal(const char *ip)
 		      sub_blocks[b].what, e, XINA_EXP_ZERO);
 	}
 
+	keys_load(0);
 	fd = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl)) {
 		perror("xina-libtest: mirror switch");

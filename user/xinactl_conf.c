@@ -51,11 +51,11 @@
 #include <linux/if_link.h>
 
 #include "xina_json.h"
+#include "xina_keyfile.h"
 #include "xinactl.h"
 
 #define CONF_STATE_DIR		"/run/xinactl"	/* /run/xina is the bpffs */
 #define CONF_STATE_FILE		"applied.conf"
-#define CONF_KEY_HEX		32	/* a key file: 32 hex digits, '\n' */
 #define CONF_DEF_SLOTS		128	/* as "job add" */
 #define CONF_DEF_ELEMS		256
 #define CONF_MAX_SLOTS		0x7fffffffU
@@ -257,71 +257,20 @@ static int conf_read_objs(const char *file, FILE *f, struct conf_obj **objsp,
 /* ---- key files ----------------------------------------------------------- */
 
 /*
- * The one place that reads a job's secret.  A key file is one line of 32
- * lowercase hexadecimal digits (128 bits), a regular file that neither
- * group nor others may access, as ssh wants of a private key.
- *
- * Until the secret attribute (XINA_A_JOB_SECRET) reaches the backends, the
- * job's 64-bit key is the file's first 16 digits: with the secret, this
- * fills job->secret instead, and conf_key_same() compares what the
- * backend can still tell about it.
+ * The one place that reads a job's secret (xina_keyfile_read(): one line of
+ * 32 lowercase hexadecimal digits in a regular file that neither group nor
+ * others may access).  Unlike "job add ... keyfile", apply does not create
+ * a missing key file: the workers need the same one, so it must exist.
  */
 static int conf_key_load(const char *path, struct xinactl_job *job)
 {
-	char buf[CONF_KEY_HEX + 2], hi[CONF_KEY_HEX / 2 + 1];
-	struct stat st;
-	int fd, i, ret;
-	ssize_t n;
+	char err[512];
+	int ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		ret = -errno;
-		xerr("key file '%s': %s", path, strerror(-ret));
-		return ret;
-	}
-	if (fstat(fd, &st)) {
-		xerr("key file '%s': %s", path, strerror(errno));
-		goto bad;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		xerr("key file '%s' is not a regular file", path);
-		goto bad;
-	}
-	if (st.st_mode & 077) {
-		xerr("key file '%s' is accessible by group or others (mode %04o): 'chmod 600 %s'",
-		     path, (unsigned int)(st.st_mode & 07777), path);
-		goto bad;
-	}
-	n = read(fd, buf, sizeof(buf));
-	if (n < 0) {
-		xerr("key file '%s': %s", path, strerror(errno));
-		goto bad;
-	}
-	for (i = 0; i < CONF_KEY_HEX && i < n; i++)
-		if (!isxdigit((unsigned char)buf[i]) ||
-		    isupper((unsigned char)buf[i]))
-			break;
-	if (n != CONF_KEY_HEX + 1 || i != CONF_KEY_HEX ||
-	    buf[CONF_KEY_HEX] != '\n') {
-		xerr("key file '%s' is not one line of %d lowercase hexadecimal digits",
-		     path, CONF_KEY_HEX);
-		goto bad;
-	}
-	close(fd);
-	memcpy(hi, buf, CONF_KEY_HEX / 2);
-	hi[CONF_KEY_HEX / 2] = '\0';
-	job->key = strtoull(hi, NULL, 16);
-	return 0;
-bad:
-	close(fd);
-	return -EINVAL;
-}
-
-/* Does the running job @run hold the secret of the file's job @want? */
-static bool conf_key_same(const struct xinactl_job *run,
-			  const struct xinactl_job *want)
-{
-	return run->key == want->key;
+	ret = xina_keyfile_read(path, job->secret, err, sizeof(err));
+	if (ret)
+		xerr("%s", err);
+	return ret;
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -1038,8 +987,9 @@ static int conf_plan_make(const struct conf *c, const struct conf_run *r,
 		for (k = 0; k < r->njob; k++) {
 			if (r->job[k].id != j->id)
 				continue;
-			p->job_act[i] = conf_job_shape_same(&r->job[k], j) &&
-					conf_key_same(&r->job[k], j) ?
+			/* the secret cannot be read back: a kept job
+			 * is given the file's (conf_do_jobs_add) */
+			p->job_act[i] = conf_job_shape_same(&r->job[k], j) ?
 					CONF_KEEP : CONF_REPLACE;
 		}
 	}
@@ -1163,9 +1113,10 @@ static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
 	int ret = 0;
 
 	for (i = 0; i < c->njob; i++) {
-		if (p->job_act[i] == CONF_KEEP)
-			continue;
-		conf_say(p->job_act[i], "job", NULL, c->job[i].job.id);
+		bool keep = p->job_act[i] == CONF_KEEP;
+
+		if (!keep)
+			conf_say(p->job_act[i], "job", NULL, c->job[i].job.id);
 		if (dry)
 			continue;
 		if (!open) {
@@ -1173,6 +1124,18 @@ static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
 			if (ret)
 				break;
 			open = true;
+		}
+		/*
+		 * A kept job keeps its slots and counters and gets the file's
+		 * secret: the same one again changes nothing, another one
+		 * replaces its keys (the running secret cannot be compared).
+		 */
+		if (keep) {
+			ret = x->be->job_rekey(x, c->job[i].job.id,
+					       c->job[i].job.secret);
+			if (ret)
+				break;
+			continue;
 		}
 		ret = x->be->job_add(x, &c->job[i].job);
 		if (ret)

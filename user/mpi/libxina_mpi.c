@@ -4,7 +4,7 @@
  * are (no recompiling), through the MPI profiling interface:
  *
  *   mpirun -x LD_PRELOAD=/usr/local/lib/libxina-mpi.so -x XINA_SWITCH=... \
- *          -x XINA_JOB=... -x XINA_KEY=... -x XINA_SLOTS=... \
+ *          -x XINA_JOB=... -x XINA_KEY_FILE=... -x XINA_SLOTS=... \
  *          -x XINA_ELEMS=... -x XINA_BIND=:7000 ./program
  *
  * What goes through the switch: MPI_Allreduce on a communicator with the
@@ -155,20 +155,19 @@ static int xm_addr(const char *name, const char *s, char *buf, size_t len,
 }
 
 /*
- * The job's secret: the one place that knows how it reaches libxina.
- * This libxina takes a 64-bit key (opts.key) from XINA_KEY.
+ * The job's secret: the one place that knows how it reaches libxina.  It
+ * is a key file (XINA_KEY_FILE: 0600, the job's 128-bit secret), read by
+ * xina_open(); keys never travel in the environment or on command lines.
  */
 static int xm_key(struct xina_opts *o)
 {
-	unsigned long long key;
+	const char *f = getenv("XINA_KEY_FILE");
 
-	if (getenv("XINA_KEY_FILE")) {
-		xm_say("XINA_KEY_FILE: this libxina takes the job's key (XINA_KEY), not a key file");
+	if (!f || !*f) {
+		xm_say("XINA_KEY_FILE is not set: the job's key file is needed");
 		return -1;
 	}
-	if (xm_env_num("XINA_KEY", 0, UINT64_MAX, true, &key))
-		return -1;
-	o->key = key;
+	o->key_file = f;
 	return 0;
 }
 

@@ -30,8 +30,7 @@ The environment (open_from_env()):
     XINA_JOB         job id
     XINA_RANK        this worker's rank, 0..XINA_WORLD_SIZE-1
     XINA_WORLD_SIZE  the job's workers
-    XINA_KEY_FILE    the job's key file (see _apply_key())
-    XINA_KEY         or the job's key itself
+    XINA_KEY_FILE    the job's key file (0600, 32 hex digits; see _apply_key())
     XINA_SLOTS       the job's slots (its window)
     XINA_ELEMS       elements per packet, as the job was added with
     XINA_BIND        local IPv4[:PORT] the switch knows this rank by
@@ -82,36 +81,18 @@ def _addr_port(what: str, s: str, default_port: int):
     return addr, p
 
 
-def _apply_key(opts: _capi.XinaOpts, key: Optional[Union[int, str]],
-               key_file: Optional[str]) -> None:
-    """Put the job's secret into @opts: the one place that knows how.
+def _apply_key(opts: _capi.XinaOpts, key_file: Optional[str]) -> None:
+    """Put the job's key file into @opts: the one place that knows how.
 
-    A libxina whose struct xina_opts has key_file (issue 9: the path of a
-    0600 file holding the 128-bit secret, read by libxina) gets the path;
-    this one, with a 64-bit opts.key, gets the key.  Which one the mirror
-    in _capi.py has decides.
+    The key file holds the job's 128-bit secret (32 hexadecimal digits,
+    mode 0600, see Documentation/security.md); libxina reads it in
+    xina_open() and refuses one that others can read.  Keys are never
+    passed as values: they would show in /proc/*/environ and cmdline.
     """
-    fields = {name for name, _ in type(opts)._fields_}
-    if "key_file" in fields:
-        if key_file is None:
-            raise ValueError("no key file for the job: give key_file= or "
-                             "set XINA_KEY_FILE")
-        opts.key_file = os.fsencode(key_file)
-        return
-    if key_file is not None:
-        raise XinaError(_errno.EOPNOTSUPP,
-                        f"key file '{key_file}': this libxina takes the "
-                        "job's key (XINA_KEY), not a key file")
-    if key is None:
-        raise ValueError("no key for the job: give key= or set XINA_KEY")
-    if isinstance(key, str):
-        try:
-            key = int(key, 0)
-        except ValueError:
-            raise ValueError(f"key '{key}' is not a number") from None
-    if not 0 <= key < 1 << 64:
-        raise ValueError(f"key {key:#x} does not fit 64 bits")
-    opts.key = key
+    if key_file is None:
+        raise ValueError("no key file for the job: give key_file= or "
+                         "set XINA_KEY_FILE")
+    opts.key_file = os.fsencode(key_file)
 
 
 class Xina:
@@ -129,7 +110,6 @@ class Xina:
 
     def __init__(self, switch: str, job: int, rank: int, world_size: int,
                  slots: int, elems: int,
-                 key: Optional[Union[int, str]] = None,
                  key_file: Optional[str] = None,
                  bind: Optional[str] = None,
                  timeout_ms: int = 0, join_timeout_ms: int = 0,
@@ -172,7 +152,7 @@ class Xina:
         if io not in _IOS:
             raise ValueError(f"io '{io}' is none of {', '.join(_IOS)}")
         o.io = _IOS[io]
-        _apply_key(o, key, key_file)
+        _apply_key(o, key_file)
         o.log = self._log_cb
         o.log_level = _capi.XINA_LOG_WARN
         self._opts = o
@@ -325,7 +305,6 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "world_size": _env_int(env, "XINA_WORLD_SIZE"),
         "slots": _env_int(env, "XINA_SLOTS"),
         "elems": _env_int(env, "XINA_ELEMS"),
-        "key": env.get("XINA_KEY") or None,
         "key_file": env.get("XINA_KEY_FILE") or None,
         "bind": env.get("XINA_BIND") or None,
         "timeout_ms": _env_int(env, "XINA_TIMEOUT_MS") or 0,

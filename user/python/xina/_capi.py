@@ -42,7 +42,7 @@ class XinaOpts(ctypes.Structure):
         ("job", ctypes.c_uint32),
         ("rank", ctypes.c_uint16),
         ("workers", ctypes.c_uint16),
-        ("key", ctypes.c_uint64),
+        ("key_file", ctypes.c_char_p),
         ("slots", ctypes.c_uint32),
         ("elems", ctypes.c_uint16),
         ("flags", ctypes.c_uint16),
