@@ -51,11 +51,12 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan
 $(ST_OUT)/xina-swagg-asan: user/xina_swagg.c user/xina_names.c \
+			   user/xina_keyfile.c user/xina_keyfile.h \
 			   user/xina_names.h include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address -fno-omit-frame-pointer \
-		-o $@ user/xina_swagg.c user/xina_names.c
+		-o $@ user/xina_swagg.c user/xina_names.c user/xina_keyfile.c
 
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)
