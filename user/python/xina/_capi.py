@@ -81,6 +81,7 @@ class XinaWorkerStats(ctypes.Structure):
         ("xsk_kicks", ctypes.c_uint64),
         ("xsk_fill_empty", ctypes.c_uint64),
         ("xsk_rx_dropped", ctypes.c_uint64),
+        ("bad_tag", ctypes.c_uint64),
     ]
 
 
