@@ -323,7 +323,7 @@ TEST_F(nl, new_bad_values)
 		{ "slots 65537", XINA_A_JOB_SLOTS, 65537, 4, -ERANGE, "integer out of range" },
 		{ "elems 0", XINA_A_JOB_ELEMS, 0, 2, -ERANGE, "integer out of range" },
 		{ "elems 2049", XINA_A_JOB_ELEMS, 2049, 2, -ERANGE, "integer out of range" },
-		{ "secret of 8 bytes", XINA_A_JOB_SECRET, 1, 8, -EINVAL,
+		{ "secret of 8 bytes", XINA_A_JOB_SECRET, 1, 8, -ERANGE,
 		  "binary attribute size out of range" },
 		{ "a key in clear", XINA_A_JOB_KEY, 1, 8, -EINVAL,
 		  "xina: keys are not sent in clear any more: use the job secret" },

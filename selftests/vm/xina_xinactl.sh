@@ -7,6 +7,8 @@
 . ./lib.sh
 
 KO=/xina/modules/xina.ko
+# The jobs' secret ("job add ... keyfile" creates it if it does not exist).
+K="keyfile /tmp/xinactl.key"
 command -v xinactl >/dev/null || { echo "xinactl not in the initramfs"; exit 4; }
 
 test_backend() {
@@ -20,8 +22,7 @@ test_backend() {
 test_job_add_show_del() {
 	local rc=0 out
 
-	xinactl job add 5 workers 3 slots 16 elems 128 \
-		keyfile /tmp/xinactl-job5.key \
+	xinactl job add 5 $K workers 3 slots 16 elems 128 \
 		member 0 10.1.0.1 member 1 10.1.0.2:4000 member 2 10.1.0.3 || rc=1
 	check_eq "$(cat /sys/kernel/xina/jobs/5/workers)" 3 || rc=1
 	check_eq "$(cat /sys/kernel/xina/jobs/5/slots)" 16 || rc=1
@@ -42,13 +43,13 @@ test_job_add_show_del() {
 test_errors() {
 	local rc=0 out
 
-	xinactl job add 6 workers 2 member 0 10.1.0.1 member 1 10.1.0.2 || rc=1
-	out=$(xinactl job add 6 workers 2 member 0 10.1.0.1 member 1 10.1.0.2 2>&1) && rc=1
+	xinactl job add 6 $K workers 2 member 0 10.1.0.1 member 1 10.1.0.2 || rc=1
+	out=$(xinactl job add 6 $K workers 2 member 0 10.1.0.1 member 1 10.1.0.2 2>&1) && rc=1
 	echo "$out" | grep -q "job 6: job exists" || { echo "  $out"; rc=1; }
 	out=$(xinactl job del 99 2>&1) && rc=1
 	echo "$out" | grep -q "job 99 does not exist" || { echo "  $out"; rc=1; }
 	echo 1000 > /sys/module/xina/parameters/mem_limit
-	out=$(xinactl job add 7 workers 2 member 0 10.1.0.1 member 1 10.1.0.2 2>&1) && rc=1
+	out=$(xinactl job add 7 $K workers 2 member 0 10.1.0.1 member 1 10.1.0.2 2>&1) && rc=1
 	echo "$out" | grep -q "slot memory would exceed mem_limit" || { echo "  $out"; rc=1; }
 	echo 268435456 > /sys/module/xina/parameters/mem_limit
 	xinactl job del 6 || rc=1
@@ -58,8 +59,8 @@ test_errors() {
 test_unload_with_jobs() {
 	local rc=0
 
-	xinactl job add 8 workers 1 member 0 10.1.0.1 || rc=1
-	xinactl job add 9 workers 1 member 0 10.1.0.1 || rc=1
+	xinactl job add 8 $K workers 1 member 0 10.1.0.1 || rc=1
+	xinactl job add 9 $K workers 1 member 0 10.1.0.1 || rc=1
 	rmmod xina || rc=1
 	[ ! -e /sys/kernel/xina ] || rc=1
 	xinactl backend | grep -qx "backend: maps" || rc=1
