@@ -6,7 +6,9 @@
 # same format, and applying that output changes nothing; an edited file
 # changes exactly what was edited (an untouched job keeps its slots and
 # counters, an untouched port its program); every bad file is refused with
-# FILE:LINE and changes nothing; a job added by hand has no known key file.
+# FILE:LINE and changes nothing; a new secret in a job's key file rekeys the
+# running job in place (the old secret stops verifying, the new one works);
+# a job added by hand has no known key file.
 # Then "make install DESTDIR=..." and "make uninstall".
 #
 # Uses a private pin dir and state dir, and namespaces of its own:
@@ -23,7 +25,7 @@ export XINA_PIN_DIR=$PIN
 export XINA_STATE_DIR=$TMP/state
 
 require_root
-require_cmd ip python3 mount groff make "$XINACTL"
+require_cmd ip python3 mount groff make "$XINACTL" "$O/xina-allreduce"
 
 cleanup()
 {
@@ -42,7 +44,7 @@ xsw()
 	ip netns exec "$NS_SW" "$XINACTL" "$@"
 }
 
-# A key file of 32 hex digits, mode 0600; the first 16 are the job's key.
+# A key file of 32 hex digits (the job's 128-bit secret), mode 0600.
 mkkey()
 {
 	(umask 077; printf '%s\n' "$2" > "$1")
@@ -109,17 +111,39 @@ shown()
 	xsw show-config | grep -v '^#'
 }
 
-# One xina packet (wrong key) from the worker namespace to job @1.
+# One wire-v2 contribution of rank 0 of job @1 (from its member's address)
+# with a random tag: it cannot verify under the job's secret.
 send_xina()
 {
 	ip netns exec "$NS_W" python3 - "$1" <<'EOF'
-import socket, struct, sys
-# struct xina_hdr: version type dtype op flags exp count job rank weight
-# slot round key offset, then one int32 element
-pkt = struct.pack("!BBBBBbHIHHIIQQi", 1, 1, 1, 1, 0, 0, 1, int(sys.argv[1]),
-                  0, 0, 0, 0, 0xbad, 0, 42)
+import os, socket, struct, sys
+# struct xina_hdr (48 bytes): version type dtype op flags exp count job
+# rank weight slot round epoch aux offset tag, then one int32 element
+hdr = struct.pack("!BBBBBbHIHHIIIIQ", 2, 1, 1, 1, 0, 0, 1, int(sys.argv[1]),
+                  0, 0, 0, 0, 0, 0, 0) + os.urandom(8)
+assert len(hdr) == 48
+pkt = hdr + struct.pack("!i", 42)
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(pkt, ("10.99.0.1", 9277))
 EOF
+}
+
+# allreduce KEYFILE: one allreduce of job 4 (workers 1, slots 8, elems 64)
+# by its member, rank 0, with the secret of KEYFILE; its output in $TMP/ar.
+allreduce()
+{
+	ip netns exec "$NS_W" "$O/xina-allreduce" --switch 10.99.0.1 --job 4 \
+		--key-file "$1" --rank 0 --workers 1 --slots 8 --elems 64 \
+		--bytes 1024 --iters 1 --bind 10.99.0.2 --join-timeout-ms 2000 \
+		--timeout-ms 2000 > "$TMP/ar" 2>&1
+}
+
+# job 4's counters, one per line
+stats4()
+{
+	xsw -j stats job 4 | python3 -c '
+import json, sys
+for k, v in sorted(json.load(sys.stdin)["jobs"][0].items()):
+	print(k, v)'
 }
 
 stat_is()
@@ -169,12 +193,17 @@ EOF
 applied "$TMP/a.conf" "add dev va" "add dev vc" "add job 1" "add job 2" "add job 4"
 log_test "apply a.conf: two ports and three jobs added, in order"
 
-json_ok xsw -j job show '[(k["id"], k["workers"], k["slots"], k["elems"], k["key"],
+json_ok xsw -j job show '[(k["id"], k["workers"], k["slots"], k["elems"],
 	[(m["rank"], m["addr"], m["port"]) for m in k["members"]]) for k in j["jobs"]] == [
-	(1, 2, 128, 256, "0x123456789abcdef", [(0, "10.0.0.1", 0), (1, "10.0.0.2", 9000)]),
-	(2, 1, 4, 8, "0xfedcba9876543210", [(0, "10.0.0.9", 0)]),
-	(4, 1, 8, 64, "0x1", [(0, "10.99.0.2", 0)])]'
-log_test "jobs as the file says, keys the first 64 bits of their key files"
+	(1, 2, 128, 256, [(0, "10.0.0.1", 0), (1, "10.0.0.2", 9000)]),
+	(2, 1, 4, 8, [(0, "10.0.0.9", 0)]),
+	(4, 1, 8, 64, [(0, "10.99.0.2", 0)])]'
+out=$(xsw -j job show; xsw job show)
+for k in $K1 $K2 $K3 ${K1:0:16} ${K2:0:16} ${K3:0:16}; do
+	[[ "$out" != *"$k"* ]] || check_err 1 "job show shows a secret ($k)"
+done
+json_ok xsw -j job show 'all("key" not in k and "secret" not in k for k in j["jobs"])'
+log_test "jobs as the file says; job show has no key or secret"
 
 json_ok xsw -j dev show '[(d["ifname"], d["port"], d["mode"], d["attached"], d["tx"])
 	for d in j["devs"]] == [("va", 9277, "native", True, True),
@@ -238,20 +267,20 @@ refused "$B:1: job 5: keys are not taken in the configuration: keyfile PATH" "$B
 bad "job 5 workers 1 keyfile k1.key member 0 10.0.0.1"
 refused "$B:1: keyfile 'k1.key' is not an absolute path" "$B"
 bad "job 5 workers 1 keyfile $TMP/none.key member 0 10.0.0.1"
-refused "$B:1: key file '$TMP/none.key': No such file or directory" "$B"
+refused "$B:1: key file $TMP/none.key: No such file or directory" "$B"
 mkkey "$TMP/open.key" $K1
 chmod 0640 "$TMP/open.key"
 bad "job 5 workers 1 keyfile $TMP/open.key member 0 10.0.0.1"
-refused "$B:1: key file '$TMP/open.key' is accessible by group or others (mode 0640)" "$B"
+refused "$B:1: key file $TMP/open.key is accessible by group or others (mode 0640): it must be 0600 or stricter (chmod 600 $TMP/open.key)" "$B"
 mkkey "$TMP/short.key" 0123456789abcdef
 bad "job 5 workers 1 keyfile $TMP/short.key member 0 10.0.0.1"
-refused "$B:1: key file '$TMP/short.key' is not one line of 32 lowercase hexadecimal digits" "$B"
+refused "$B:1: key file $TMP/short.key does not hold a key: it must be one line of 32 lowercase hexadecimal digits ('xinactl genkey FILE' writes one)" "$B"
 mkkey "$TMP/upper.key" 0123456789ABCDEF0011223344556677
 bad "job 5 workers 1 keyfile $TMP/upper.key member 0 10.0.0.1"
-refused "key file '$TMP/upper.key' is not one line of 32 lowercase" "$B"
+refused "$B:1: key file $TMP/upper.key does not hold a key: it must be one line of 32 lowercase" "$B"
 mkdir -m 0700 "$TMP/dir.key"
 bad "job 5 workers 1 keyfile $TMP/dir.key member 0 10.0.0.1"
-refused "$B:1: key file '$TMP/dir.key' is not a regular file" "$B"
+refused "$B:1: key file $TMP/dir.key is not a regular file" "$B"
 bad "job 5 keyfile $TMP/k1.key" "	member 0 10.0.0.1"
 refused "$B:1: job 5: 'workers N' is required" "$B"
 bad "job 5 workers 2 keyfile $TMP/k1.key" "	member 0 10.0.0.1" "	member 0 10.0.0.2"
@@ -308,10 +337,14 @@ check_err $? "show-config -j: $out"
 log_test "apply without FILE, with an unknown word; show-config -j: refused"
 
 # ---- an edited file changes exactly what was edited ---------------------------------
+stat_is 4 drop_auth 0 && stat_is 4 drop_key 0
+check_err $? "job 4's drop counters are not 0: $(xsw -j stats job 4)"
 send_xina 4
-busywait 5 stat_is 4 drop_key 1
-check_err $? "drop_key of job 4 is not 1: $(xsw -j stats job 4)"
-log_test "job 4 counted a packet with a wrong key"
+busywait 5 stat_is 4 drop_auth 1
+check_err $? "drop_auth of job 4 is not 1: $(xsw -j stats job 4)"
+stat_is 4 drop_key 0
+check_err $? "drop_key of job 4 is not 0: $(xsw -j stats job 4)"
+log_test "job 4 counted a packet with a wrong tag under drop_auth (drop_key stays 0)"
 
 va_prog=$(xsw -j dev show | python3 -c 'import json, sys; print(json.load(sys.stdin)["devs"][0]["prog_id"])')
 job4=$(xsw -j job show 4 | python3 -c 'import json, sys; k = json.load(sys.stdin)["jobs"][0]; print(k["idx"], k["slot_base"])')
@@ -351,21 +384,39 @@ check_fail $? "XDP still on vc"
 log_test "port va kept its program ($va_prog), vc detached, vd attached"
 
 json_ok xsw -j job show 4 '"%d %d" % (j["jobs"][0]["idx"], j["jobs"][0]["slot_base"]) == "'"$job4"'"'
-stat_is 4 drop_key 1
+stat_is 4 drop_auth 1
 check_err $? "job 4's counters were reset: $(xsw -j stats job 4)"
 log_test "job 4 untouched: same index and slots ($job4), counter kept"
 
+# The allreduces come after the rekey: a second run of a worker starts
+# again at slot 0 round 0, which a first run would have used up (there
+# are no epochs before the join handshake).
+mkkey "$TMP/k3.old" $K3
+stats_before=$(stats4)
 mkkey "$TMP/k3.key" $K1
-applied "$TMP/b.conf" "replace job 4"
-json_ok xsw -j job show 4 'j["jobs"][0]["key"] == "0x123456789abcdef"'
-log_test "a new secret in job 4's key file: job 4 replaced, nothing else"
+applied "$TMP/b.conf"
+json_ok xsw -j job show 4 '"%d %d" % (j["jobs"][0]["idx"], j["jobs"][0]["slot_base"]) == "'"$job4"'"'
+[ "$stats_before" = "$(stats4)" ]
+check_err $? "job 4's counters changed: $(diff <(echo "$stats_before") <(stats4) | tr '\n' ' ')"
+log_test "a new secret in job 4's key file: nothing replaced, same index and slots, counters kept"
+
+auth=$(xsw -j stats job 4 | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["drop_auth"])')
+allreduce "$TMP/k3.old"
+check_fail $? "allreduce with job 4's old secret succeeded: $(tail -n3 "$TMP/ar")"
+xsw -j stats job 4 | python3 -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin)["jobs"][0]["drop_auth"] > '"$auth"' else 1)'
+check_err $? "no drop_auth for the old secret: $(xsw -j stats job 4)"
+allreduce "$TMP/k3.key"
+check_err $? "allreduce with job 4's new secret failed: $(tail -n3 "$TMP/ar")"
+log_test "job 4 rekeyed in place: the old secret is refused (drop_auth), the new one completes an allreduce"
 
 chmod 0400 "$TMP/k3.key"
 applied "$TMP/b.conf"
 log_test "key file mode 0400 is good too; nothing to change"
 
 # ---- jobs not set by apply ----------------------------------------------------------
-xsw job add 9 workers 1 member 0 10.0.0.99
+xsw job add 9 workers 1 keyfile "$TMP/k9.key" member 0 10.0.0.99
 check_err $? "job add 9 failed"
 xsw show-config > "$TMP/c.conf"
 grep -q "^# job 9: key file not known" "$TMP/c.conf" &&
@@ -376,7 +427,7 @@ log_test "show-config: a job added by hand has no known key file"
 refused "job 9: 'keyfile PATH' is required" "$TMP/c.conf"
 
 # the state file follows what runs: job 1 changed by hand is no longer known
-xsw job del 1 && xsw job add 1 workers 1 member 0 10.0.0.1
+xsw job del 1 && xsw job add 1 workers 1 keyfile "$TMP/k1.key" member 0 10.0.0.1
 check_err $? "job del 1 / job add 1 failed"
 xsw show-config | grep -q "^job 1 workers 1 slots 128 elems 256$"
 check_err $? "job 1 re-added by hand still shows a key file"

@@ -5,7 +5,7 @@
 # Built with OpenMPI's mpicc (scripts/deps.sh python installs it), found
 # next to it by libxina.so.0 ($ORIGIN: build/ and the install directory).
 
-.PHONY: mpi install-mpi
+.PHONY: mpi install-mpi uninstall-mpi
 
 $(O)/libxina-mpi.so: user/mpi/libxina_mpi.c user/libxina.h $(O)/libxina.so.0 \
 		     $(DEPS_PYTHON)
@@ -23,6 +23,9 @@ install: install-mpi
 endif
 install-mpi: $(O)/libxina-mpi.so
 	install -D -m 0755 $(O)/libxina-mpi.so $(DESTDIR)$(PREFIX)/lib/libxina-mpi.so
+uninstall: uninstall-mpi
+uninstall-mpi:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libxina-mpi.so
 
 # selftests/xina_mpi.sh runs ranks in the rack through xina-nsrun and
 # xina-bench-mpi (the OpenMPI peer of the benchmarks) under the interposer.

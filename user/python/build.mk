@@ -11,7 +11,7 @@ PY_VER = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])
 # Debian's python3 reads $(PREFIX)/lib/python3.X/dist-packages.
 PYTHON_SITE ?= $(PREFIX)/lib/python$(PY_VER)/dist-packages
 
-.PHONY: python install-python
+.PHONY: python install-python uninstall-python
 
 # What the tests, make train and libxina-mpi.so need from Debian: numpy,
 # torch, scikit-learn (its digits data set), OpenMPI and mpi4py.
@@ -34,3 +34,8 @@ install: install-python
 install-python: all
 	install -d $(DESTDIR)$(PYTHON_SITE)/xina
 	install -m 0644 $(PY_SRCS) $(DESTDIR)$(PYTHON_SITE)/xina/
+
+uninstall: uninstall-python
+uninstall-python:
+	rm -f $(addprefix $(DESTDIR)$(PYTHON_SITE)/xina/,$(notdir $(PY_SRCS)))
+	-rmdir $(DESTDIR)$(PYTHON_SITE)/xina 2>/dev/null
