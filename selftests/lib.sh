@@ -147,3 +147,22 @@ xctl()
 {
 	ip netns exec "$RACK-sw" "$O/xinactl" -P "$PIN" "$@"
 }
+
+# check_workers N DIR [PREFIX]: every one of N workers verified its result
+# (DIR/PREFIXi.json from xina-allreduce --json, PREFIX "w" by default; its
+# stderr in DIR/PREFIXi.err), and all got the same bits.
+check_workers()
+{
+	local n=$1 dir=$2 p=${3:-w} i sums
+
+	for ((i = 0; i < n; i++)); do
+		if [ "$(jq -r .verified "$dir/$p$i.json" 2>/dev/null)" != true ]; then
+			check_err 1 "worker $p$i: $(tail -n2 "$dir/$p$i.err" | tr '\n' ' ')"
+			return
+		fi
+	done
+	sums=$(for ((i = 0; i < n; i++)); do jq -r .checksum "$dir/$p$i.json"; done |
+	       sort -u | wc -l)
+	[ "$sums" -eq 1 ]
+	check_err $? "workers disagree on the result ($sums different checksums)"
+}

@@ -56,23 +56,6 @@ complete_get()
 	fi
 }
 
-# Check all workers' JSON lines: verified, and float results identical.
-check_workers()
-{
-	local n=$1 dir=$2 i sums
-
-	for ((i = 0; i < n; i++)); do
-		if [ "$(jq -r .verified "$dir/w$i.json" 2>/dev/null)" != true ]; then
-			check_err 1 "worker $i: $(tail -n2 "$dir/w$i.err" | tr '\n' ' ')"
-			return
-		fi
-	done
-	sums=$(for ((i = 0; i < n; i++)); do jq -r .checksum "$dir/w$i.json"; done |
-	       sort -u | wc -l)
-	[ "$sums" -eq 1 ]
-	check_err $? "workers disagree on the result ($sums different checksums)"
-}
-
 # run_case N DTYPE BYTES
 run_case()
 {

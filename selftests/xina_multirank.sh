@@ -85,23 +85,6 @@ allreduce()
 	return $fails
 }
 
-# Every rank verified, and all got the same bits.
-check_ranks()
-{
-	local dir=$1 r sums
-
-	for ((r = 0; r < RANKS; r++)); do
-		if [ "$(jq -r .verified "$dir/r$r.json" 2>/dev/null)" != true ]; then
-			check_err 1 "rank $r: $(tail -n2 "$dir/r$r.err" | tr '\n' ' ')"
-			return
-		fi
-	done
-	sums=$(for ((r = 0; r < RANKS; r++)); do jq -r .checksum "$dir/r$r.json"; done |
-	       sort -u | wc -l)
-	[ "$sums" -eq 1 ]
-	check_err $? "ranks disagree on the result ($sums different checksums)"
-}
-
 # One copy of every result for every rank: what each rank accepted and
 # what the switch sent.
 check_copies()
@@ -251,7 +234,7 @@ for dtype in i32 f32; do
 		--iters 2 --timeout-ms 5000
 	check_err $? "$? of $RANKS ranks failed: $(for f in "$dir"/r*.err; do
 		[ -s "$f" ] && echo "[$(basename "$f" .err)] $(tail -n1 "$f")"; done | tr '\n' ' ')"
-	check_ranks "$dir"
+	check_workers "$RANKS" "$dir" r
 	check_copies "$dir" "$JOB"
 	log_info "$(jq -r '"goodput \(.goodput_Bps // 0 | . / 1e6 | floor) MB/s per rank"' "$dir/r0.json" 2>/dev/null)"
 	[ "$dtype" = i32 ] && check_learned "$JOB"
