@@ -69,9 +69,11 @@ struct contrib {
 };
 
 /* NH of the packet's elements with job @job's NH key. */
+/* Per thread: the two-CPU tests build packets on both CPUs at once. */
 static uint64_t pkt_nh(const struct pkt *p, uint32_t job)
 {
-	static uint32_t k[XINA_MAX_ELEMS], m[XINA_MAX_ELEMS], k_job;
+	static _Thread_local uint32_t k[XINA_MAX_ELEMS], m[XINA_MAX_ELEMS],
+				      k_job;
 	uint16_t i, n = ntohs(p->xh.count);
 
 	if (k_job != job) {
