@@ -688,7 +688,7 @@ TEST_F(kf, softirq_on_the_test_run_cpu)
 }
 
 #define TORN_ELEMS	512
-#define TORN_ROUNDS	400
+#define TORN_ROUNDS	4000
 
 /*
  * Rounds 0, 2, 4, ... of slot 0 (all on version 0), completed one after
@@ -786,8 +786,13 @@ TEST_F_TIMEOUT(kf, answers_never_torn, 240)
 	EXPECT_EQ(-1, bad_at);
 	EXPECT_EQ(TORN_ROUNDS, atomic_load(&r.done));
 	EXPECT_EQ(0, torn);
-	/* Both happened: answers, and rounds that moved on under them. */
-	EXPECT_LE(100, answers);
+	/*
+	 * Both happened: answers, and rounds that moved on under them.  With
+	 * tagged packets most asks find the round already moved on (13-46
+	 * answers in 400 rounds under TCG, 40-362 in 2000, as the two CPUs
+	 * happen to be scheduled): 4000 rounds, at least 20 answers.
+	 */
+	EXPECT_LE(20, answers);
 	EXPECT_LE(1, stale);
 }
 
