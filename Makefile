@@ -28,7 +28,8 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 CFLAGS ?= -O2 -g
 XCFLAGS := -Wall -Wextra -Wno-unused-parameter -std=gnu11 -I$(ROOT)/include \
-	   -I$(ROOT)/include/uapi -I$(O) -I$(ROOT)/user -I$(ROOT)/bpf
+	   -I$(ROOT)/include/uapi -I$(O) -I$(ROOT)/user/lib -I$(ROOT)/user/common \
+	   -I$(ROOT)/bpf
 
 DEPS_STAMP := $(O)/.deps-build
 
@@ -44,7 +45,9 @@ $(DEPS_STAMP): scripts/deps.sh
 deps: $(DEPS_STAMP)
 
 -include bpf/build.mk
--include user/build.mk
+-include user/lib/build.mk
+-include user/tools/build.mk
+-include user/xinactl/build.mk
 -include selftests/build.mk
 -include kmod/build.mk
 -include scripts/build.mk
@@ -118,7 +121,7 @@ install: all
 	install -D -m 0644 $(O)/libxina.a $(DESTDIR)$(PREFIX)/lib/libxina.a
 	install -D -m 0755 $(O)/libxina.so.0 $(DESTDIR)$(PREFIX)/lib/libxina.so.0
 	ln -sf libxina.so.0 $(DESTDIR)$(PREFIX)/lib/libxina.so
-	install -D -m 0644 user/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
+	install -D -m 0644 user/lib/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
 	install -D -m 0644 include/uapi/linux/xina.h \
 		$(DESTDIR)$(PREFIX)/include/linux/xina.h
 	install -D -m 0644 man/xinactl.8 $(DESTDIR)$(MANDIR)/man8/xinactl.8

@@ -33,11 +33,11 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
 # xina_auth: SipHash, NH, the key derivation and key files in user space.
 SELFTESTS += $(ST_OUT)/xina_auth
 $(ST_OUT)/xina_auth: selftests/xina_auth.c selftests/xtest.h bpf/xina_auth.h \
-		     user/xina_keyfile.c user/xina_keyfile.h \
+		     user/common/xina_keyfile.c user/common/xina_keyfile.h \
 		     include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/xina_keyfile.c -o $@
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/common/xina_keyfile.c -o $@
 
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).
@@ -50,13 +50,23 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 # xina-swagg with AddressSanitizer: swagg_e2e.sh gives it bad command
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan
-$(ST_OUT)/xina-swagg-asan: user/xina_swagg.c user/xina_names.c \
-			   user/xina_keyfile.c user/xina_keyfile.h \
-			   user/xina_names.h include/uapi/linux/xina.h
+$(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/common/xina_names.c \
+			   user/common/xina_keyfile.c user/common/xina_keyfile.h \
+			   user/common/xina_names.h include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address -fno-omit-frame-pointer \
-		-o $@ user/xina_swagg.c user/xina_names.c user/xina_keyfile.c
+		-o $@ user/tools/xina_swagg.c user/common/xina_names.c user/common/xina_keyfile.c
+
+# xina-libtest: negative tests of libxina and of the aggregators (a fake
+# switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.
+$(O)/xina-libtest: $(O)/selftests/xina_libtest.o $(O)/libxina.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
+
+$(O)/selftests/xina_libtest.o: selftests/xina_libtest.c $(LIBXINA_HDRS) $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -c -o $@ $<
+selftests: $(O)/xina-libtest
 
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)

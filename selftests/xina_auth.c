@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Selftest of the packet authentication shared by the fast path, xina.ko
- * and user space (bpf/xina_auth.h), and of key files (user/xina_keyfile.c):
+ * and user space (bpf/xina_auth.h), and of key files (user/common/xina_keyfile.c):
  * SipHash-2-4 against the 64 published test vectors of its reference
  * implementation, the tag and the key derivation against SipHash of the
  * messages spelled out byte by byte, NH against its definition, and the

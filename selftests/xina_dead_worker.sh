@@ -5,7 +5,7 @@
 # error within its timeout instead of hanging.  A switch that is not there
 # at all ends the same way.
 #
-# Which timeout applies (user/libxina.c): a call that has had a result
+# Which timeout applies (user/lib/libxina.c): a call that has had a result
 # gives up after --timeout-ms without one (xina_call_timeout_ns); before
 # its first result it waits the join timeout, timeout plus twice the time
 # the worker spent since its previous call (xina_join_ns).  So worker 3 is

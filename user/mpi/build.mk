@@ -7,7 +7,7 @@
 
 .PHONY: mpi install-mpi uninstall-mpi
 
-$(O)/libxina-mpi.so: user/mpi/libxina_mpi.c user/libxina.h $(O)/libxina.so.0 \
+$(O)/libxina-mpi.so: user/mpi/libxina_mpi.c user/lib/libxina.h $(O)/libxina.so.0 \
 		     $(DEPS_PYTHON)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"

@@ -154,10 +154,8 @@ int xparse_dev(const char *s, unsigned int *ifindex)
 void xinactl_pick_backend(struct xinactl *x)
 {
 	x->be = &xinactl_maps_backend;
-#ifdef XINACTL_HAVE_NL
 	if (xinactl_nl_family_exists() > 0)
 		x->be = &xinactl_nl_backend;
-#endif
 }
 
 static int xinactl_backend_cmd(struct xinactl *x, int argc, char **argv)

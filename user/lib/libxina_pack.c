@@ -3,7 +3,7 @@
  * libxina's element loops: one block of the caller's tensor into its
  * packet (network byte order; float32 quantised) and one result back.
  * They touch every byte a worker sends and receives, so they are built
- * apart from the rest (user/build.mk): at -O3, and twice, for AVX2 and for
+ * apart from the rest (user/lib/build.mk): at -O3, and twice, for AVX2 and for
  * the x86-64 baseline, picked at load time (target_clones: the baseline
  * has no byte shuffle, so its byte swaps stay scalar).  Both clones give
  * the same bits: every float operation below is exact or correctly

@@ -275,12 +275,10 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 		     ncpus, XINA_MAX_CPUS);
 		return -E2BIG;
 	}
-#ifdef XINACTL_HAVE_NL
 	/* xina.ko loaded: the fast path that aggregates through its kfunc */
 	if (x->be == &xinactl_nl_backend)
 		skel = xinactl_nl_skel_open(&opts);
 	else
-#endif
 		skel = xina__open_opts(&opts);
 	if (!skel) {
 		ret = errno ? -errno : -ENOMEM;

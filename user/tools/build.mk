@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# user/tools: xina-allreduce (the driver of the demo, the tests and the
+# benchmarks, over libxina) and xina-swagg (the same protocol as the
+# switch, in a user-space aggregator).
+
+$(O)/xina-allreduce: $(O)/user/tools/xina_allreduce.o $(O)/libxina.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
+
+$(O)/xina-swagg: $(O)/user/tools/xina_swagg.o $(O)/user/common/xina_names.o \
+		 $(O)/user/common/xina_keyfile.o
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
+user: $(O)/xina-allreduce $(O)/xina-swagg
