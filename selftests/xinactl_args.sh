@@ -398,7 +398,8 @@ json_ok x -j stats 'j["backend"] == "maps" and
 	set(j["jobs"][0]) == {"id", "rx", "contrib", "complete",
 		"retrans_answered", "dup", "stale", "drop_key", "drop_member",
 		"drop_range", "drop_op", "tx", "tx_unknown", "drop_auth",
-		"drop_epoch", "rx_cpu"} and
+		"drop_epoch", "join", "join_refused", "join_stale",
+		"epoch_new", "rx_cpu"} and
 	set(j["switch"]) == {"malformed", "no_job", "pass"}'
 log_test "stats: every job, every counter, switch counters"
 

@@ -19,6 +19,10 @@ static const char *const stat_names[XINA_STAT_MAX] = {
 	[XINA_STAT_TX_UNKNOWN]		= "tx_unknown",
 	[XINA_STAT_DROP_AUTH]		= "drop_auth",
 	[XINA_STAT_DROP_EPOCH]		= "drop_epoch",
+	[XINA_STAT_JOIN]		= "join",
+	[XINA_STAT_JOIN_REFUSED]	= "join_refused",
+	[XINA_STAT_JOIN_STALE]		= "join_stale",
+	[XINA_STAT_EPOCH_NEW]		= "epoch_new",
 };
 
 static const char *const gstat_names[XINA_GSTAT_MAX] = {

@@ -66,9 +66,10 @@
  *	    The slot keeps two versions (shadow copies); round & 1 selects
  *	    the version.  Round r+2 may only start once round r completed;
  *	    older rounds are stale and dropped.
- * epoch:   the job's epoch (a run of its workers).  0 until the join
- *	    handshake opens epochs; a contribution of another epoch than the
- *	    job's is dropped (counted as drop_epoch).
+ * epoch:   the job's epoch (a run of its workers), as the join handshake
+ *	    gave it (below).  Never 0.  A contribution of another epoch than
+ *	    the job's current one is dropped (counted as drop_epoch), before
+ *	    it touches anything: answers included.
  * aux:     reserved; must be 0.
  * offset:  element offset of this block in the sender's tensor.  The switch
  *	    does not interpret it; it is echoed in results so that a worker
@@ -86,6 +87,58 @@
  * is keyed with the job's result key, computed once when the round
  * completes; the answer to a retransmission is the same packet, tag
  * included.  Workers drop results whose tag does not verify.
+ *
+ * Join handshake
+ * --------------
+ *
+ * Before its first contribution a worker sends a XINA_T_JOIN; the switch
+ * answers with a XINA_T_JOIN_REPLY that gives the epoch, or says why not.
+ * Both are a bare header (count 0, no elements; the tag's NH is that of no
+ * payload, 0).  In a JOIN:
+ *
+ *	dtype	the worker's element type (XINA_DTYPE_INT32)
+ *	op, flags, exp, count, weight, round, epoch: 0
+ *	job, rank	who the worker is
+ *	slot	the slots the worker will use
+ *	aux	its elements per slot
+ *	offset	the join's nonce: strictly increasing per member across
+ *		processes (the worker's CLOCK_REALTIME in ns); a
+ *		retransmission of a join carries the same nonce
+ *	tag	keyed with the member's key K_r
+ *
+ * In a JOIN_REPLY: dtype, job and rank are those of the join, slot and
+ * aux the job's slots and elements per slot, round an enum
+ * xina_join_status, epoch the epoch granted (XINA_JOIN_OK; 0 otherwise),
+ * offset the join's nonce echoed, tag keyed with K_r, except that of
+ * XINA_JOIN_BAD_KEY: there the switch has no key the worker shares, and
+ * the tag is the join's own tag echoed (so that only who saw the join can
+ * forge the refusal).  A worker accepts a reply only for the nonce it is
+ * waiting on, with a tag that verifies (or echoes its own, for BAD_KEY).
+ *
+ * The switch evaluates a join with a nonce above the highest it has seen
+ * from that member (a join whose tag verified; the nonce is recorded with
+ * the reply's status and epoch), sends the reply for a join with exactly
+ * the recorded nonce again (a lost reply) without evaluating it anew, and
+ * drops any older one (XINA_STAT_JOIN_STALE: a replay).  Replies go where
+ * the member was learned: a join whose tag verifies is where the member
+ * is.  A join that names no job, or a rank that is not configured, or
+ * comes from another address than the rank's, is dropped and counted
+ * (no_job, drop_member) and never answered: the switch does not answer
+ * who it does not know.  A join from the rank's configured address whose
+ * tag does not verify is counted as drop_auth and answered
+ * XINA_JOIN_BAD_KEY, out of the member's learned port when it has one, else
+ * back out of the port it came in on.
+ *
+ * Epochs.  A new job has a random non-zero epoch and no member joined.  An
+ * accepted join of a member that has not joined the current epoch adds it
+ * and is answered with it.  A join of a member that already joined it is a
+ * new run of the workers (a restart): unless a round of the epoch completed
+ * within the last XINA_JOIN_BUSY_MS (XINA_JOIN_BUSY: someone is using it),
+ * the switch opens the next epoch (epoch + 1, never 0) with that member
+ * alone joined.  A slot version keeps the epoch of its round: the first
+ * contribution of the current epoch to a version of an older one starts it
+ * afresh, and is accepted only for the first two rounds (round 0 or 1);
+ * the old epoch's partials, result and tag are gone.
  */
 #ifndef _UAPI_LINUX_XINA_H
 #define _UAPI_LINUX_XINA_H
@@ -100,10 +153,28 @@
 					 * MTU 9000 frame holds 2048 int32 */
 #define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
 #define XINA_SECRET_BYTES	16	/* a job's secret: 128 bits */
+#define XINA_JOIN_BUSY_MS	500	/* a round completed this recently: a
+					 * restart's join is answered busy */
 
 enum xina_pkt_type {
 	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
 	XINA_T_RESULT = 2,	/* switch -> worker: the aggregated block */
+	XINA_T_JOIN = 3,	/* worker -> switch: join the job's epoch */
+	XINA_T_JOIN_REPLY = 4,	/* switch -> worker: the epoch, or why not */
+};
+
+/* The answer to a join, in the round field of a XINA_T_JOIN_REPLY. */
+enum xina_join_status {
+	XINA_JOIN_OK = 0,	/* joined epoch (the reply's epoch field) */
+	XINA_JOIN_BAD_KEY = 1,	/* the join's tag does not verify under the
+				 * rank's key: the worker's key file is not
+				 * the job's */
+	XINA_JOIN_MISMATCH = 2,	/* the worker's slots, elements per slot or
+				 * dtype do not fit the job (slot and aux
+				 * carry the job's) */
+	XINA_JOIN_BUSY = 3,	/* a restart while the current epoch is in
+				 * use (a round completed within
+				 * XINA_JOIN_BUSY_MS); ask again later */
 };
 
 enum xina_dtype {
@@ -203,6 +274,10 @@ enum xina_attr {
 				 * secret, from which the member, result and NH
 				 * keys are derived (bpf/xina_auth.h); never
 				 * returned by JOB_GET */
+	XINA_A_JOB_EPOCH,	/* u32, the job's current epoch (get only;
+				 * rejected in requests) */
+	XINA_A_JOB_JOINED,	/* u16, members joined to it (get only;
+				 * rejected in requests) */
 
 	__XINA_A_MAX,
 };
@@ -244,6 +319,12 @@ enum xina_stat {
 	XINA_STAT_DROP_AUTH,	/* tag does not verify: not sent by the member
 				 * (forged, spoofed source) or modified */
 	XINA_STAT_DROP_EPOCH,	/* a member's packet of another epoch */
+	XINA_STAT_JOIN,		/* joins answered XINA_JOIN_OK (a lost reply's
+				 * resend included) */
+	XINA_STAT_JOIN_REFUSED,	/* joins answered with a refusal */
+	XINA_STAT_JOIN_STALE,	/* joins older than the member's latest
+				 * (replays), dropped */
+	XINA_STAT_EPOCH_NEW,	/* epochs opened by a restart's join */
 
 	__XINA_STAT_MAX,
 };
