@@ -75,6 +75,27 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_epoch);
+} xina_epochs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS * XINA_MAX_WORKERS);
+	__type(key, __u32);
+	__type(value, struct xina_join_mbr);
+} xina_joins SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, __u64);
+} xina_active SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, XINA_SLOT_VERSIONS);
 	__type(key, __u32);
 	__type(value, struct xina_meta);

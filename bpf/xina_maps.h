@@ -16,6 +16,18 @@
  *   xina_members  ARRAY     job idx * XINA_MAX_WORKERS + rank
  *                                                -> struct xina_member
  *   xina_nhkeys   ARRAY     job idx              -> struct xina_nhkey
+ *   xina_epochs   ARRAY     job idx              -> struct xina_epoch
+ *                           (the job's epoch and who joined it: written by
+ *                            the fast path on joins, under @lock; xinactl
+ *                            sets a random epoch on "job add")
+ *   xina_joins    ARRAY     job idx * XINA_MAX_WORKERS + rank
+ *                                                -> struct xina_join_mbr
+ *                           (each member's latest join, under the job's
+ *                            xina_epochs lock; zeroed on "job add")
+ *   xina_active   PERCPU_ARRAY job idx           -> __u64
+ *                           (bpf_ktime_get_ns() of the job's last round
+ *                            completed on that CPU: a join within
+ *                            XINA_JOIN_BUSY_MS of it is answered busy)
  *   xina_meta     ARRAY     slot version index    -> struct xina_meta
  *   xina_vals     PERCPU_ARRAY slot version index -> struct xina_part
  *   xina_scratch  PERCPU_ARRAY 0                  -> struct xina_scratch
@@ -44,6 +56,7 @@
 #include <linux/bpf.h>
 #include "../include/uapi/linux/xina.h"
 #include "xina_auth.h"
+#include "xina_join.h"
 
 #define XINA_PIN_DIR		"/run/xina"	/* on a bpffs xinactl mounts */
 #define XINA_SLOT_VERSIONS	1024		/* default xina_meta entries */
@@ -80,6 +93,16 @@ struct xina_job {
 	__u32	flags;		/* XINA_JOB_F_* */
 	__u32	epoch;		/* contributions of another are dropped */
 	__u32	pad;
+};
+
+/*
+ * A job's epoch (bpf/xina_join.h).  The fast path reads @j.epoch on every
+ * packet without the lock (a 32-bit load) and changes it only under it.
+ */
+struct xina_epoch {
+	struct bpf_spin_lock	lock;
+	__u32			pad;
+	struct xina_join_job	j;
 };
 
 /* The NH key of a job: the payload hash under every tag. */
