@@ -31,7 +31,7 @@ REGIMES = {"cpu": "CPU-bound", "link": "link-bound"}
 # The projection: a 100 Gbit/s port, frames of the largest element count
 # each MTU carries (2048 is XINA_MAX_ELEMS of the jumbo configuration).
 PORT_BPS = 100e9
-PROJ_MTUS = [(9000, 2048), (1500, (1500 - 20 - 8 - 40) // 4)]
+PROJ_MTUS = [(9000, 2048), (1500, (1500 - 20 - 8 - 48) // 4)]
 # The projection assumes jobs of this many workers (the K=4 fast path cost).
 PROJ_K = "4"
 
