@@ -59,8 +59,10 @@ $(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/common/xina_names.c \
 		-o $@ user/tools/xina_swagg.c user/common/xina_names.c user/common/xina_keyfile.c
 
 # xina-libtest: negative tests of libxina and of the aggregators (a fake
-# switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.
-$(O)/xina-libtest: $(O)/selftests/xina_libtest.o $(O)/libxina.a
+# switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.  The key file
+# reader is libxina's internal (local in libxina.a): linked on its own.
+$(O)/xina-libtest: $(O)/selftests/xina_libtest.o $(O)/user/common/xina_keyfile.o \
+		   $(O)/libxina.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
 
 $(O)/selftests/xina_libtest.o: selftests/xina_libtest.c $(LIBXINA_HDRS) $(DEPS_STAMP)
