@@ -73,4 +73,12 @@ $(O)/libxina.so.0: $(LIBXINA_PIC) user/lib/libxina.map $(O)/libxina.syms
 $(O)/libxina.so: $(O)/libxina.so.0
 	$(Q)ln -sf libxina.so.0 $@
 
-user: $(O)/libxina.a $(O)/libxina.so
+# libxina.pc with the default PREFIX; "make install" writes it again with
+# its own (LIBXINA_PC_SED, as the unit's paths).
+XINA_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+LIBXINA_PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(XINA_VERSION)|g'
+$(O)/libxina.pc: user/lib/libxina.pc.in dkms.conf Makefile
+	$(Q)mkdir -p $(@D)
+	$(Q)$(LIBXINA_PC_SED) $< > $@.tmp && mv $@.tmp $@
+
+user: $(O)/libxina.a $(O)/libxina.so $(O)/libxina.pc
