@@ -10,7 +10,8 @@
 #   make module     xina.ko against Debian's 6.1 headers (with module BTF)
 #   make install    xinactl (+ xinactl.8, xina.service), libxina (+ libxina.pc,
 #                   libxina.3), then ldconfig; xina.ko: install-module
-#   make uninstall  what make install put there (not /etc/xina)
+#   make uninstall  what make install put there (not /etc/xina unless empty),
+#                   and the directories it leaves empty of xina's
 #
 # The pieces add their rules from */build.mk.
 
@@ -93,7 +94,7 @@ check-host: all selftests
 # $(SYSCONFDIR)/xina/xina.conf at boot (see xinactl(8)).  The unit goes to
 # systemd's directory of the local administrator's units; "make install"
 # does not enable it.  $(SYSCONFDIR)/xina (configuration and key files) is
-# the administrator's: uninstall leaves it.
+# the administrator's: uninstall leaves it (removes it only when empty).
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
@@ -171,7 +172,11 @@ uninstall:
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemctl daemon-reload; fi
 	$(Q)$(LIBXINA_LDCONFIG)
-	@echo "  left $(DESTDIR)$(SYSCONFDIR)/xina (configuration, key files) as it is"
+	$(Q)for d in $(PREFIX)/include/linux $(PKGCONFIGDIR) $(MANDIR)/man3 \
+		     $(MANDIR)/man8 $(SYSCONFDIR)/xina; do \
+		rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+	$(Q)if [ -d $(DESTDIR)$(SYSCONFDIR)/xina ]; then \
+		echo "  left $(DESTDIR)$(SYSCONFDIR)/xina (configuration, key files) as it is"; fi
 
 clean:
 	rm -rf $(O)

@@ -267,6 +267,11 @@ check_err $? "make uninstall: $(tail -n3 "$TMP/uninstall.out" | tr '\n' ' ')"
 left=$(find "$ROOTDIR" ! -type d | sed "s|^$ROOTDIR||")
 [ -z "$left" ]
 check_err $? "left behind: $(echo "$left" | tr '\n' ' ')"
+for d in $PC_PREFIX/include/linux $PC_PREFIX/lib/pkgconfig \
+	 $PC_PREFIX/share/man/man3 /etc/xina; do
+	[ ! -e "$ROOTDIR$d" ]
+	check_err $? "$d left behind, empty"
+done
 log_test "make uninstall DESTDIR leaves no file behind"
 
 tap_end
