@@ -51,6 +51,7 @@
 #define META_MAX	64	/* XDP metadata BPF_PROG_TEST_RUN hands back */
 #define HDRS_LEN	(14 + 20 + 8)
 #define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
+#define EPOCH0		0x5eed0001U	/* the job's epoch as "job add" set it */
 
 static const __u8 sw_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0xfe, 0x01 };
 
@@ -76,6 +77,7 @@ struct fixture {
 	struct xina *skel;
 	int xdp, fanout;
 	int jobs, members, meta, vals, stats, nhkeys;
+	int epochs, joins, active;
 	struct xina_job job;
 	int ncpus;
 };
@@ -128,6 +130,9 @@ static int fx_open(void)
 	F.vals = bpf_map__fd(s->maps.xina_vals);
 	F.stats = bpf_map__fd(s->maps.xina_stats);
 	F.nhkeys = bpf_map__fd(s->maps.xina_nhkeys);
+	F.epochs = bpf_map__fd(s->maps.xina_epochs);
+	F.joins = bpf_map__fd(s->maps.xina_joins);
+	F.active = bpf_map__fd(s->maps.xina_active);
 	return 0;
 }
 
@@ -144,11 +149,12 @@ static __u32 member_key(unsigned int rank)
 }
 
 /* Configure the job as "xinactl job add" does.  port: members' UDP port
- * (0: any). */
+ * (0: any).  Its epoch is EPOCH0, no member joined. */
 static int job_add(unsigned int workers, unsigned int slots,
 		   unsigned int elems, bool port)
 {
 	__u32 bucket = xina_job_bucket(JOB_ID, 0), k = JOB_IDX;
+	struct xina_epoch ep = { .j.epoch = EPOCH0 };
 	struct xina_nhkey nhk;
 	struct xina_member m = {};
 	unsigned int r;
@@ -163,7 +169,8 @@ static int job_add(unsigned int workers, unsigned int slots,
 		.workers = workers, .elems = elems,
 	};
 	memcpy(nhk.k, NHK, sizeof(nhk.k));
-	if (bpf_map_update_elem(F.nhkeys, &k, &nhk, BPF_ANY))
+	if (bpf_map_update_elem(F.nhkeys, &k, &nhk, BPF_ANY) ||
+	    bpf_map_update_elem(F.epochs, &k, &ep, BPF_ANY))
 		return -1;
 	for (r = 0; r < workers; r++) {
 		k = member_key(r);
@@ -213,7 +220,7 @@ static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
 		.version = XINA_WIRE_VERSION, .type = XINA_T_CONTRIB,
 		.dtype = XINA_DTYPE_INT32, .op = op, .exp = -3,
 		.count = count, .rank = rank, .job = JOB_ID, .slot = slot,
-		.round = round, .offset = 1000 + slot,
+		.round = round, .epoch = EPOCH0, .offset = 1000 + slot,
 		.saddr = WK_IP(rank), .daddr = SW_IP,
 		.sport = WK_PORT(rank), .dport = XINA_UDP_PORT,
 		.nvals = count, .tag_rank = rank, .flip_elem = -1,
@@ -683,14 +690,14 @@ TEST(retransmission_answered)
 
 	ASSERT_OK(job_add(3, 4, 16, false));
 	for (w = 0; w < 3; w++) {
-		c = contrib(w, 3, 4, 16, XINA_OP_SUM);
+		c = contrib(w, 3, 1, 16, XINA_OP_SUM);
 		c.exp = 5 + w;
 		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : V_RESULT);
 	}
 	ASSERT_EQ(r.len, sizeof(result));
 	memcpy(result, r.out, sizeof(result));
 	ASSERT_OK(snap_take(&s));
-	c = contrib(1, 3, 4, 16, XINA_OP_SUM);
+	c = contrib(1, 3, 1, 16, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
 	c.exp = 0;
 	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
@@ -699,7 +706,7 @@ TEST(retransmission_answered)
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
 	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 0);
 	EXPECT_EQ(xhdr(r.out)->exp, 5 + 2);	/* the completer's */
-	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 4, 16), 0);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 1, 16), 0);
 	/* the result as it was sent, header and kept tag included */
 	EXPECT_TRUE(!memcmp(r.out + HDRS_LEN, result + HDRS_LEN,
 			    sizeof(result) - HDRS_LEN),
