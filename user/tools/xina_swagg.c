@@ -783,8 +783,6 @@ static void sw_join_reply(struct swagg *sw, const struct xina_hdr *h,
 		sw->tx_err++;
 	else
 		sw->tx_dgrams++;
-	sw->stat[m->status == XINA_JOIN_OK ? XINA_STAT_JOIN :
-		 XINA_STAT_JOIN_REFUSED]++;
 }
 
 /*
@@ -811,6 +809,7 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
 		return;
 	}
+	/* counted as drop_auth only, as the fast path does */
 	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h, 0)) {
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		sw_join_reply(sw, h, &bad, NULL, from);
@@ -836,6 +835,8 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 			fprintf(stderr, "xina-swagg: rank %u restarted: epoch %u\n",
 				rank, sw->jj.epoch);
 	}
+	sw->stat[m->status == XINA_JOIN_OK ? XINA_STAT_JOIN :
+		 XINA_STAT_JOIN_REFUSED]++;
 	sw_join_reply(sw, h, m, mb->key, &mb->addr);
 }
 
