@@ -24,8 +24,9 @@
  *
  * Joining.  xina_open() sets up the I/O, then joins the job: it sends a
  * XINA_T_JOIN (include/uapi/linux/xina.h, "Join handshake") and waits for
- * the switch's reply, resending the join on its retransmission timeout,
- * for up to opts.timeout_ms.  The reply gives the job's current epoch,
+ * the switch's reply, resending the join on its retransmission timeout
+ * (opts.rto_us, at least 50 ms, backed off up to opts.rto_max_us), for
+ * up to opts.timeout_ms.  The reply gives the job's current epoch,
  * which every contribution of the handle carries; results of another
  * epoch are ignored.  The first worker of a new run of the job's workers
  * to join (a restart, all workers reopened) opens the next epoch, and the

@@ -8,9 +8,13 @@
  * The join is a bare header (no elements) in slot 0's transmit buffer, sent
  * through whatever I/O the handle uses (UDP or AF_XDP), before any
  * contribution can need that buffer.  It is sent again, with the same
- * nonce, whenever the retransmission timeout expires (opts.rto_us, doubled
- * up to opts.rto_max_us): the switch answers a join with the nonce it saw
- * last with the reply it gave, without evaluating it again.  A reply
+ * nonce, whenever its retransmission timeout expires (opts.rto_us, but at
+ * least XINA_JOIN_RTO_US, doubled up to opts.rto_max_us): the switch
+ * answers a join with the nonce it saw last with the reply it gave,
+ * without evaluating it again.  The floor: the join is sent once per open,
+ * and the switch's answer to it takes a trip through its join lock, and
+ * for the XDP switch through the TC fan-out; a resend that only races the
+ * reply costs an answer and muddles the switch's counters.  A reply
  * counts only if it is for the nonce of the join in flight and its tag
  * verifies under this rank's key K_r; a XINA_JOIN_BAD_KEY reply cannot
  * carry such a tag (the switch has no key this worker shares), so it must
@@ -35,6 +39,8 @@
 
 /* Wait between a BUSY refusal and the next join. */
 #define XINA_JOIN_RETRY_MS	(XINA_JOIN_BUSY_MS / 5)
+/* Floor of the join's retransmission timeout. */
+#define XINA_JOIN_RTO_US	50000
 
 /* The latest nonce this process used, for every handle (see below). */
 static uint64_t xina_nonce_last;
@@ -90,7 +96,11 @@ static void xina_join_fill(struct xina *x, struct xina_jwait *w)
 	h->tag = htobe64(xina_tag_hdr(x->kmine, h, 0));
 	w->tag = h->tag;
 	x->slot[0].nh = 0;
-	x->slot[0].rto_us = x->o.rto_us;
+}
+
+static uint32_t xina_join_rto(const struct xina *x)
+{
+	return x->o.rto_us > XINA_JOIN_RTO_US ? x->o.rto_us : XINA_JOIN_RTO_US;
 }
 
 static void xina_join_queue(struct xina *x)
@@ -162,9 +172,11 @@ static int xina_ms_until(uint64_t until, uint64_t now)
 static int xina_join_wait(struct xina *x, struct xina_jwait *w,
 			  uint64_t until)
 {
+	uint32_t rto = xina_join_rto(x), rto_max;
 	uint64_t now = xina_now_ns(), resend;
-	uint32_t rto = x->o.rto_us;
 	int err;
+
+	rto_max = x->o.rto_max_us > rto ? x->o.rto_max_us : rto;
 
 	resend = now + (uint64_t)rto * 1000;
 	while (!w->answered && now < until) {
@@ -179,8 +191,7 @@ static int xina_join_wait(struct xina *x, struct xina_jwait *w,
 		now = xina_now_ns();
 		if (!w->answered && now >= resend && now < until) {
 			/* The same join again: same nonce, same tag. */
-			rto = rto * 2 > x->o.rto_max_us ? x->o.rto_max_us :
-			      rto * 2;
+			rto = rto * 2 > rto_max ? rto_max : rto * 2;
 			resend = now + (uint64_t)rto * 1000;
 			x->st.timeouts++;
 			xina_join_queue(x);
