@@ -8,7 +8,10 @@
 #   longer): another job's key file (bad key; before the switch ever saw
 #   the member, the reply goes back out of the port the join came in on,
 #   and after it, to where the member was learned), more slots or elements
-#   than the job's (mismatch: both sides' numbers);
+#   than the job's (mismatch: both sides' numbers).  The first bad key's
+#   reply leaves by XDP_TX, which a veth delivers only to a peer that runs
+#   an XDP program itself (as on a NIC, where no such thing is needed):
+#   worker 0's end gets xdp_pass for it;
 # - a job the switch does not have, and a rank sent from another address
 #   than its own, get no answer at all: the error says what can cause
 #   that and where to look (no_job, drop_member rise);
@@ -23,7 +26,8 @@
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd jq python3 "$O/xinactl" "$O/xina-allreduce"
+require_cmd jq python3 "$O/xinactl" "$O/xina-allreduce" \
+	"$O/selftests/xdp_pass.bpf.o"
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xjn
@@ -148,7 +152,10 @@ log_test "job $JOB: a fresh epoch ($EPOCH0) nobody joined"
 
 # ---- bad key, mismatch -------------------------------------------------------
 SW="$RACK_SWITCH_IP:9277"
+ip -n "$RACK-w0" link set dev eth0 xdp obj "$O/selftests/xdp_pass.bpf.o" sec xdp
+check_err $? "could not attach xdp_pass to worker 0's end"
 one 0 0 "$TMP/badkey" --key-file "$TMP/other.key" --timeout-ms $TIMEOUT_MS
+ip -n "$RACK-w0" link set dev eth0 xdp off
 refused "$TMP/badkey" "job $JOB rank 0: the switch $SW says the key file $TMP/other.key is not the job's (bad key)"
 [ "$(jstat "$JOB" drop_auth)" -ge 1 ] && [ "$(jstat "$JOB" join)" = 0 ] &&
 	[ "$(jshow "$JOB" joined)" = 0 ] &&
@@ -216,6 +223,15 @@ rack_allreduce "$RACK" "$N" "$TMP/a" --job "$JOB" --slots "$SLOTS" \
 runner=$!
 busywait 60 job_completes $((complete0 + 200))
 check_err $? "run A never got going (complete $(jstat "$JOB" complete))"
+# run A is a new run of the job's workers too: it opened an epoch
+EPOCH_A=$(jshow "$JOB" epoch)
+epoch_new_a=$(jstat "$JOB" epoch_new)
+[ "$EPOCH_A" != "$EPOCH0" ] && [ "$(jq -r .epoch "$TMP/run0/w0.json")" = "$EPOCH0" ]
+check_err $? "run A is in epoch $EPOCH_A, the first run was in $EPOCH0"
+# B's capture from here (A's join is long past), A's until here
+capture 0 b
+check_err $? "the capture of run B did not start"
+capture_stop a
 for ((i = 0; i < N; i++)); do
 	# shellcheck disable=SC2046
 	kill -9 $(xina_running $i) 2>/dev/null
@@ -223,13 +239,10 @@ done
 wait "$runner"
 [ $? -eq "$N" ]
 check_err $? "not all of run A's workers were killed"
-capture_stop a
 [ "$(grep -c '"verified":true' "$TMP"/a/w*.json 2>/dev/null | awk -F: '{ s += $2 } END { print s + 0 }')" = 0 ]
 check_err $? "a worker of run A finished: it was not killed mid-job"
 
 # run B at once, on the same job: no xinactl between the runs
-capture 0 b
-check_err $? "the capture of run B did not start"
 rack_allreduce "$RACK" "$N" "$TMP/b" --job "$JOB" --slots "$SLOTS" \
 	--elems "$ELEMS" --dtype i32 --bytes $((1 << 20)) --iters 3 \
 	--timeout-ms 5000
@@ -237,17 +250,17 @@ check_err $? "run B failed"
 check_workers "$N" "$TMP/b"
 capture_stop b
 EPOCH1=$(jshow "$JOB" epoch)
-busy=$(cat "$TMP"/b/w*.err | grep -c "the switch says the job is busy")
-[ "$EPOCH1" != "$EPOCH0" ] && [ "$(jshow "$JOB" joined)" = "$N" ] &&
-	[ "$(jstat "$JOB" epoch_new)" = 1 ]
-check_err $? "run B: epoch $EPOCH0 -> $EPOCH1, joined $(jshow "$JOB" joined), epoch_new $(jstat "$JOB" epoch_new): want a new one, $N, 1"
+busy=$(grep -l "the switch says the job is busy" "$TMP"/b/w*.err | wc -l)
+[ "$EPOCH1" != "$EPOCH_A" ] && [ "$(jshow "$JOB" joined)" = "$N" ] &&
+	[ "$(jstat "$JOB" epoch_new)" = $((epoch_new_a + 1)) ]
+check_err $? "run B: epoch $EPOCH_A -> $EPOCH1, joined $(jshow "$JOB" joined), epoch_new $epoch_new_a -> $(jstat "$JOB" epoch_new): want a new one, $N, one more"
 for ((i = 0; i < N; i++)); do
 	[ "$(jq -r .epoch "$TMP/b/w$i.json")" = "$EPOCH1" ]
 	check_err $? "run B's worker $i is in epoch $(jq -r .epoch "$TMP/b/w$i.json"), the job in $EPOCH1"
 done
 [ "$busy" -gt 0 ] && [ "$(jstat "$JOB" join_refused)" -gt 2 ]
 check_err $? "run B was never told busy ($busy workers said so, join_refused $(jstat "$JOB" join_refused))"
-log_test "all workers killed mid-allreduce, a new run at once: busy ($busy workers told), then epoch $EPOCH1, completed; no job del/add"
+log_test "all workers killed mid-allreduce (epoch $EPOCH_A), a new run at once: busy ($busy workers told), then epoch $EPOCH1, completed; no job del/add"
 
 # ---- the old run's packets, replayed -----------------------------------------------
 K_A=$(count a $T_CONTRIB)

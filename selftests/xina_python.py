@@ -43,7 +43,7 @@ def layout(cc, root):
         exe = os.path.join(d, "layout")
         with open(src, "w") as f:
             f.write("\n".join(lines) + "\n")
-        cp = subprocess.run([cc, f"-I{root}/user", f"-I{root}/include/uapi",
+        cp = subprocess.run([cc, f"-I{root}/user/lib", f"-I{root}/include/uapi",
                              f"-I{root}/include", "-o", exe, src],
                             capture_output=True, text=True)
         if cp.returncode:
