@@ -697,7 +697,7 @@ int xina_call_check(struct xina *x, const void *buf, size_t n)
 	if (!x)
 		return -EINVAL;
 	if (x->broken) {
-		xina_fail(x, "handle unusable after an earlier failure; reopen it and restart the job");
+		xina_fail(x, "handle unusable after an earlier failure; restart the job's workers (each reopens its handle: their joins open a new epoch)");
 		return -ENOTRECOVERABLE;
 	}
 	if (n && !buf) {

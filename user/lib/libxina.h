@@ -8,8 +8,9 @@
  * workers, computed by the switch (the XDP fast path or xina-swagg).
  *
  * Thread safety: none inside a handle.  A handle is used by one thread at a
- * time; different handles share nothing (the library has no global state)
- * and may be used concurrently from different threads.
+ * time; different handles share nothing (the library's only global state
+ * is the last join nonce it used, an atomic) and may be used concurrently
+ * from different threads.
  *
  * Errors are negative errno values; xina_last_error() gives the details of
  * the last failure of a handle in words (xina_open(), which returns no
