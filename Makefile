@@ -8,8 +8,10 @@
 #   make check-host / make check-vm   one half of it
 #   make bench      benchmarks against the peers (QUICK=1 for a short run)
 #   make module     xina.ko against Debian's 6.1 headers (with module BTF)
-#   make install    xinactl (+ xinactl.8, xina.service), libxina; xina.ko: install-module
-#   make uninstall  what make install put there (not /etc/xina)
+#   make install    xinactl (+ xinactl.8, xina.service), libxina (+ libxina.pc,
+#                   libxina.3), then ldconfig; xina.ko: install-module
+#   make uninstall  what make install put there (not /etc/xina unless empty),
+#                   and the directories it leaves empty of xina's
 #
 # The pieces add their rules from */build.mk.
 
@@ -92,16 +94,24 @@ check-host: all selftests
 # $(SYSCONFDIR)/xina/xina.conf at boot (see xinactl(8)).  The unit goes to
 # systemd's directory of the local administrator's units; "make install"
 # does not enable it.  $(SYSCONFDIR)/xina (configuration and key files) is
-# the administrator's: uninstall leaves it.
+# the administrator's: uninstall leaves it (removes it only when empty).
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= /etc/systemd/system
+# libxina: its pkg-config file where Debian's pkg-config looks for
+# $(PREFIX) (/usr/local/lib/pkgconfig is on its path), libxina(3) and one
+# man3 page per function that points at it.
+PKGCONFIGDIR ?= $(PREFIX)/lib/pkgconfig
+LIBXINA_MAN_LINKS := $(shell sed -n 's/^[[:space:]]*\(xina_[a-z0-9_]*\);.*/\1/p' \
+			user/lib/libxina.map)
 INSTALLED := $(SBINDIR)/xinactl $(PREFIX)/bin/xina-allreduce \
 	     $(PREFIX)/bin/xina-swagg $(PREFIX)/lib/libxina.a \
 	     $(PREFIX)/lib/libxina.so.0 $(PREFIX)/lib/libxina.so \
 	     $(PREFIX)/include/libxina.h $(PREFIX)/include/linux/xina.h \
+	     $(PKGCONFIGDIR)/libxina.pc $(MANDIR)/man3/libxina.3 \
+	     $(LIBXINA_MAN_LINKS:%=$(MANDIR)/man3/%.3) \
 	     $(MANDIR)/man8/xinactl.8 $(UNITDIR)/xina.service \
 	     $(SYSCONFDIR)/xina/xina.conf.example
 
@@ -114,6 +124,18 @@ $(O)/dist/xina.service: dist/xina.service.in Makefile
 	$(Q)mkdir -p $(@D)
 	$(Q)$(XINA_UNIT_SED) $< > $@.tmp && mv $@.tmp $@
 
+# The dynamic linker's cache, after an install or uninstall on this
+# system (not into a DESTDIR): libxina.so.0 is found (or forgotten) by
+# name.  A PREFIX whose lib is not on the linker's path is said so.
+LIBXINA_LDCONFIG = if [ -z "$(DESTDIR)" ]; then \
+		echo "ldconfig"; ldconfig || exit; \
+		if [ -e $(PREFIX)/lib/libxina.so.0 ] && \
+		   ! ldconfig -p | grep -qF "=> $(PREFIX)/lib/libxina.so.0"; then \
+			echo "  $(PREFIX)/lib is not on the dynamic linker's path:" \
+			     "add it to /etc/ld.so.conf.d/ and run ldconfig"; \
+		fi; \
+	fi
+
 install: all
 	install -D -m 0755 $(O)/xinactl $(DESTDIR)$(SBINDIR)/xinactl
 	install -D -m 0755 $(O)/xina-allreduce $(DESTDIR)$(PREFIX)/bin/xina-allreduce
@@ -124,6 +146,13 @@ install: all
 	install -D -m 0644 user/lib/libxina.h $(DESTDIR)$(PREFIX)/include/libxina.h
 	install -D -m 0644 include/uapi/linux/xina.h \
 		$(DESTDIR)$(PREFIX)/include/linux/xina.h
+	install -d $(DESTDIR)$(PKGCONFIGDIR)
+	$(LIBXINA_PC_SED) user/lib/libxina.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libxina.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libxina.pc
+	install -D -m 0644 man/libxina.3 $(DESTDIR)$(MANDIR)/man3/libxina.3
+	$(Q)for f in $(LIBXINA_MAN_LINKS); do \
+		echo ".so man3/libxina.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3 && \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; done
 	install -D -m 0644 man/xinactl.8 $(DESTDIR)$(MANDIR)/man8/xinactl.8
 	install -d $(DESTDIR)$(UNITDIR)
 	$(XINA_UNIT_SED) dist/xina.service.in > $(DESTDIR)$(UNITDIR)/xina.service
@@ -133,6 +162,7 @@ install: all
 		$(DESTDIR)$(SYSCONFDIR)/xina/xina.conf.example
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemctl daemon-reload; fi
+	$(Q)$(LIBXINA_LDCONFIG)
 	@echo "  xina.service: put the configuration in $(SYSCONFDIR)/xina/xina.conf, then 'systemctl enable --now xina'"
 
 uninstall:
@@ -141,7 +171,12 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	$(Q)if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemctl daemon-reload; fi
-	@echo "  left $(DESTDIR)$(SYSCONFDIR)/xina (configuration, key files) as it is"
+	$(Q)$(LIBXINA_LDCONFIG)
+	$(Q)for d in $(PREFIX)/include/linux $(PKGCONFIGDIR) $(MANDIR)/man3 \
+		     $(MANDIR)/man8 $(SYSCONFDIR)/xina; do \
+		rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+	$(Q)if [ -d $(DESTDIR)$(SYSCONFDIR)/xina ]; then \
+		echo "  left $(DESTDIR)$(SYSCONFDIR)/xina (configuration, key files) as it is"; fi
 
 clean:
 	rm -rf $(O)

@@ -14,11 +14,13 @@ BENCH_CFLAGS := $(CFLAGS) $(XCFLAGS)
 
 .PHONY: bench bench-progs
 
-# The dependencies first (OpenMPI, torch, gnuplot), then what "all" builds,
-# then the run: a recipe, so that the order holds under make -j too.
+# The dependencies first (OpenMPI, torch, gnuplot; scikit-learn for the
+# training runs), then what "all" builds and libxina-mpi.so (MPI programs
+# through the switch), then the run: a recipe, so that the order holds
+# under make -j too.
 bench:
-	$(Q)scripts/deps.sh build bench
-	$(Q)$(MAKE) --no-print-directory all bench-progs
+	$(Q)scripts/deps.sh build bench python
+	$(Q)$(MAKE) --no-print-directory all bench-progs mpi
 	$(Q)QUICK=$(QUICK) LINK_RATE=$(LINK_RATE) scripts/bench/run.sh
 
 bench-progs: $(BENCH_PROGS)

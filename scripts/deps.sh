@@ -34,7 +34,7 @@ for group in "$@"; do
 	vm) want="$want $pkgs_vm" ;;
 	bench) want="$want $pkgs_bench" ;;
 	python) want="$want $pkgs_python" ;;
-	*) echo "deps.sh: unknown group '$group' (build, vm, bench)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$group' (build, vm, bench, python)" >&2; exit 2 ;;
 	esac
 done
 

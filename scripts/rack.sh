@@ -280,11 +280,18 @@ rack_impair_drops()
 RACK_WORKER_PORT=${RACK_WORKER_PORT:-7000}
 rack_job_add()
 {
-	local rack=$1 n=$2 job=$3 keyfile=$4 slots=$5 elems=$6
-	local pin=${7:-$(rack_pin_dir "$1")} members="" i
+	rack_job_add_at rack_worker_ip "$@"
+}
+
+# rack_job_add_at IPFN RACK N JOB KEYFILE SLOTS ELEMS [PIN]: rack_job_add
+# with member i at "IPFN i" (the bridged or the routed rack's address).
+rack_job_add_at()
+{
+	local ipfn=$1 rack=$2 n=$3 job=$4 keyfile=$5 slots=$6 elems=$7
+	local pin=${8:-$(rack_pin_dir "$2")} members="" i
 
 	for ((i = 0; i < n; i++)); do
-		members="$members member $i $(rack_worker_ip "$i"):$RACK_WORKER_PORT"
+		members="$members member $i $("$ipfn" "$i"):$RACK_WORKER_PORT"
 	done
 	# shellcheck disable=SC2086
 	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" job add "$job" \
@@ -298,16 +305,29 @@ rack_job_add()
 # (its --json line) and OUTDIR/wI.err.  Returns how many workers failed.
 rack_allreduce()
 {
-	local rack=$1 n=$2 out=$3 cpus i pid fails=0
+	rack_allreduce_at rack_worker_ip rack_switch_ip "$@"
+}
+
+# The switch address every worker of the bridged rack sends to.
+rack_switch_ip()
+{
+	echo "$RACK_SWITCH_IP"
+}
+
+# rack_allreduce_at IPFN SWFN RACK N OUTDIR ARGS...: rack_allreduce with
+# worker i at "IPFN i" sending to "SWFN i".
+rack_allreduce_at()
+{
+	local ipfn=$1 swfn=$2 rack=$3 n=$4 out=$5 cpus i pid fails=0
 	local -a pids
 
-	shift 3
+	shift 5
 	cpus=$(nproc)
 	mkdir -p "$out"
 	for ((i = 0; i < n; i++)); do
 		ip netns exec "$rack-w$i" taskset -c $((i % cpus)) \
-			"$XINA_O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
-			--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
+			"$XINA_O/xina-allreduce" --switch "$("$swfn" "$i")" \
+			--bind "$("$ipfn" "$i"):$RACK_WORKER_PORT" \
 			--rank "$i" --workers "$n" --json "$@" \
 			>"$out/w$i.json" 2>"$out/w$i.err" &
 		pids[i]=$!
@@ -463,38 +483,12 @@ rack_routed_up()
 # secret of KEYFILE (created if it does not exist; the workers need it).
 rack_routed_job_add()
 {
-	local rack=$1 n=$2 job=$3 keyfile=$4 slots=$5 elems=$6
-	local pin=${7:-$(rack_pin_dir "$1")} members="" i
-
-	for ((i = 0; i < n; i++)); do
-		members="$members member $i $(rack_routed_worker_ip "$i"):$RACK_WORKER_PORT"
-	done
-	# shellcheck disable=SC2086
-	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" job add "$job" \
-		workers "$n" slots "$slots" elems "$elems" keyfile "$keyfile" $members
+	rack_job_add_at rack_routed_worker_ip "$@"
 }
 
 # rack_routed_allreduce RACK N OUTDIR ARGS...: rack_allreduce on the routed
 # rack: worker i sends to the address of its own switch port.
 rack_routed_allreduce()
 {
-	local rack=$1 n=$2 out=$3 cpus i fails=0
-	local -a pids
-
-	shift 3
-	cpus=$(nproc)
-	mkdir -p "$out"
-	for ((i = 0; i < n; i++)); do
-		ip netns exec "$rack-w$i" taskset -c $((i % cpus)) \
-			"$XINA_O/xina-allreduce" \
-			--switch "$(rack_routed_switch_ip "$i")" \
-			--bind "$(rack_routed_worker_ip "$i"):$RACK_WORKER_PORT" \
-			--rank "$i" --workers "$n" --json "$@" \
-			>"$out/w$i.json" 2>"$out/w$i.err" &
-		pids[i]=$!
-	done
-	for ((i = 0; i < n; i++)); do
-		wait "${pids[i]}" || fails=$((fails + 1))
-	done
-	return $fails
+	rack_allreduce_at rack_routed_worker_ip rack_routed_switch_ip "$@"
 }

@@ -59,14 +59,48 @@ $(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/common/xina_names.c \
 		-o $@ user/tools/xina_swagg.c user/common/xina_names.c user/common/xina_keyfile.c
 
 # xina-libtest: negative tests of libxina and of the aggregators (a fake
-# switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.
-$(O)/xina-libtest: $(O)/selftests/xina_libtest.o $(O)/libxina.a
+# switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.  The key file
+# reader is libxina's internal (local in libxina.a): linked on its own.
+$(O)/xina-libtest: $(O)/selftests/xina_libtest.o $(O)/user/common/xina_keyfile.o \
+		   $(O)/libxina.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
 
 $(O)/selftests/xina_libtest.o: selftests/xina_libtest.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -c -o $@ $<
 selftests: $(O)/xina-libtest
+
+# README's libxina example, taken from README.md (the first ```c block
+# under "### libxina") as it is: built as C11 and as C++17 against
+# $(O)/libxina.so.0, and statically against $(O)/libxina.a, warnings as
+# errors.  xina_pkg.sh runs the three against xina-swagg.
+README_EX := $(ST_OUT)/readme/sum
+README_EX_FLAGS := -Wall -Wextra -pedantic -Werror -I$(ROOT)/user/lib \
+		   -I$(ROOT)/include/uapi
+CXX ?= g++
+$(README_EX).c: README.md
+	$(Q)mkdir -p $(@D)
+	$(Q)awk '/^### libxina$$/ { h = 1; next } \
+		 h && /^```c$$/ { c = 1; next } \
+		 c && /^```$$/ { done = 1; exit } \
+		 c { print } \
+		 END { if (!done) { print "README.md: no ```c block under ### libxina" > "/dev/stderr"; exit 1 } }' \
+		$< > $@.tmp && mv $@.tmp $@
+$(README_EX).cc: $(README_EX).c
+	$(Q)cp $< $@
+$(README_EX)-c: $(README_EX).c user/lib/libxina.h $(O)/libxina.so
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=c11 $(CFLAGS) $(README_EX_FLAGS) -o $@ $< \
+		-L$(O) -lxina -Wl,-rpath,$(abspath $(O))
+$(README_EX)-cxx: $(README_EX).cc user/lib/libxina.h $(O)/libxina.so
+	@echo "  CXX     $@"
+	$(Q)$(CXX) -std=c++17 $(CFLAGS) $(README_EX_FLAGS) -o $@ $< \
+		-L$(O) -lxina -Wl,-rpath,$(abspath $(O))
+$(README_EX)-static: $(README_EX).c user/lib/libxina.h $(O)/libxina.a
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=c11 $(CFLAGS) $(README_EX_FLAGS) -static -o $@ $< \
+		$(O)/libxina.a $(LIBXINA_LIBS)
+SELFTESTS += $(README_EX)-c $(README_EX)-cxx $(README_EX)-static
 
 # Rules of further tests go above this line.
 selftests: $(SELFTESTS)

@@ -80,7 +80,7 @@ TCP_HDR = 20 + 20 + 12                # IPv4, TCP with timestamps, per segment
 WIRE_EXTRA = 8 + 12 + 4               # preamble, inter-frame gap, FCS
 
 # The fast path microbenchmark: these element counts, and xina's own.
-FASTPATH_ELEMS = [64, 256, 358]
+FASTPATH_ELEMS = [64, 256, 356]
 
 
 class BenchError(Exception):
@@ -294,6 +294,7 @@ class Bench:
         self.bin = f"{self.o}/bench/bin"
         self.rack = Rack(args.rack, self.o)
         self.results = []
+        self.trains = []
         self.port_seq = 0
         self.port_ratio = 0.0
         self.busiest_ratio = 0.0
@@ -385,24 +386,34 @@ class Bench:
     def json_lines(text):
         return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
 
-    def openmpi(self, n, sizes, iters):
+    def openmpi(self, n, sizes, iters, interposer=False):
+        """xina-bench-mpi under mpirun; with @interposer, the same program
+        with libxina-mpi.so preloaded and configured for the XDP switch's
+        job (its MPI_Allreduce calls go through the switch)."""
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_plm_rsh_agent="")
+        system = "openmpi-xina" if interposer else "openmpi"
+        pre = []
+        if interposer:
+            pre = ["env", f"LD_PRELOAD={self.o}/libxina-mpi.so",
+                   f"XINA_SWITCH={SWITCH_IP}", f"XINA_JOB={JOB}",
+                   f"XINA_KEY_FILE={self.keyfile}", f"XINA_SLOTS={SLOTS}",
+                   f"XINA_ELEMS={ELEMS}", f"XINA_BIND=:{WORKER_PORT}"]
         argv = ["mpirun", "--allow-run-as-root", "-np", str(n), "--oversubscribe",
                 "--bind-to", "none",
                 # over the links, not shared memory; no node-local collectives
                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
                 "10.77.0.0/24", "--mca", "coll", "^sm,han,adapt",
-                f"{self.bin}/xina-nsrun", "-p", "-P", f"{self.rack.name}-w%d",
-                f"{self.bin}/xina-bench-mpi", "--bytes",
+                f"{self.bin}/xina-nsrun", "-p", "-P", f"{self.rack.name}-w%d"] + \
+            pre + [f"{self.bin}/xina-bench-mpi", "--bytes",
                 ",".join(map(str, sizes)), "--iters", ",".join(map(str, iters)),
                 "--dtype", ",".join(self.dtypes), "--warmup", "1"]
 
         def run():
-            return self.collect([self.spawn(argv, env=env)], f"openmpi {n}")[0]
-        out = self.checked("openmpi", n, sizes, iters, 1, run)
+            return self.collect([self.spawn(argv, env=env)], f"{system} {n}")[0]
+        out = self.checked(system, n, sizes, iters, 1, run)
         for j in self.json_lines(out):
-            self.add_peer(j, "openmpi")
+            self.add_peer(j, system)
 
     def gloo(self, n, sizes, iters):
         self.port_seq += 1
@@ -500,11 +511,14 @@ class Bench:
             except subprocess.TimeoutExpired:
                 sw.kill()
 
-    def xdp(self, n, sizes, iters, loss=0.0):
+    def job_add(self, n):
         self.rack.xctl("job", "add", str(JOB), "workers", str(n), "slots",
                        str(SLOTS), "elems", str(ELEMS), "keyfile", self.keyfile,
                        *sum((["member", str(i), f"{worker_ip(i)}:{WORKER_PORT}"]
                              for i in range(n)), []))
+
+    def xdp(self, n, sizes, iters, loss=0.0):
+        self.job_add(n)
         try:
             args = []
             for pid in self.rack.xdp_prog_ids():
@@ -512,6 +526,38 @@ class Bench:
             self.xina("xina-xdp", n, sizes, iters, loss=loss, switch_args=args)
         finally:
             self.rack.xctl("job", "del", str(JOB))
+
+    def mpi_xina(self, n, sizes, iters):
+        """An unmodified MPI program (xina-bench-mpi) through the XDP switch
+        by libxina-mpi.so."""
+        self.job_add(n)
+        try:
+            self.openmpi(n, sizes, iters, interposer=True)
+        finally:
+            self.rack.xctl("job", "del", str(JOB))
+
+    # ---- training (scripts/train.py, its own rack) ----------------------
+
+    def train(self):
+        """PyTorch DDP through the switch and on Gloo: the digits MLP and a
+        model of tens of millions of parameters (make train; its own
+        checks must pass)."""
+        q = self.a.quick
+        runs = [["--model", "digits", "--epochs", "5" if q else "10"],
+                ["--model", "large", "--steps", "5" if q else "8"]]
+        for extra in runs:
+            log(f"train {' '.join(extra)}")
+            p = subprocess.run(["/usr/bin/python3", f"{ROOT}/scripts/train.py",
+                                "--json"] + extra, text=True,
+                               capture_output=True, env=dict(os.environ, O=self.o))
+            lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+            if p.returncode or not lines:
+                raise BenchError(f"train {' '.join(extra)} failed: "
+                                 + p.stderr[-1500:])
+            r = json.loads(lines[-1])
+            self.trains.append(r)
+            log(f"train {r['model']}: step {r['xina']['step_ms_median']:.0f} ms "
+                f"(xina) vs {r['gloo']['step_ms_median']:.0f} ms (Gloo)")
 
     # ---- microbenchmarks ----------------------------------------------
 
@@ -604,6 +650,7 @@ class Bench:
             self.rack.attach_xdp()
             if n in cpu["workers"]:
                 self.xdp(n, cpu["sizes"], cpu["iters"])
+                self.mpi_xina(n, cpu["sizes"], cpu["iters"])
             if n in link["workers"]:
                 self.set_regime("link", n)
                 self.xdp(n, link["sizes"], link["iters"])
@@ -617,6 +664,7 @@ class Bench:
                     self.results[-2]["impair_drops"] = self.results[-1]["impair_drops"]
                     self.rack.unimpair()
             self.rack.down()
+        self.train()
         elapsed = time.monotonic() - t0
         meta = {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -640,7 +688,8 @@ class Bench:
                                    "import torch; print('torch', torch.__version__)"]),
         }
         with open(self.a.out, "w") as f:
-            json.dump({"meta": meta, "results": self.results}, f, indent=1)
+            json.dump({"meta": meta, "results": self.results,
+                       "train": self.trains}, f, indent=1)
         log(f"{len(self.results)} records in {self.a.out} ({elapsed:.0f} s)")
 
 

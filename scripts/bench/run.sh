@@ -7,9 +7,13 @@
 # report.
 #
 #   QUICK=1 scripts/bench/run.sh    cpu: 2 and 4 workers, 1 and 64 MiB;
-#                                   link: 4 workers, 64 MiB (< 4 min)
+#                                   link: 4 workers, 64 MiB (< 6 min)
 #   scripts/bench/run.sh            cpu: 2, 4 and 8 workers, 1..256 MiB;
 #                                   link: 2, 4 and 8 workers, 64 MiB
+#
+# Both also run OpenMPI's benchmark through the switch with libxina-mpi.so
+# preloaded (CPU-bound sizes), and PyTorch DDP training through the switch
+# and on Gloo (scripts/train.py: the digits MLP and a 34M-parameter model).
 #
 # Writes $O/bench/results.json, $O/bench/*.png and Documentation/benchmarks.md.
 # The rack is torn down on exit, also when interrupted.  Timings are
@@ -38,7 +42,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "bench: must run as root (network namespaces, XDP, BPF_PROG_TEST_RUN)" >&2
 	exit 1
 fi
-for f in xinactl xina-swagg bench/bin/xina-bench-xina \
+for f in xinactl xina-swagg libxina-mpi.so bench/bin/xina-bench-xina \
 	 bench/bin/xina-bench-mpi bench/bin/xina-bench-fastpath; do
 	[ -e "$O/$f" ] || { echo "bench: $O/$f is missing: run make bench" >&2; exit 1; }
 done

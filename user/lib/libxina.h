@@ -103,6 +103,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <linux/xina.h>
 
 #ifdef __cplusplus
@@ -231,11 +232,38 @@ struct xina_opts {
 	size_t		:0;
 };
 
-#define XINA_OPTS(name, ...)						\
-	struct xina_opts name = {					\
-		.sz = sizeof(struct xina_opts),				\
-		__VA_ARGS__						\
-	}
+/*
+ * Declare @name, a struct xina_opts with every byte zero (padding too: an
+ * older libxina checks that the bytes past its own struct are zero), @sz
+ * set and then the fields given, as libbpf's LIBBPF_OPTS() does:
+ *
+ *	XINA_OPTS(opts, .switch_addr = "10.0.0.254", .job = 1, ...);
+ *
+ * Inside a function (a GNU statement expression: gcc and clang, C and
+ * C++).  In C++ the designators follow the order of the declaration
+ * (standard from C++20; g++ and clang++ take them in earlier modes).
+ */
+#define XINA_INIT_(type, name, ...)					\
+	struct type name = __extension__ ({				\
+		memset(&name, 0, sizeof(struct type));			\
+		(struct type) {						\
+			.sz = sizeof(struct type),			\
+			__VA_ARGS__					\
+		};							\
+	})
+#ifdef __cplusplus
+/* g++ 12 warns of the fields a designated initialiser leaves out. */
+#define XINA_DECLARE_(type, name, ...)					\
+	_Pragma("GCC diagnostic push")					\
+	_Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"") \
+	XINA_INIT_(type, name, __VA_ARGS__);				\
+	_Pragma("GCC diagnostic pop")					\
+	static_assert(sizeof(name) == sizeof(struct type), #type)
+#else
+#define XINA_DECLARE_ XINA_INIT_
+#endif
+
+#define XINA_OPTS(name, ...) XINA_DECLARE_(xina_opts, name, __VA_ARGS__)
 
 /*
  * Counters of a handle, read with xina_get_stats().  Extensible like
@@ -276,10 +304,7 @@ struct xina_worker_stats {
 	uint64_t	joins;		/* joins sent, resends included */
 };
 
-#define XINA_STATS(name)						\
-	struct xina_worker_stats name = {				\
-		.sz = sizeof(struct xina_worker_stats),			\
-	}
+#define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )
 
 struct xina;
 

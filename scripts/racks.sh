@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Racks of racks: R racks of N workers (each a rack of scripts/rack.sh, a
+# subnet of its own), their switch namespaces joined by one inter-rack
+# link each to a spine namespace that routes between the racks.
+#
+#                          $NAME-spine
+#            10.79.0.1 r0    10.79.1.1 r1    10.79.2.1 r2      (inter-rack
+#                  |               |               |            links)
+#            10.79.0.2 up0   10.79.1.2 up0   10.79.2.2 up0
+#            ${NAME}r0-sw    ${NAME}r1-sw    ${NAME}r2-sw      (routers)
+#          br0 10.78.0.254   br0 10.78.1.254  br0 10.78.2.254
+#           /   |   \         /   |   \         /   |   \
+#          w0   w1   w2      w0   w1   w2      w0   w1   w2
+#       10.78.0.1..3      10.78.1.1..3      10.78.2.1..3
+#
+# A rack's switch namespace forwards between its bridge and its uplink;
+# each worker's default route is its rack's switch.  Whether a rack runs
+# xina (XDP on its ports and uplink) is the caller's choice: racks_xdp
+# attaches it to one rack, and a rack left without it only forwards.
+# Global rank of worker i of rack r: r x N + i.  The inter-rack link of
+# rack r is the veth pair up0 (in the rack's switch) and rR (in the spine):
+# its counters are the inter-rack bytes (racks_uplink_bytes).  Nothing
+# leaves these namespaces.
+#
+# Use as a command:
+#   scripts/racks.sh up NAME R N [mtu M]   create (tearing down a stale one)
+#   scripts/racks.sh down NAME R           delete everything of NAME
+# or source it and call the racks_* functions.
+
+RACKS_SH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$RACKS_SH_DIR/rack.sh"
+
+RACKS_NET=${RACKS_NET:-10.78}		# rack r: $RACKS_NET.r.0/24
+RACKS_LINK_NET=${RACKS_LINK_NET:-10.79}	# its uplink: $RACKS_LINK_NET.r.0/30
+RACKS_MAX=16
+
+racks_name()		# racks_name NAME R: the rack.sh name of rack R
+{
+	echo "${1}r$2"
+}
+
+racks_worker_ip()	# racks_worker_ip R I
+{
+	echo "$RACKS_NET.$1.$(($2 + 1))"
+}
+
+racks_switch_ip()	# racks_switch_ip R: the switch (bridge) of rack R
+{
+	echo "$RACKS_NET.$1.254"
+}
+
+racks_worker_ns()	# racks_worker_ns NAME R I
+{
+	echo "$(racks_name "$1" "$2")-w$3"
+}
+
+racks_switch_ns()	# racks_switch_ns NAME R
+{
+	echo "$(racks_name "$1" "$2")-sw"
+}
+
+# racks_up NAME R N [ mtu M ]
+racks_up()
+{
+	local name=$1 nr=$2 n=$3 mtu=1500 r i sw sp rack
+
+	[ "${4:-}" = mtu ] && mtu=$5
+	[ -n "$name" ] && [ -n "$nr" ] && [ -n "$n" ] ||
+		{ rack_die "usage: racks_up NAME R N [ mtu M ]"; return 1; }
+	[ "$nr" -ge 2 ] && [ "$nr" -le $RACKS_MAX ] 2>/dev/null ||
+		{ rack_die "racks '$nr' out of range 2..$RACKS_MAX"; return 1; }
+	racks_down "$name" "$nr"
+	sp=$name-spine
+	rack_ns_setup "$sp" || return 1
+	ip netns exec "$sp" sysctl -qw net.ipv4.ip_forward=1 || return 1
+	for ((r = 0; r < nr; r++)); do
+		rack=$(racks_name "$name" "$r")
+		sw=$rack-sw
+		RACK_NET=$RACKS_NET.$r RACK_SWITCH_IP=$(racks_switch_ip "$r") \
+			rack_up "$rack" "$n" mtu "$mtu" >/dev/null || return 1
+		ip netns exec "$sw" sysctl -qw net.ipv4.ip_forward=1 || return 1
+		ip link add up0 netns "$sw" mtu "$mtu" type veth \
+			peer name "r$r" netns "$sp" mtu "$mtu" || return 1
+		ip -n "$sw" addr add "$RACKS_LINK_NET.$r.2/30" dev up0
+		ip -n "$sw" link set up0 up
+		ip -n "$sp" addr add "$RACKS_LINK_NET.$r.1/30" dev "r$r"
+		ip -n "$sp" link set "r$r" up
+		ip -n "$sw" route add default via "$RACKS_LINK_NET.$r.1" ||
+			return 1
+		ip -n "$sp" route add "$RACKS_NET.$r.0/24" \
+			via "$RACKS_LINK_NET.$r.2" || return 1
+		for ((i = 0; i < n; i++)); do
+			ip -n "$rack-w$i" route add default \
+				via "$(racks_switch_ip "$r")" || return 1
+		done
+	done
+	# every rack's first worker reaches the next rack's last one
+	for ((r = 0; r < nr; r++)); do
+		rack_wait 5 ip netns exec "$(racks_worker_ns "$name" "$r" 0)" \
+			ping -c1 -W1 -q \
+			"$(racks_worker_ip $(((r + 1) % nr)) $((n - 1)))" \
+			>/dev/null ||
+			{ rack_die "rack $r cannot reach rack $(((r + 1) % nr))"; return 1; }
+	done
+}
+
+racks_down()		# racks_down NAME R
+{
+	local name=$1 nr=$2 r
+
+	[ -n "$name" ] && [ -n "$nr" ] ||
+		{ rack_die "usage: racks_down NAME R"; return 1; }
+	for ((r = 0; r < nr; r++)); do
+		rack_down "$(racks_name "$name" "$r")"
+	done
+	ip netns pids "$name-spine" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	ip netns del "$name-spine" 2>/dev/null
+	return 0
+}
+
+# racks_xdp NAME R N [PINDIR]: xina on rack R: XDP on its ports and on its
+# uplink (workers of other racks reach it through the spine).
+racks_xdp()
+{
+	local rack pin
+
+	rack=$(racks_name "$1" "$2")
+	pin=${4:-$(rack_pin_dir "$rack")}
+	rack_xdp "$rack" "$3" "$pin" || return 1
+	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach up0
+}
+
+# racks_uplink_bytes NAME R: "UP DOWN", the bytes rack R's inter-rack link
+# carried so far: out of the rack (up0 transmitted) and into it (up0
+# received).
+racks_uplink_bytes()
+{
+	ip -n "$(racks_switch_ns "$1" "$2")" -s -j link show up0 |
+		jq -r '.[0].stats64 | "\(.tx.bytes) \(.rx.bytes)"'
+}
+
+racks_main()
+{
+	local cmd=$1
+
+	shift
+	case "$cmd" in
+	up) racks_up "$@" ;;
+	down) racks_down "$@" ;;
+	*) rack_die "unknown command '$cmd' (up, down)"; return 1 ;;
+	esac
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -u
+	racks_main "$@"
+fi
