@@ -5,7 +5,10 @@
 # the user-space aggregator, on the loopback device of a network namespace
 # this test creates: 2, 4 and 8 workers, int32 and float32, 1 element to
 # 64 MiB including non-full last packets, loss (netem on the namespace's
-# lo), a worker killed mid-allreduce, a missing switch and a wrong key.
+# lo), a worker killed mid-allreduce, a missing switch; the join
+# handshake: a wrong key, slots or elements the job does not have, a
+# restart of the workers right after a round (busy, then a new epoch), a
+# job the switch does not have, each with its error.
 #
 #   selftests/swagg_e2e.sh [-q]	(-q: skip the 64 MiB cases)
 #
@@ -265,34 +268,134 @@ test_no_switch()
 
 	start_workers 1 i32 4096 1 --timeout-ms 500
 	check_workers 1 2>/dev/null && { why "succeeded without a switch"; rc=1; }
-	grep -q "unreachable" "$tmp/w0.err" ||
+	grep -q "no answer to the join" "$tmp/w0.err" &&
+		grep -q "ICMP port unreachable" "$tmp/w0.err" ||
 		{ why "error does not say unreachable: $(cat "$tmp/w0.err")"; rc=1; }
 	log_test $rc "no switch: ICMP port unreachable reported"
 }
 
-# A worker with another job's secret: its tags do not verify.
+# ms_of CMD...: run CMD, print how long it took in ms.
+ms_of()
+{
+	local t0 t1
+
+	t0=$(date +%s%N)
+	"$@"
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+# one_worker KEYFILE SLOTS ELEMS TIMEOUT_MS: rank 0 of 1, 4 KiB once;
+# its exit status in $tmp/w0.rc.
+one_worker()
+{
+	ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT --bind 127.0.1.1 \
+		--job "${JOIN_JOB:-$JOB}" --key-file "$1" --rank 0 --workers 1 \
+		--slots "$2" --elems "$3" --bytes 4096 --iters 1 \
+		--timeout-ms "$4" > "$tmp/w0.json" 2> "$tmp/w0.err"
+	echo $? > "$tmp/w0.rc"
+}
+
+# A worker with another job's secret: the join's tag does not verify, the
+# switch says so (bad key) at once, nothing is added.
 test_bad_key()
 {
-	local rc=0
+	local rc=0 ms
 
 	"$XINACTL" genkey "$tmp/other.key" || { log_test 1 "bad key"; return; }
 	start_swagg 1 || { log_test 1 "bad key"; return; }
-	ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT --bind 127.0.1.1 \
-		--job $JOB --key-file "$tmp/other.key" --rank 0 --workers 1 \
-		--slots $SLOTS --elems $ELEMS --bytes 4096 --iters 1 \
-		--timeout-ms 300 \
-		> "$tmp/w0.json" 2> "$tmp/w0.err" && { why "bad key accepted"; rc=1; }
+	ms=$(ms_of one_worker "$tmp/other.key" $SLOTS $ELEMS 3000)
 	stop_swagg
-	[ "$(swagg_stat drop_auth)" -gt 0 ] || { why "drop_auth not counted"; rc=1; }
-	[ "$(swagg_stat contrib)" = 0 ] || { why "a wrong-key packet was added"; rc=1; }
-	log_test $rc "wrong secret: dropped and counted (drop_auth), never added"
+	[ "$(cat "$tmp/w0.rc")" != 0 ] || { why "bad key accepted"; rc=1; }
+	grep -q "job $JOB rank 0: the switch 127.0.0.1:$PORT says the key file $tmp/other.key is not the job's (bad key)" "$tmp/w0.err" ||
+		{ why "unclear error: $(cat "$tmp/w0.err")"; rc=1; }
+	# one round trip, not the 3 s join timeout (1 s for starting it)
+	[ "$ms" -lt 1000 ] || { why "took $ms ms"; rc=1; }
+	[ "$(swagg_stat drop_auth)" = 1 ] && [ "$(swagg_stat join_refused)" = 0 ] ||
+		{ why "drop_auth $(swagg_stat drop_auth) join_refused $(swagg_stat join_refused), want 1 0"; rc=1; }
+	[ "$(swagg_stat contrib)" = 0 ] && [ "$(swagg_stat joined)" = 0 ] ||
+		{ why "a wrong-key worker joined or was added"; rc=1; }
+	log_test $rc "wrong secret: the join is refused (bad key) in $ms ms, counted (drop_auth), nothing added"
+}
+
+# More slots, or more elements per slot, than the job has: mismatch, with
+# both sides' numbers, at once.
+test_mismatch()
+{
+	local rc=0 ms s e
+
+	start_swagg 1 || { log_test 1 "mismatch"; return; }
+	for s in "$((SLOTS * 2)) $ELEMS" "$SLOTS $((ELEMS * 2))"; do
+		# shellcheck disable=SC2086
+		set -- $s
+		ms=$(ms_of one_worker "$KEYFILE" "$1" "$2" 3000)
+		[ "$(cat "$tmp/w0.rc")" != 0 ] || { why "$1 x $2 accepted"; rc=1; }
+		grep -q "(mismatch): the job has $SLOTS slots of $ELEMS elements, this worker asked for $1 slots of $2 elements" "$tmp/w0.err" ||
+			{ why "unclear error: $(cat "$tmp/w0.err")"; rc=1; }
+		[ "$ms" -lt 1000 ] || { why "$1 x $2: took $ms ms"; rc=1; }
+	done
+	# fewer is fine: a worker may use part of the job's window
+	one_worker "$KEYFILE" $((SLOTS / 2)) $((ELEMS / 2)) 3000
+	[ "$(cat "$tmp/w0.rc")" = 0 ] || { why "a smaller worker failed: $(cat "$tmp/w0.err")"; rc=1; }
+	stop_swagg
+	[ "$(swagg_stat join_refused)" = 2 ] && [ "$(swagg_stat join)" = 1 ] ||
+		{ why "join_refused $(swagg_stat join_refused) join $(swagg_stat join), want 2 1"; rc=1; }
+	log_test $rc "slots or elements above the job's: refused (mismatch) with both sides' numbers, at once"
+}
+
+# A job the switch does not have: no answer, and a message that says what
+# can cause that and where to look.
+test_no_job()
+{
+	local rc=0 ms
+
+	start_swagg 1 || { log_test 1 "no job"; return; }
+	ms=$(JOIN_JOB=$((JOB + 1)) ms_of one_worker "$KEYFILE" $SLOTS $ELEMS 500)
+	stop_swagg
+	[ "$(cat "$tmp/w0.rc")" != 0 ] || { why "joined a job that does not exist"; rc=1; }
+	for w in "no answer to the join from switch 127.0.0.1:$PORT in 500 ms" \
+		 "no job $((JOB + 1)) there" \
+		 "rank 0 not configured for this host's address 127.0.1.1" \
+		 "predates the join handshake" "no_job" "drop_member"; do
+		grep -qF "$w" "$tmp/w0.err" || { why "the error does not say '$w': $(cat "$tmp/w0.err")"; rc=1; }
+	done
+	[ "$ms" -ge 500 ] && [ "$ms" -lt 1500 ] || { why "took $ms ms (timeout 500)"; rc=1; }
+	[ "$(swagg_stat no_job)" -gt 0 ] || { why "no_job not counted"; rc=1; }
+	log_test $rc "a job the switch does not have: no answer; the error lists the causes and names no_job, drop_member"
+}
+
+# The workers of a job restarted right after a run: the switch says busy
+# until XINA_JOIN_BUSY_MS (500 ms) after the last round, then the first
+# join opens a new epoch, the others join it, and the run completes.
+test_restart()
+{
+	local rc=0 busy=0 r ep0 ep1
+
+	start_swagg 2 || { log_test 1 "restart"; return; }
+	start_workers 2 i32 $((4 * ELEMS * 4)) 2
+	check_workers 2 || rc=1
+	start_workers 2 i32 $((4 * ELEMS * 4)) 2
+	check_workers 2 || rc=1
+	stop_swagg
+	for r in 0 1; do
+		grep -q "the switch says the job is busy" "$tmp/w$r.err" && busy=$((busy + 1))
+	done
+	[ "$busy" -gt 0 ] || { why "no worker was told busy"; rc=1; }
+	[ "$(swagg_stat epoch_new)" = 1 ] && [ "$(swagg_stat join)" = 4 ] ||
+		{ why "epoch_new $(swagg_stat epoch_new) join $(swagg_stat join), want 1 4"; rc=1; }
+	[ "$(swagg_stat join_refused)" -gt 0 ] || { why "no busy refusal counted"; rc=1; }
+	ep0=$(jfield "$tmp/w0.json" epoch)
+	ep1=$(jfield "$tmp/w1.json" epoch)
+	[ "$ep0" = "$ep1" ] && [ "$ep0" = "$(swagg_stat epoch)" ] ||
+		{ why "workers in epochs $ep0 and $ep1, the switch in $(swagg_stat epoch)"; rc=1; }
+	log_test $rc "workers restarted right after a run: busy, then a new epoch ($ep0), completed; no job del/add"
 }
 
 test_api()
 {
 	local rc=0
 
-	"$LIBTEST" api > "$tmp/api.out" 2>&1 || rc=1
+	ip netns exec "$ns" "$LIBTEST" api > "$tmp/api.out" 2>&1 || rc=1
 	grep "^not ok" "$tmp/api.out" >> "$tmp/why"
 	log_test $rc "libxina API: options and input validation ($(grep -c '^ok' "$tmp/api.out") checks)"
 }
@@ -310,8 +413,10 @@ test_bad_packets()
 	start_workers 1 i32 $((4 * ELEMS * 2)) 2
 	check_workers 1 || rc=1
 	stop_swagg
+	# the libtest's join, then the worker's: a restart, a new epoch
 	for c in malformed=9 no_job=1 drop_key=0 drop_auth=2 drop_epoch=1 \
-		 drop_member=2 drop_range=2 drop_op=2; do
+		 drop_member=2 drop_range=2 drop_op=2 join=2 epoch_new=1 \
+		 join_refused=0 join_stale=0; do
 		want=${c#*=}
 		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||
 			{ why "${c%=*} is $(swagg_stat "${c%=*}"), want $want"; rc=1; }
@@ -386,6 +491,9 @@ test_loss
 test_dead_peer
 test_no_switch
 test_bad_key
+test_mismatch
+test_no_job
+test_restart
 
 echo "1..$ntest"
 [ $nfail -eq 0 ] && exit 0

@@ -141,7 +141,7 @@ check_err $? "the fast path took $rx packets on the default port, want 0"
 pass1=$(gstat pass)
 [ "${pass1:-0}" -gt "${pass0:-0}" ] 2>/dev/null
 check_err $? "switch pass counter went from '$pass0' to '$pass1', want it to rise"
-grep -q unreachable "$TMP/default.err"
+grep -q "ICMP port unreachable" "$TMP/default.err"
 check_err $? "no ICMP port unreachable reported: $(tail -n1 "$TMP/default.err")"
 xctl job del 16
 log_test "dev attach port $PORT: the default port 9277 passes to the stack"

@@ -6,9 +6,11 @@
 # - "xinactl job del" while the workers run: the job stops aggregating at
 #   once.  Its packets are counted as no_job by the switch, no result
 #   reaches a worker any more, and the workers fail with a timeout.
-# - A new run of workers on an old job: the slots' rounds continue where
-#   the last run left them, so the new workers' contributions are stale;
-#   they time out, nothing completes, and the job's stale counter rises.
+# - A new run of workers on an old job, without "job del" and "job add":
+#   the new workers' joins open a new epoch (the first one right after
+#   the old run is told busy until the switch has seen no round for
+#   XINA_JOIN_BUSY_MS), their slots start afresh at round 0, and the run
+#   completes.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -136,32 +138,40 @@ JOB=22
 SLOTS=8
 rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" 256 "$PIN"
 check_err $? "job add $JOB failed"
+epoch0=$(xctl -j job show "$JOB" | jq -r '.jobs[0].epoch')
 # Three rounds of every slot per call, two calls: every slot is past round
 # 4 (xina-allreduce adds a one-element barrier call per iteration).
 rack_allreduce "$RACK" "$N" "$TMP/old" --job "$JOB" --key-file "$KEYFILE" \
 	--slots "$SLOTS" --elems 256 --dtype i32 --bytes $((4 * 256 * SLOTS * 3)) \
 	--iters 2 --timeout-ms 5000
 check_err $? "the first run on job $JOB failed"
-stale0=$(jstat "$JOB" stale)
+check_workers "$N" "$TMP/old"
 complete0=$(jstat "$JOB" complete)
 [ "$complete0" -ge $((SLOTS * 3 * 2)) ] 2>/dev/null
 check_err $? "first run: $complete0 completions, want at least $((SLOTS * 3 * 2))"
-# A new run starts again at round 0.
+epoch1=$(xctl -j job show "$JOB" | jq -r '.jobs[0].epoch')
+[ "$epoch1" = "$epoch0" ] && [ "$(jq -r .epoch "$TMP/old/w0.json")" = "$epoch0" ]
+check_err $? "the first run was in epoch $(jq -r .epoch "$TMP/old/w0.json"), the job's went from $epoch0 to $epoch1"
+# A new run starts again at round 0, at once.
 rack_allreduce "$RACK" "$N" "$TMP/new" --job "$JOB" --key-file "$KEYFILE" \
 	--slots "$SLOTS" --elems 256 --dtype i32 --bytes $((4 * 256 * SLOTS)) \
-	--iters 1 --timeout-ms 1000 --join-timeout-ms 1000
-fails=$?
-[ "$fails" -eq "$N" ]
-check_err $? "$fails of $N workers of the new run failed, want all"
-all_timed_out "$TMP/new"
-stale1=$(jstat "$JOB" stale)
+	--iters 2 --timeout-ms 5000
+check_err $? "the new run on job $JOB failed"
+check_workers "$N" "$TMP/new"
 complete1=$(jstat "$JOB" complete)
-[ "$stale1" -gt "$stale0" ] 2>/dev/null
-check_err $? "stale went from '$stale0' to '$stale1', want it to rise"
-[ "$complete1" = "$complete0" ]
-check_err $? "the new run completed $((complete1 - complete0)) slots, want none"
-log_info "new run: stale $stale0 -> $stale1, complete $complete0 -> $complete1"
+epoch2=$(xctl -j job show "$JOB" | jq -r '.jobs[0].epoch')
+joined=$(xctl -j job show "$JOB" | jq -r '.jobs[0].joined')
+# 2 iterations of a barrier and SLOTS blocks
+[ "$complete1" -eq $((complete0 + 2 * (SLOTS + 1))) ] 2>/dev/null
+check_err $? "the new run completed $((complete1 - complete0)) slot rounds, want $((2 * (SLOTS + 1)))"
+[ "$epoch2" != "$epoch1" ] && [ "$(jq -r .epoch "$TMP/new/w0.json")" = "$epoch2" ] &&
+	[ "$(jq -r .epoch "$TMP/new/w1.json")" = "$epoch2" ] && [ "$joined" = "$N" ]
+check_err $? "new run: the job's epoch $epoch1 -> $epoch2 ($joined joined), the workers': $(jq -r .epoch "$TMP/new/w0.json") $(jq -r .epoch "$TMP/new/w1.json")"
+# (join counts a lost reply's resend as well)
+[ "$(jstat "$JOB" epoch_new)" = 1 ] && [ "$(jstat "$JOB" join)" -ge $((2 * N)) ]
+check_err $? "epoch_new $(jstat "$JOB" epoch_new), join $(jstat "$JOB" join): want 1 and at least $((2 * N))"
+log_info "new run: epoch $epoch1 -> $epoch2, complete $complete0 -> $complete1, busy replies: $(jstat "$JOB" join_refused)"
 xctl job del "$JOB"
-log_test "new run on an old job: workers time out, stale rises, nothing completes"
+log_test "new run on an old job, no job del/add: a new epoch, the run completes"
 
 tap_end

@@ -6,22 +6,26 @@
  *
  *   xina-libtest api
  *	option and input validation, the float32 error bound and headroom
- *	bits against values worked out by hand; needs no switch (nothing is
- *	sent).
+ *	bits against values worked out by hand; a fake switch of its own on
+ *	127.0.0.1 answers the joins of the handles it opens (run it in a
+ *	network namespace of its own).
  *   xina-libtest fakesw IP
  *	libxina against a fake switch of its own on IP (a forked process):
- *	foreign, duplicate, misplaced and malformed results are ignored and
- *	counted exactly, and never placed (see fs_answer()); then float32
- *	blocks of subnormals only against a mirror switch (test_subnormal()).
+ *	the join handshake and each refusal's error and message, retransmission
+ *	of a lost join, forged replies ignored (see test_joins()); foreign,
+ *	duplicate, misplaced and malformed results are ignored and counted
+ *	exactly, and never placed (see fs_answer()); then float32 blocks of
+ *	subnormals only against a mirror switch (test_subnormal()).
  *   xina-libtest call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS
  *		       BLOCKS ok|broken
  *	one worker of a real job (see test_call()); "broken" checks that a
  *	call that failed mid-way leaves a handle that refuses further calls.
  *   xina-libtest packets SWITCH_IP:PORT MEMBER_IP OTHER_IP
- *	sends one malformed or foreign contribution of each kind to an
- *	aggregator configured with job 7, 1 worker (rank 0 at MEMBER_IP), 64
- *	slots of 1024 elements; the caller then checks that each landed in
- *	its counter and none was added.
+ *	joins as rank 0, then sends one malformed or foreign contribution of
+ *	each kind, in the epoch it was given, to an aggregator configured
+ *	with job 7, 1 worker (rank 0 at MEMBER_IP), 64 slots of 1024
+ *	elements; the caller then checks that each landed in its counter and
+ *	none was added.
  *
  * The job's secret is in the key file $XINA_KEY_FILE ("api" and "fakesw"
  * make one of their own when it is not set).
@@ -39,6 +43,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libxina.h"
@@ -121,13 +126,289 @@ static uint64_t tag_of(const __u64 *k, const struct xina_hdr *h,
 	return htobe64(xina_tag_hdr(k, h, xina_nh(k_nh, m, i)));
 }
 
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static unsigned int ms_since(uint64_t t0)
+{
+	return (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+}
+
+static int udp_from(const char *ip)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0 || inet_pton(AF_INET, ip, &sa.sin_addr) != 1 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "xina-libtest: cannot bind to '%s': %s\n", ip,
+			strerror(errno));
+		exit(2);
+	}
+	return fd;
+}
+
+struct pkt {
+	struct xina_hdr	h;
+	uint32_t	v[XINA_MAX_ELEMS + 1];
+};
+
+#define PLEN(cnt)	(sizeof(struct xina_hdr) + (cnt) * 4)
+
+static void fs_send(int fd, const struct sockaddr_in *to, const struct pkt *p,
+		    size_t len)
+{
+	if (sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) !=
+	    (ssize_t)len)
+		perror("xina-libtest: fake switch: sendto");
+}
+
+/*
+ * The message of the last xina_open() that failed: it returns no handle,
+ * and says why through the log callback.
+ */
+static char open_msg[1024];
+
+static void open_log(void *ctx, enum xina_log_level lvl, const char *msg)
+{
+	snprintf(open_msg, sizeof(open_msg), "%s", msg);
+}
+
+/* ---- the join handshake against a fake switch ---------------------------- */
+
+#define JS_EPOCH	0x5eed0001u	/* what every fake switch grants */
+#define JS_JOB_SLOTS	2		/* the job's, in a MISMATCH */
+#define JS_JOB_ELEMS	8
+
+enum js_mode {
+	JS_OK,		/* every join answered OK */
+	JS_LOSSY,	/* the first join lost; its resend answered after
+			 * a volley of replies libxina must not take */
+	JS_BAD_KEY,	/* refused: bad key (the join's tag echoed) */
+	JS_MISMATCH,	/* refused: mismatch, the job's shape given */
+	JS_BUSY2,	/* busy twice, then OK */
+	JS_BUSY,	/* busy, every time */
+	JS_SILENT,	/* no answer at all */
+};
+
+struct js_report {
+	unsigned int	joins;		/* joins received */
+	unsigned int	bad;		/* joins with a wrong field or tag */
+	unsigned int	resends;	/* joins repeating the previous nonce */
+	unsigned int	newer;		/* joins with a nonce above the previous */
+	unsigned int	older;		/* joins with a nonce below it */
+	unsigned int	clock_off;	/* nonces 10 s or more off CLOCK_REALTIME */
+	unsigned int	other;		/* datagrams that were no join */
+};
+
+/* Is @c (@n bytes) a join of rank 0 of job 7 as the header says? */
+static bool js_join_ok(const struct pkt *c, ssize_t n, uint32_t slots,
+		       uint32_t elems)
+{
+	const struct xina_hdr *h = &c->h;
+
+	return n == sizeof(*h) && h->version == XINA_WIRE_VERSION &&
+	       h->type == XINA_T_JOIN && h->dtype == XINA_DTYPE_INT32 &&
+	       !h->op && !h->flags && !h->exp && !h->count && !h->weight &&
+	       !h->round && !h->epoch && ntohl(h->job) == 7 && !h->rank &&
+	       ntohl(h->slot) == slots && ntohl(h->aux) == elems &&
+	       be64toh(h->tag) == xina_tag_hdr(k_rank, h, 0);
+}
+
+/*
+ * The reply to join @j: @status, @epoch; the job's @slots and @elems;
+ * tagged with @k, or, without, the join's tag echoed.
+ */
+static void js_reply(int fd, const struct sockaddr_in *to,
+		     const struct pkt *j, uint32_t status, uint32_t epoch,
+		     uint32_t slots, uint32_t elems, const __u64 *k)
+{
+	struct pkt r;
+
+	r.h = j->h;
+	r.h.type = XINA_T_JOIN_REPLY;
+	r.h.round = htonl(status);
+	r.h.epoch = htonl(epoch);
+	r.h.slot = htonl(slots);
+	r.h.aux = htonl(elems);
+	if (k)
+		r.h.tag = htobe64(xina_tag_hdr(k, &r.h, 0));
+	fs_send(fd, to, &r, sizeof(r.h));
+}
+
+/* Answer join @j OK, as a switch of job @slots x @elems would. */
+static void js_ok(int fd, const struct sockaddr_in *to, const struct pkt *j,
+		  uint32_t slots, uint32_t elems)
+{
+	js_reply(fd, to, j, XINA_JOIN_OK, JS_EPOCH, slots, elems, k_rank);
+}
+
+/*
+ * Before the right answer to the resend, replies that must not end the
+ * join: one for another nonce and a result are ignored; a BAD_KEY that
+ * does not echo the join's tag, a refusal tagged with the results' key and
+ * an OK with the join's tag (not one computed over the reply) count as
+ * bad_tag.
+ */
+#define JS_VOLLEY_IGNORED	2
+#define JS_VOLLEY_BAD_TAG	3
+
+static void js_volley(int fd, const struct sockaddr_in *to, const struct pkt *j,
+		      uint32_t slots, uint32_t elems)
+{
+	struct pkt b = *j;
+
+	b.h.offset = htobe64(be64toh(j->h.offset) + 1);
+	js_ok(fd, to, &b, slots, elems);
+	b = *j;
+	b.h.type = XINA_T_RESULT;
+	b.h.epoch = htonl(JS_EPOCH);
+	fs_send(fd, to, &b, sizeof(b.h));
+	b = *j;
+	b.h.tag ^= htobe64(1);
+	js_reply(fd, to, &b, XINA_JOIN_BAD_KEY, 0, slots, elems, NULL);
+	js_reply(fd, to, j, XINA_JOIN_MISMATCH, 0, 1, 1, k_res);
+	js_reply(fd, to, j, XINA_JOIN_OK, JS_EPOCH, slots, elems, NULL);
+}
+
+/* Answer joins (of @slots x @elems) as @mode says until @ctl closes. */
+static int js_run(int fd, int ctl, int rep, enum js_mode mode,
+		  uint32_t slots, uint32_t elems)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN },
+	};
+	struct js_report r = {};
+	struct sockaddr_in from;
+	uint64_t prev = 0, nonce;
+	static struct pkt c;
+	socklen_t fl;
+	ssize_t n;
+
+	while (poll(pfd, 2, 20000) > 0 && !pfd[1].revents) {
+		fl = sizeof(from);
+		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		if (n < (ssize_t)sizeof(c.h) || c.h.type != XINA_T_JOIN) {
+			r.other++;
+			continue;
+		}
+		r.joins++;
+		if (!js_join_ok(&c, n, slots, elems))
+			r.bad++;
+		nonce = be64toh(c.h.offset);
+		if (r.joins > 1) {
+			r.resends += nonce == prev;
+			r.newer += nonce > prev;
+			r.older += nonce < prev;
+		}
+		prev = nonce;
+		if (llabs((long long)(nonce - now_ns(CLOCK_REALTIME))) >=
+		    10000000000ll)
+			r.clock_off++;
+		switch (mode) {
+		case JS_OK:
+			js_ok(fd, &from, &c, slots, elems);
+			break;
+		case JS_LOSSY:
+			if (r.joins == 1)
+				break;
+			if (r.joins == 2)
+				js_volley(fd, &from, &c, slots, elems);
+			js_ok(fd, &from, &c, slots, elems);
+			break;
+		case JS_BAD_KEY:
+			js_reply(fd, &from, &c, XINA_JOIN_BAD_KEY, 0, slots,
+				 elems, NULL);
+			break;
+		case JS_MISMATCH:
+			js_reply(fd, &from, &c, XINA_JOIN_MISMATCH, 0,
+				 JS_JOB_SLOTS, JS_JOB_ELEMS, k_rank);
+			break;
+		case JS_BUSY2:
+			if (r.joins > 2) {
+				js_ok(fd, &from, &c, slots, elems);
+				break;
+			}
+			/* fall through */
+		case JS_BUSY:
+			js_reply(fd, &from, &c, XINA_JOIN_BUSY, 0, slots, elems,
+				 k_rank);
+			break;
+		case JS_SILENT:
+			break;
+		}
+	}
+	return write(rep, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
+}
+
+/* A fake join switch, forked, on a port of its own. */
+struct js_proc {
+	pid_t		pid;
+	int		ctl;
+	int		rep;
+	uint16_t	port;
+};
+
+static void js_start(struct js_proc *js, const char *ip, enum js_mode mode,
+		     uint32_t slots, uint32_t elems)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd, ctl[2], rep[2];
+
+	keys_load(0);
+	fd = udp_from(ip);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) ||
+	    pipe(rep)) {
+		perror("xina-libtest: fake join switch");
+		exit(2);
+	}
+	fflush(stdout);
+	js->pid = fork();
+	if (js->pid < 0) {
+		perror("xina-libtest: fork");
+		exit(2);
+	}
+	if (!js->pid) {
+		close(ctl[1]);
+		close(rep[0]);
+		_exit(js_run(fd, ctl[0], rep[1], mode, slots, elems));
+	}
+	close(ctl[0]);
+	close(rep[1]);
+	close(fd);
+	js->ctl = ctl[1];
+	js->rep = rep[0];
+	js->port = ntohs(sa.sin_port);
+}
+
+/* Stop it; what it saw into @r.  0: it ran and reported. */
+static int js_stop(struct js_proc *js, struct js_report *r)
+{
+	int status, ok;
+
+	close(js->ctl);
+	ok = read(js->rep, r, sizeof(*r)) == sizeof(*r);
+	close(js->rep);
+	waitpid(js->pid, &status, 0);
+	return ok && WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
+}
+
+/* The fake switch every "api" handle joins (JS_OK). */
+static struct js_proc api_js;
+
 static void base_opts(struct xina_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->sz = sizeof(*o);
 	o->key_file = key_file();
 	o->switch_addr = "127.0.0.1";
-	o->switch_port = 9;	/* never reached: every case fails early */
+	o->switch_port = api_js.port;
 	o->job = 7;
 	o->workers = 2;
 	o->slots = 4;
@@ -203,6 +484,7 @@ static void test_opts(void)
 /* Non-finite input is refused before a single packet leaves. */
 static void test_nonfinite(void)
 {
+	XINA_STATS(st0);
 	XINA_STATS(st);
 	float buf[20] = { 1.0f, 2.0f };
 	struct xina *x = NULL;
@@ -214,6 +496,10 @@ static void test_nonfinite(void)
 		CHECK(0, "open for the non-finite tests");
 		return;
 	}
+	xina_get_stats(x, &st0);
+	CHECK(st0.epoch == JS_EPOCH && st0.joins >= 1,
+	      "the open joined epoch %#x (%llu joins)", st0.epoch,
+	      (unsigned long long)st0.joins);
 	buf[13] = NAN;
 	err = xina_allreduce_f32(x, buf, 20);
 	CHECK(err == -EINVAL, "NaN input refused (%d)", err);
@@ -226,9 +512,127 @@ static void test_nonfinite(void)
 	err = xina_allreduce_i32(x, (int32_t *)buf, 20, 5);
 	CHECK(err == -EINVAL, "unknown op refused");
 	xina_get_stats(x, &st);
-	CHECK(st.sent == 0 && st.tx_syscalls == 0, "nothing sent (sent %llu)",
-	      (unsigned long long)st.sent);
+	CHECK(st.sent == 0 && st.tx_syscalls == st0.tx_syscalls,
+	      "nothing sent after the join (sent %llu, %llu sendmmsg calls since)",
+	      (unsigned long long)st.sent,
+	      (unsigned long long)(st.tx_syscalls - st0.tx_syscalls));
 	xina_close(x);
+}
+
+/* ---- the join handshake, each answer ------------------------------------- */
+
+/*
+ * Open a handle of rank 0 of job 7 (4 slots of 16 elements) against a fake
+ * switch answering as @mode says; its error, message and stats, the time
+ * the open took, and what the fake switch saw.
+ */
+struct join_try {
+	int			err;
+	unsigned int		ms;
+	char			msg[1024];
+	struct xina_worker_stats st;
+	struct js_report	r;
+	int			js_err;
+};
+
+static void join_try(const char *ip, enum js_mode mode, uint32_t timeout_ms,
+		     uint32_t rto_us, struct join_try *t)
+{
+	struct xina *x = NULL;
+	struct js_proc js;
+	uint64_t t0;
+	XINA_OPTS(o, .job = 7, .key_file = key_file(), .rank = 0,
+		  .workers = 2, .slots = 4, .elems = 16, .bind_addr = ip,
+		  .switch_addr = ip, .timeout_ms = timeout_ms, .rto_us = rto_us,
+		  .rto_max_us = rto_us, .log = open_log,
+		  .log_level = XINA_LOG_WARN);
+
+	memset(t, 0, sizeof(*t));
+	t->st.sz = sizeof(t->st);
+	js_start(&js, ip, mode, 4, 16);
+	o.switch_port = js.port;
+	open_msg[0] = '\0';
+	t0 = now_ns(CLOCK_MONOTONIC);
+	t->err = xina_open(&o, &x);
+	t->ms = ms_since(t0);
+	snprintf(t->msg, sizeof(t->msg), "%s", x ? xina_last_error(x) : open_msg);
+	if (x)
+		xina_get_stats(x, &t->st);
+	xina_close(x);
+	t->js_err = js_stop(&js, &t->r);
+}
+
+static void test_joins(const char *ip)
+{
+	struct join_try t;
+
+	/* the first join lost: resent as it was, then forged replies */
+	join_try(ip, JS_LOSSY, 5000, 100000, &t);
+	CHECK(!t.err && t.st.epoch == JS_EPOCH,
+	      "join: a lost join is resent and the open succeeds in epoch %#x (%d: %s)",
+	      t.st.epoch, t.err, t.err ? t.msg : "");
+	CHECK(!t.js_err && t.r.joins == 2 && t.r.resends == 1 && !t.r.bad &&
+	      !t.r.other,
+	      "join: the resend is the same join, nonce and tag (%u joins, %u resends, %u wrong, %u other)",
+	      t.r.joins, t.r.resends, t.r.bad, t.r.other);
+	CHECK(!t.r.clock_off, "join: the nonce is the worker's CLOCK_REALTIME in ns");
+	CHECK(t.st.joins == 2 && t.st.timeouts == 1,
+	      "join: stats count 2 joins, 1 timeout (%llu, %llu)",
+	      (unsigned long long)t.st.joins, (unsigned long long)t.st.timeouts);
+	CHECK(t.st.ignored == JS_VOLLEY_IGNORED &&
+	      t.st.bad_tag == JS_VOLLEY_BAD_TAG && !t.st.malformed,
+	      "join: replies for another nonce ignored (%llu), forged refusals and replies counted bad_tag (%llu), none taken",
+	      (unsigned long long)t.st.ignored, (unsigned long long)t.st.bad_tag);
+
+	join_try(ip, JS_BAD_KEY, 5000, 100000, &t);
+	CHECK(t.err == -EKEYREJECTED && strstr(t.msg, "(bad key)") &&
+	      strstr(t.msg, "job 7 rank 0") && strstr(t.msg, key_file()),
+	      "bad key: -EKEYREJECTED (%d), the message names job, rank, key file: \"%s\"",
+	      t.err, t.msg);
+	CHECK(t.ms < 100 && t.r.joins == 1,
+	      "bad key: at once, %u ms, %u join (the retransmission timeout is 100 ms)",
+	      t.ms, t.r.joins);
+
+	join_try(ip, JS_MISMATCH, 5000, 100000, &t);
+	CHECK(t.err == -EMSGSIZE && strstr(t.msg, "(mismatch)") &&
+	      strstr(t.msg, "the job has 2 slots of 8 elements") &&
+	      strstr(t.msg, "asked for 4 slots of 16 elements"),
+	      "mismatch: -EMSGSIZE (%d), the message gives both sides' slots and elements: \"%s\"",
+	      t.err, t.msg);
+	CHECK(t.ms < 100 && t.r.joins == 1,
+	      "mismatch: at once, %u ms, %u join", t.ms, t.r.joins);
+
+	join_try(ip, JS_BUSY2, 5000, 100000, &t);
+	CHECK(!t.err && t.st.epoch == JS_EPOCH && t.st.join_busy == 2,
+	      "busy twice, then OK: the open succeeds after %llu busy replies (%d: %s)",
+	      (unsigned long long)t.st.join_busy, t.err, t.err ? t.msg : "");
+	CHECK(t.r.joins == 3 && t.r.newer == 2 && !t.r.resends && !t.r.bad,
+	      "busy: each new attempt has a new, higher nonce (%u joins, %u newer)",
+	      t.r.joins, t.r.newer);
+	CHECK(t.ms >= 2 * XINA_JOIN_BUSY_MS / 5,
+	      "busy: waited between attempts (%u ms for 2 busy replies, want >= %u)",
+	      t.ms, 2 * XINA_JOIN_BUSY_MS / 5);
+
+	join_try(ip, JS_BUSY, 700, 100000, &t);
+	CHECK(t.err == -EBUSY && strstr(t.msg, "(busy)") &&
+	      strstr(t.msg, "job 7 rank 0"),
+	      "busy until the timeout: -EBUSY (%d): \"%s\"", t.err, t.msg);
+	CHECK(t.ms >= 500 && t.ms < 1700 && t.r.joins >= 3,
+	      "busy: asked %u times over %u ms (timeout 700 ms)", t.r.joins, t.ms);
+
+	join_try(ip, JS_SILENT, 400, 0, &t);
+	CHECK(t.err == -ETIMEDOUT && strstr(t.msg, "no answer to the join") &&
+	      strstr(t.msg, "no job 7") &&
+	      strstr(t.msg, "rank 0 not configured for this host's address") &&
+	      strstr(t.msg, "unreachable") && strstr(t.msg, "predates") &&
+	      strstr(t.msg, "no_job") && strstr(t.msg, "drop_member"),
+	      "no answer: -ETIMEDOUT (%d), the message lists the causes and where to look: \"%s\"",
+	      t.err, t.msg);
+	/* sent at 0, 50, 150, 350 ms: the join's RTO is at least 50 ms, doubled */
+	CHECK(t.ms >= 400 && t.ms < 1400 && t.r.joins >= 3 && t.r.joins <= 4 &&
+	      t.r.resends == t.r.joins - 1,
+	      "no answer: gave up after %u ms (timeout 400), %u joins (want 4; 3 if late), all the same",
+	      t.ms, t.r.joins);
 }
 
 /* ceil(log2(workers)) by hand, for the worker counts of test_bound(). */
@@ -299,24 +703,8 @@ static void test_bound(void)
 	      "headroom bits between powers of two round up");
 }
 
-static int udp_from(const char *ip)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	if (fd < 0 || inet_pton(AF_INET, ip, &sa.sin_addr) != 1 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, "xina-libtest: cannot bind to '%s': %s\n", ip,
-			strerror(errno));
-		exit(2);
-	}
-	return fd;
-}
-
-struct pkt {
-	struct xina_hdr	h;
-	uint32_t	v[XINA_MAX_ELEMS + 1];
-};
+/* The epoch test_packets() joined: every good contribution's. */
+static uint32_t pk_epoch;
 
 static void good(struct pkt *p)
 {
@@ -327,7 +715,48 @@ static void good(struct pkt *p)
 	p->h.op = XINA_OP_SUM;
 	p->h.count = htons(4);
 	p->h.job = htonl(7);
+	p->h.epoch = htonl(pk_epoch);
 	p->v[0] = htonl(0xdead);
+}
+
+/*
+ * Join job 7 as rank 0 from @fd (@slots x @elems) as libxina does; the
+ * epoch granted, or 0 (with a "not ok" line) when the switch does not
+ * grant one within 2 s.
+ */
+static uint32_t join_from(int fd, const struct sockaddr_in *to,
+			  uint32_t slots, uint32_t elems)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pkt j = {}, r;
+	uint64_t t0;
+	ssize_t n;
+
+	j.h.version = XINA_WIRE_VERSION;
+	j.h.type = XINA_T_JOIN;
+	j.h.dtype = XINA_DTYPE_INT32;
+	j.h.job = htonl(7);
+	j.h.slot = htonl(slots);
+	j.h.aux = htonl(elems);
+	j.h.offset = htobe64(now_ns(CLOCK_REALTIME));
+	j.h.tag = htobe64(xina_tag_hdr(k_rank, &j.h, 0));
+	fs_send(fd, to, &j, sizeof(j.h));
+	t0 = now_ns(CLOCK_MONOTONIC);
+	while (ms_since(t0) < 2000 && poll(&pfd, 1, 100) >= 0) {
+		if (!(pfd.revents & POLLIN))
+			continue;
+		n = recv(fd, &r, sizeof(r), 0);
+		if (n != sizeof(r.h) || r.h.type != XINA_T_JOIN_REPLY ||
+		    r.h.offset != j.h.offset)
+			continue;
+		CHECK(!r.h.round && r.h.epoch &&
+		      be64toh(r.h.tag) == xina_tag_hdr(k_rank, &r.h, 0),
+		      "joined epoch %u (status %u)", ntohl(r.h.epoch),
+		      ntohl(r.h.round));
+		return ntohl(r.h.round) ? 0 : ntohl(r.h.epoch);
+	}
+	CHECK(0, "no reply to the join within 2 s");
+	return 0;
 }
 
 /*
@@ -352,8 +781,6 @@ static void send_pkt(int fd, const struct sockaddr_in *to, struct pkt *p,
 	send_tagged(fd, to, p, len, what, false);
 }
 
-#define PLEN(cnt)	(sizeof(struct xina_hdr) + (cnt) * 4)
-
 static int test_packets(const char *sw, const char *member, const char *other)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET };
@@ -373,6 +800,9 @@ static int test_packets(const char *sw, const char *member, const char *other)
 		return 2;
 	}
 	keys_load(0);
+	pk_epoch = join_from(fd, &to, 64, 1024);
+	if (!pk_epoch)
+		return 1;
 
 	/* malformed: 9; weight is checked before the job, as the rest */
 	good(&p);
@@ -402,7 +832,7 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	good(&p); p.h.tag = tag_of(k_rank, &p.h, 4); p.v[3] ^= 1;
 	sendto(fd, &p, PLEN(4), 0, (const struct sockaddr *)&to, sizeof(to));
 	/* drop_epoch: 1 */
-	good(&p); p.h.epoch = htonl(1);
+	good(&p); p.h.epoch = htonl(pk_epoch ^ 0x80000000);
 	send_pkt(fd, &to, &p, PLEN(4), "another epoch");
 	/* drop_member: 2 */
 	good(&p); p.h.rank = htons(1);
@@ -486,8 +916,10 @@ static int test_call(char **argv)
 	broken = !strcmp(argv[8], "broken");
 	o.timeout_ms = broken ? 500 : 5000;
 	buf = calloc((size_t)blocks * o.elems, sizeof(*buf));
+	o.log = open_log;
+	o.log_level = XINA_LOG_WARN;
 	if (!buf || xina_open(&o, &x)) {
-		printf("not ok open: %s\n", xina_last_error(x));
+		printf("not ok open: %s\n", open_msg);
 		return 1;
 	}
 	for (i = 0; i < blocks * o.elems; i++)
@@ -537,7 +969,7 @@ out:
  * held the same values (SUM: 3 v) or another one held v + 7 (MAX).  Every
  * contribution is answered by, in this order:
  *  - a duplicate of the previous result of its slot, if any: ignored;
- *  - FS_IGNORED results of other jobs, slots and rounds: ignored;
+ *  - FS_IGNORED results of other jobs, slots, rounds and epochs: ignored;
  *  - FS_MALFORMED results that are no valid answer: malformed;
  *  - FS_FORGED results whose tag does not verify (garbage values under the
  *    right result's tag, the right values tagged with a member's key):
@@ -551,23 +983,16 @@ out:
 #define FS_SLOTS	4
 #define FS_ELEMS	16
 #define FS_WORKERS	3
-#define FS_IGNORED	4
+#define FS_IGNORED	5
 #define FS_MALFORMED	10
 #define FS_FORGED	2
 #define FS_GARBAGE	0xdeadbeef
 
 struct fs_report {
+	unsigned int	joins;		/* joins answered */
 	unsigned int	rx;		/* contributions answered */
 	unsigned int	unexpected;	/* datagrams that were none */
 };
-
-static void fs_send(int fd, const struct sockaddr_in *to, const struct pkt *p,
-		    size_t len)
-{
-	if (sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) !=
-	    (ssize_t)len)
-		perror("xina-libtest: fake switch: sendto");
-}
 
 /* A copy of the result @r with garbage values, length @len kept. */
 static size_t fs_bad(struct pkt *b, const struct pkt *r, size_t len)
@@ -608,6 +1033,10 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 	fs_send(fd, to, &b, len);
 	fs_bad(&b, &r, len); b.h.round = htonl(ntohl(r.h.round) - 1);
 	fs_send(fd, to, &b, len);
+	/* of another epoch (an earlier run), tagged as the switch would */
+	fs_bad(&b, &r, len); b.h.epoch = htonl(JS_EPOCH + 1);
+	b.h.tag = tag_of(k_res, &b.h, ntohs(b.h.count));
+	fs_send(fd, to, &b, len);
 
 	/* malformed: FS_MALFORMED */
 	fs_send(fd, to, &b, fs_bad(&b, &r, sizeof(b.h) - 1));
@@ -646,7 +1075,10 @@ static void fs_answer(int fd, int foreign, const struct sockaddr_in *to,
 	have_prev[slot] = true;
 }
 
-/* Answer contributions until @ctl closes; report on @rep. */
+/*
+ * Answer joins (OK, JS_EPOCH) and contributions of that epoch until @ctl
+ * closes; report on @rep.
+ */
 static int fs_run(int fd, int foreign, int ctl, int rep)
 {
 	struct pollfd pfd[2] = {
@@ -662,9 +1094,15 @@ static int fs_run(int fd, int foreign, int ctl, int rep)
 	while (poll(pfd, 2, 20000) > 0 && !pfd[1].revents) {
 		fl = sizeof(from);
 		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		if (js_join_ok(&c, n, FS_SLOTS, FS_ELEMS)) {
+			js_ok(fd, &from, &c, FS_SLOTS, FS_ELEMS);
+			r.joins++;
+			continue;
+		}
 		if (n < (ssize_t)sizeof(c.h) || c.h.type != XINA_T_CONTRIB ||
 		    n != (ssize_t)PLEN(ntohs(c.h.count)) ||
-		    ntohl(c.h.slot) >= FS_SLOTS) {
+		    ntohl(c.h.slot) >= FS_SLOTS ||
+		    ntohl(c.h.epoch) != JS_EPOCH) {
 			r.unexpected++;
 			continue;
 		}
@@ -770,9 +1208,9 @@ out:
 		r.unexpected = ~0u;
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && !WEXITSTATUS(status) && !r.unexpected &&
-	      r.rx == 2 * nblocks,
-	      "fake switch answered %u contributions, saw %u other datagrams",
-	      r.rx, r.unexpected);
+	      r.rx == 2 * nblocks && r.joins == 1,
+	      "fake switch answered %u join and %u contributions of epoch %#x, saw %u other datagrams",
+	      r.joins, r.rx, JS_EPOCH, r.unexpected);
 	return failed;
 }
 
@@ -798,8 +1236,13 @@ static int ms_run(int fd, int ctl)
 	while (poll(pfd, 2, 20000) > 0 && !pfd[1].revents) {
 		fl = sizeof(from);
 		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		if (js_join_ok(&c, n, 2, MS_ELEMS)) {
+			js_ok(fd, &from, &c, 2, MS_ELEMS);
+			continue;
+		}
 		if (n < (ssize_t)sizeof(c.h) || c.h.type != XINA_T_CONTRIB ||
-		    n != (ssize_t)PLEN(ntohs(c.h.count)))
+		    n != (ssize_t)PLEN(ntohs(c.h.count)) ||
+		    ntohl(c.h.epoch) != JS_EPOCH)
 			return 1;
 		c.h.type = XINA_T_RESULT;
 		c.h.flags = 0;
@@ -929,15 +1372,23 @@ out:
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
+		struct js_report r;
+
+		js_start(&api_js, "127.0.0.1", JS_OK, 4, 8);
 		test_opts();
 		test_nonfinite();
 		test_bound();
+		CHECK(!js_stop(&api_js, &r) && !r.bad && !r.other && r.joins,
+		      "every handle joined as the header says (%u joins, %u wrong, %u other datagrams)",
+		      r.joins, r.bad, r.other);
 		return failed;
 	}
 	if (argc == 5 && !strcmp(argv[1], "packets"))
 		return test_packets(argv[2], argv[3], argv[4]);
-	if (argc == 3 && !strcmp(argv[1], "fakesw"))
+	if (argc == 3 && !strcmp(argv[1], "fakesw")) {
+		test_joins(argv[2]);
 		return test_fake_switch(argv[2]) | test_subnormal(argv[2]);
+	}
 	if (argc == 9 && !strcmp(argv[1], "call") &&
 	    (!strcmp(argv[8], "ok") || !strcmp(argv[8], "broken")))
 		return test_call(argv);

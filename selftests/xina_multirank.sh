@@ -10,7 +10,7 @@
 # - every rank accepted exactly one result per slot round the switch
 #   completed (its own copy of every result), and the switch sent exactly
 #   one copy per member per result: tx = 8 x complete + retransmissions
-#   answered, tx_unknown = 0, contrib = 8 x complete;
+#   answered + join replies, tx_unknown = 0, contrib = 8 x complete;
 # - each rank's copies reached its own namespace and no other (nftables
 #   counters per destination port on the ingress of each namespace's
 #   eth0); with the maps backend, xinactl job show also says the switch
@@ -89,21 +89,23 @@ allreduce()
 # what the switch sent.
 check_copies()
 {
-	local dir=$1 job=$2 complete contrib tx unknown answered r res
+	local dir=$1 job=$2 complete contrib tx unknown answered joins r res
 
 	complete=$(stat_of "$job" complete)
 	contrib=$(stat_of "$job" contrib)
 	tx=$(stat_of "$job" tx)
 	unknown=$(stat_of "$job" tx_unknown)
 	answered=$(stat_of "$job" retrans_answered)
-	log_info "job $job: complete $complete contrib $contrib tx $tx tx_unknown $unknown retrans_answered $answered"
+	# each join's reply is one copy, to its rank
+	joins=$(( $(stat_of "$job" join) + $(stat_of "$job" join_refused) ))
+	log_info "job $job: complete $complete contrib $contrib tx $tx tx_unknown $unknown retrans_answered $answered join replies $joins"
 	[ "${complete:-0}" -gt 0 ] 2>/dev/null
 	check_err $? "switch completed nothing (complete='$complete')"
 	[ "$contrib" = $((RANKS * complete)) ]
 	check_err $? "contrib $contrib, want $RANKS x complete = $((RANKS * complete))"
 	TX_TOTAL=$((TX_TOTAL + tx))
-	[ "$tx" = $((RANKS * complete + answered)) ]
-	check_err $? "tx $tx, want $RANKS x complete + retrans_answered = $((RANKS * complete + answered))"
+	[ "$tx" = $((RANKS * complete + answered + joins)) ]
+	check_err $? "tx $tx, want $RANKS x complete + retrans_answered + join replies = $((RANKS * complete + answered + joins))"
 	[ "$unknown" = 0 ]
 	check_err $? "tx_unknown $unknown, want 0"
 	for ((r = 0; r < RANKS; r++)); do

@@ -223,12 +223,42 @@ def error_checks(env):
     print("ok: the handle works after the argument errors")
     x.close()
 
-    absent = int(env["XINA_JOB"]) + 1
-    x = xina.open_from_env(job=absent, timeout_ms=300, join_timeout_ms=300)
+    absent = int(env["XINA_JOB"]) + 100
     t0 = time.monotonic()
-    expect(xina.XinaError, f"job {absent} rank 0: no result from switch",
+    expect(xina.XinaError,
+           f"job {absent} rank 0: no answer to the join from switch",
+           lambda: xina.open_from_env(job=absent, timeout_ms=300),
+           "job absent: the open's join is not answered", errno.ETIMEDOUT)
+    took = time.monotonic() - t0
+    if not 0.25 <= took < 10:
+        fail(f"join timeout of 300 ms took {took:.2f} s")
+    other = os.path.join(os.path.dirname(env["XINA_KEY_FILE"]), "other.key")
+    expect(xina.XinaError, "(bad key)",
+           lambda: xina.open_from_env(key_file=other),
+           "another job's key file: refused", errno.EKEYREJECTED)
+    expect(xina.XinaError, "(mismatch): the job has",
+           lambda: xina.open_from_env(slots=int(env["XINA_SLOTS"]) * 2),
+           "more slots than the job's: refused", errno.EMSGSIZE)
+
+    # A second run of the job's one worker, right after the first: the
+    # switch says busy for up to 500 ms, then it opens a new epoch.
+    x = xina.open_from_env(timeout_ms=1500)
+    a = np.arange(5, dtype=np.int32)
+    x.allreduce(a)
+    st = x.stats()
+    if not np.array_equal(a, np.arange(5)):
+        fail("one-worker sum is not the input in the new epoch")
+    print(f"ok: a new run of the job opened epoch {st['epoch']} "
+          f"({st['join_busy']} busy replies first), its call works")
+    x.close()
+
+    # job XINA_JOB + 1 has two workers, and rank 1 never comes
+    lonely = int(env["XINA_JOB"]) + 1
+    x = xina.open_from_env(job=lonely, timeout_ms=300, join_timeout_ms=300)
+    t0 = time.monotonic()
+    expect(xina.XinaError, f"job {lonely} rank 0: no result from switch",
            lambda: x.allreduce(np.ones(4, dtype=np.int32)),
-           "job absent: timeout", errno.ETIMEDOUT)
+           "a peer that never comes: timeout", errno.ETIMEDOUT)
     took = time.monotonic() - t0
     if not 0.25 <= took < 10:
         fail(f"timeout of 300 ms took {took:.2f} s")
@@ -237,10 +267,11 @@ def error_checks(env):
            "after a failure", errno.ENOTRECOVERABLE)
     x.close()
 
-    x = xina.open_from_env(job=absent, timeout_ms=300, join_timeout_ms=300)
+    x = xina.open_from_env(job=lonely, timeout_ms=300, join_timeout_ms=300)
     fut = x.allreduce_async(np.ones(4, dtype=np.float32))
     expect(xina.XinaError, "no result from switch", fut.result,
-           "job absent: async timeout through the future", errno.ETIMEDOUT)
+           "a peer that never comes: async timeout through the future",
+           errno.ETIMEDOUT)
     x.close()
     expect(xina.XinaError, "handle is closed",
            lambda: x.allreduce(np.ones(4, dtype=np.int32)), "closed handle")

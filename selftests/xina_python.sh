@@ -141,14 +141,23 @@ switch_completes 2 $((b + b + $(blocks "$b") + $(blocks $((n + 1))) + 1))
 log_test "async: futures in flight, in order with a sync call, results right"
 
 # errors: one worker alone in job 3 (argument errors, then a call that
-# works), and job 4, which the switch does not have (timeouts).
+# works), job 103, which the switch does not have (no answer to the
+# join), another job's key file (bad key), more slots than the job's
+# (mismatch), a second run of job 3 (a new epoch), and job 4 of two
+# workers whose rank 1 never comes (timeouts).
 N=1 rack_job_add "$RACK" 1 3 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+N=2 rack_job_add "$RACK" 2 4 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+"$O/xinactl" genkey "$(dirname "$KEY")/other.key" >/dev/null
 py_ranks 3 1 "$TMP/errors" errors
 check_err $? "the error checks failed"
 ranks_ok 1 "$TMP/errors"
 while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/errors/w0.out")
-[ "$(stat_of 3 complete)" = 1 ]
-check_err $? "switch: job 3 complete=$(stat_of 3 complete), want 1 (the one good call)"
+[ "$(stat_of 3 complete)" = 2 ] && [ "$(stat_of 3 epoch_new)" = 1 ]
+check_err $? "switch: job 3 complete=$(stat_of 3 complete) epoch_new=$(stat_of 3 epoch_new), want 2 and 1 (a call in each of two runs)"
+[ "$(stat_of 3 drop_auth)" = 1 ] && [ "$(stat_of 3 join_refused)" -ge 1 ]
+check_err $? "switch: job 3 drop_auth=$(stat_of 3 drop_auth) join_refused=$(stat_of 3 join_refused), want 1 (the bad key) and at least 1 (the mismatch)"
+[ "$(stat_of 4 complete)" = 0 ] && [ "$(stat_of 4 epoch_new)" = 1 ]
+check_err $? "switch: job 4 complete=$(stat_of 4 complete) epoch_new=$(stat_of 4 epoch_new), want 0 and 1"
 log_test "errors: each raises with libxina's message or names the bad argument"
 
 # The DDP hook: each step's gradients through xina and through Gloo.

@@ -124,6 +124,8 @@ for dtype in i32 f32; do
 	tx=$(stat_of "$JOB" tx)
 	answered=$(stat_of "$JOB" retrans_answered)
 	unknown=$(stat_of "$JOB" tx_unknown)
+	# each join's reply is one copy, to its rank
+	answered=$((answered + $(stat_of "$JOB" join) + $(stat_of "$JOB" join_refused)))
 	[ "$complete" -gt 0 ] && [ "$contrib" = $((W * $(stat_of "$JOB" complete))) ] &&
 		[ "$tx" = $((W * $(stat_of "$JOB" complete) + answered)) ] &&
 		[ "$unknown" = 0 ]

@@ -3,11 +3,18 @@
 """Raw frames for selftests/xina_rogue.sh: what a rogue on a switch port does.
 
   xina_rogue.py capture IFACE FILE STOPFILE
-      Record the xina contributions IFACE sends (outgoing frames, UDP to
-      port 9277) into FILE until STOPFILE exists; print how many.  FILE
+      Record the xina packets IFACE sends (outgoing frames, UDP to port
+      9277: contributions and joins) into FILE until STOPFILE exists;
+      print how many.  FILE
       exists once the socket is bound (wait for it before sending).
-  xina_rogue.py replay IFACE FILE
-      Send every frame of FILE out of IFACE, byte for byte; print how many.
+  xina_rogue.py replay IFACE FILE [TYPE]
+      Send every frame of FILE (of xina packet type TYPE only: 1
+      contribution, 3 join) out of IFACE, byte for byte; print how many.
+  xina_rogue.py count FILE TYPE
+      Print how many frames of FILE are xina packets of type TYPE.
+  xina_rogue.py latest FILE
+      Print how many join frames of FILE carry the highest nonce among
+      them (a join and its retransmissions).
   xina_rogue.py forge IFACE DST_MAC SRC_MAC SRC_IP JOB RANK COUNT [SEED]
       Send COUNT contributions of job JOB claiming rank RANK from SRC_IP:7000
       (SRC_MAC), each with a random tag, random slot and round, to the
@@ -60,20 +67,44 @@ def capture(iface, path, stop):
     print(n)
 
 
-def replay(iface, path):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    s.bind((iface, 0))
-    n = 0
+def frames(path):
+    """The frames of a capture file, in order."""
     with open(path, "rb") as f:
         while True:
             hdr = f.read(4)
             if len(hdr) < 4:
-                break
-            frame = f.read(struct.unpack("!I", hdr)[0])
-            s.send(frame)
-            n += 1
-            if n % 64 == 0:
-                time.sleep(0.001)	# the veth queue holds 256 frames
+                return
+            yield f.read(struct.unpack("!I", hdr)[0])
+
+
+def xina_type(frame):
+    """The xina packet type of a frame (after 42 bytes of Ethernet, IPv4
+    without options and UDP), or None."""
+    return frame[43] if len(frame) >= 44 else None
+
+
+def count(path, ptype):
+    print(sum(1 for fr in frames(path) if xina_type(fr) == ptype))
+
+
+def latest(path):
+    # the nonce: the xina header's offset field, 32 bytes into it
+    nonces = [struct.unpack("!Q", fr[74:82])[0] for fr in frames(path)
+              if xina_type(fr) == 3 and len(fr) >= 82]
+    print(nonces.count(max(nonces)) if nonces else 0)
+
+
+def replay(iface, path, ptype=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    n = 0
+    for frame in frames(path):
+        if ptype is not None and xina_type(frame) != ptype:
+            continue
+        s.send(frame)
+        n += 1
+        if n % 64 == 0:
+            time.sleep(0.001)	# the veth queue holds 256 frames
     print(n)
 
 
@@ -112,8 +143,12 @@ def forge(iface, dst_mac, src_mac, src_ip, job, rank, count, seed):
 def main(argv):
     if len(argv) == 5 and argv[1] == "capture":
         capture(argv[2], argv[3], argv[4])
-    elif len(argv) == 4 and argv[1] == "replay":
-        replay(argv[2], argv[3])
+    elif len(argv) in (4, 5) and argv[1] == "replay":
+        replay(argv[2], argv[3], int(argv[4]) if len(argv) == 5 else None)
+    elif len(argv) == 4 and argv[1] == "count":
+        count(argv[2], int(argv[3]))
+    elif len(argv) == 3 and argv[1] == "latest":
+        latest(argv[2])
     elif len(argv) in (9, 10) and argv[1] == "forge":
         forge(argv[2], argv[3], argv[4], argv[5], int(argv[6]), int(argv[7]),
               int(argv[8]), int(argv[9]) if len(argv) == 10 else 1)

@@ -8,13 +8,15 @@
 #   - sprays contributions with random tags to both jobs, claiming rank 0
 #     and rank 1 from the members' own addresses, UDP port and MAC
 #     (spoofed), and claiming rank 0 from its own address;
-#   - replays, byte for byte, every contribution member 0 sent in an
-#     earlier allreduce of job A (captured on w0's interface).
+#   - replays, byte for byte, every packet member 0 sent in an earlier
+#     allreduce of job A (captured on w0's interface): its join and its
+#     contributions.
 # Then: job B's results are bit-exact; the rogue received no frame from
 # the xina port (nftables counts on its interface); every rogue packet is
 # counted under its reason with the exact number sent (drop_auth,
 # drop_member, and for the replays of job A's completed rounds
-# retrans_answered or stale, answered to member 0 where it was learned);
+# retrans_answered or stale, answered to member 0 where it was learned;
+# the replayed join, member 0's latest, is answered again, to member 0);
 # no rogue packet was added, completed a round, or moved a member.
 
 . "$(dirname "$0")/lib.sh"
@@ -105,14 +107,17 @@ check_workers "$N" "$TMP/a"
 touch "$TMP/a.stop"
 wait "$cap"
 CAPTURED=$(cat "$TMP/a.captured")
-[ "${CAPTURED:-0}" -gt 0 ] 2>/dev/null
-check_err $? "nothing captured from member 0 ($CAPTURED)"
-log_test "job A: allreduce, $CAPTURED contributions of member 0 captured"
+JOINS=$(python3 "$ROGUE_PY" count "$TMP/a.frames" 3)
+LATEST=$(python3 "$ROGUE_PY" latest "$TMP/a.frames")
+[ "${CAPTURED:-0}" -gt 0 ] 2>/dev/null && [ "${JOINS:-0}" -ge 1 ] 2>/dev/null
+check_err $? "nothing captured from member 0 ($CAPTURED packets, $JOINS joins)"
+log_test "job A: allreduce, $CAPTURED packets of member 0 captured ($JOINS join)"
 
 # ---- job B under attack ---------------------------------------------------------
 declare -A before
 for s in rx contrib complete retrans_answered stale dup tx drop_auth \
-	 drop_member drop_epoch drop_range drop_op; do
+	 drop_member drop_epoch drop_range drop_op join join_stale join_refused \
+	 epoch_new; do
 	before[A_$s]=$(jstat "$JOB_A" "$s")
 done
 loc0=$(member_loc "$JOB_A" 0)
@@ -161,8 +166,11 @@ log_test "job B: forged tags counted as drop_auth ($((2 * FORGED))), the rogue's
 
 A_answered=$(( $(jstat "$JOB_A" retrans_answered) - before[A_retrans_answered] ))
 A_stale=$(( $(jstat "$JOB_A" stale) - before[A_stale] ))
+# member 0's join with its latest nonce is answered again (join), any
+# older one is stale
 for c in drop_auth=$((2 * FORGED)) drop_member=$OWN contrib=0 complete=0 \
-	 dup=0 drop_epoch=0 drop_range=0 drop_op=0; do
+	 dup=0 drop_epoch=0 drop_range=0 drop_op=0 join=$LATEST \
+	 join_stale=$((JOINS - LATEST)) join_refused=0 epoch_new=0; do
 	name=${c%=*}
 	now=$(jstat "$JOB_A" "$name")
 	was=${before[A_$name]}
@@ -170,15 +178,16 @@ for c in drop_auth=$((2 * FORGED)) drop_member=$OWN contrib=0 complete=0 \
 	[ "$got" = "${c#*=}" ]
 	check_err $? "job A: $name rose by $got, want ${c#*=}"
 done
-[ $((A_answered + A_stale)) -eq "$CAPTURED" ]
-check_err $? "job A: $CAPTURED replays, $A_answered answered + $A_stale stale"
-# each answer is one copy, to member 0 (where it was learned)
+[ $((A_answered + A_stale)) -eq $((CAPTURED - JOINS)) ]
+check_err $? "job A: $((CAPTURED - JOINS)) contributions replayed, $A_answered answered + $A_stale stale"
+# each answer and each join reply is one copy, to member 0 (where it was
+# learned)
 A_tx=$(( $(jstat "$JOB_A" tx) - before[A_tx] ))
-[ "$A_tx" -eq "$A_answered" ]
-check_err $? "job A: tx rose by $A_tx, want $A_answered"
+[ "$A_tx" -eq $((A_answered + LATEST)) ]
+check_err $? "job A: tx rose by $A_tx, want $((A_answered + LATEST))"
 [ "$(member_loc "$JOB_A" 0)" = "$loc0" ]
 check_err $? "job A: member 0 moved: $loc0 -> $(member_loc "$JOB_A" 0)"
-log_test "job A: $CAPTURED exact replays never added ($A_answered answered to member 0, $A_stale stale), member 0 not moved"
+log_test "job A: $CAPTURED exact replays never added ($A_answered answered to member 0, $A_stale stale, $LATEST join answered again), member 0 not moved"
 
 got=$(rogue_received)
 [ "$got" -eq 0 ]

@@ -194,11 +194,13 @@ for dtype in i32 f32; do
 	tx=$(stat_of "$JOB" tx)
 	answered=$(stat_of "$JOB" retrans_answered)
 	unknown=$(stat_of "$JOB" tx_unknown)
-	log_info "job $JOB: complete $complete contrib $contrib tx $tx retrans_answered $answered tx_unknown $unknown"
+	# each join's reply is one copy, to its rank
+	joins=$(( $(stat_of "$JOB" join) + $(stat_of "$JOB" join_refused) ))
+	log_info "job $JOB: complete $complete contrib $contrib tx $tx retrans_answered $answered tx_unknown $unknown join replies $joins"
 	[ "${complete:-0}" -gt 0 ] 2>/dev/null && [ "$contrib" = $((N * complete)) ]
 	check_err $? "contrib $contrib, want $N x complete ($complete)"
-	[ "$tx" = $((N * complete + answered)) ] && [ "$unknown" = 0 ]
-	check_err $? "tx $tx tx_unknown $unknown, want $N x complete + retrans_answered = $((N * complete + answered)) and 0"
+	[ "$tx" = $((N * complete + answered + joins)) ] && [ "$unknown" = 0 ]
+	check_err $? "tx $tx tx_unknown $unknown, want $N x complete + retrans_answered + join replies = $((N * complete + answered + joins)) and 0"
 	log_test "routed rack, $dtype: results bit-exact, one copy per member"
 
 	# results with each port's own source MAC and address; every copy the
@@ -248,7 +250,7 @@ for dtype in i32 f32; do
 	for s in rx drop_key drop_member drop_range drop_op; do
 		v=$(stat_of "$JOB" "$s")
 		case $s in
-		rx) [ "$v" = $((contrib + $(stat_of "$JOB" dup) + $(stat_of "$JOB" stale) + answered)) ] ;;
+		rx) [ "$v" = $((contrib + $(stat_of "$JOB" dup) + $(stat_of "$JOB" stale) + answered + joins + $(stat_of "$JOB" join_stale))) ] ;;
 		*) [ "$v" = 0 ] ;;
 		esac
 		check_err $? "job $JOB counted $s = $v: the flow reached the job"

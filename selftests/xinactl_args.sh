@@ -101,14 +101,15 @@ json_ok()
 }
 
 # send_xina JOB KEYFILE: one contribution of rank 0 from the worker
-# namespace to the switch port, one int32 element, tagged with the keys
-# derived from KEYFILE by this independent implementation of
-# bpf/xina_auth.h.
+# namespace to the switch port, one int32 element, in the job's current
+# epoch (job show), tagged with the keys derived from KEYFILE by this
+# independent implementation of bpf/xina_auth.h.
 send_xina()
 {
-	local job=$1 keyfile=$2
+	local job=$1 keyfile=$2 epoch
 
-	ip netns exec "$NS_W" python3 - "$job" "$keyfile" <<'EOF'
+	epoch=$(x -j job show "$job" | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["epoch"])')
+	ip netns exec "$NS_W" python3 - "$job" "$keyfile" "$epoch" <<'EOF'
 import socket, struct, sys
 
 M = (1 << 64) - 1
@@ -158,6 +159,7 @@ def derive(secret, label, job, rank, ctr):
 
 job = int(sys.argv[1])
 secret = bytes.fromhex(open(sys.argv[2]).read().strip())
+epoch = int(sys.argv[3])
 key = struct.pack("<QQ", derive(secret, b"xina-mbr", job, 0, 0),
                   derive(secret, b"xina-mbr", job, 0, 1))
 n = derive(secret, b"xina-nh\0", job, 0, 0)
@@ -167,7 +169,7 @@ nh = ((elem + (n & 0xffffffff)) % 2**32) * (n >> 32) & M
 # struct xina_hdr: version type dtype op flags exp count job rank weight
 # slot round epoch aux offset, then the tag, then one int32 element
 hdr = struct.pack("!BBBBBbHIHHIIIIQ", 2, 1, 1, 1, 0, 0, 1, job, 0, 0,
-                  0, 0, 0, 0, 0)
+                  0, 0, epoch, 0, 0)
 tag = siphash24(key, hdr + struct.pack("<Q", nh))
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.sendto(hdr + struct.pack("!Qi", tag, elem), ("10.99.0.1", 9277))
@@ -210,12 +212,14 @@ json_ok x -j job show 1 'j["backend"] == "maps" and len(j["jobs"]) == 1 and
 	j["jobs"][0]["id"] == 1 and j["jobs"][0]["workers"] == 2 and
 	j["jobs"][0]["slots"] == 128 and j["jobs"][0]["elems"] == 256 and
 	"key" not in j["jobs"][0] and j["jobs"][0]["slot_base"] == 0 and
+	0 < j["jobs"][0]["epoch"] < 2**32 and j["jobs"][0]["joined"] == 0 and
 	[(m["rank"], m["addr"], m["port"]) for m in j["jobs"][0]["members"]] ==
 	[(0, "10.0.0.1", 0), (1, "10.0.0.2", 9000)]'
-log_test "job show 1: JSON with defaults and members"
+log_test "job show 1: JSON with defaults, a fresh epoch nobody joined, members"
 
 out=$(x job show 1)
 [[ "$out" == *"job 1 workers 2 slots 128 elems 256"* &&
+   "$out" == *" epoch "*" joined 0"* &&
    "$out" == *"member 1 10.0.0.2:9000"* && "$out" != *key* ]]
 check_err $? "text output: $out"
 log_test "job show 1: text output in the add grammar"
@@ -224,7 +228,8 @@ x job add 2 $K workers 1 slots 4 elems 8 member 0 10.99.0.2
 check_err $? "job add 2 failed"
 json_ok x -p job show 'len(j["jobs"]) == 2 and j["jobs"][1]["id"] == 2 and
 	j["jobs"][1]["slot_base"] == 256 and j["jobs"][1]["idx"] == 1 and
-	j["jobs"][1]["elems"] == 8'
+	j["jobs"][1]["elems"] == 8 and
+	j["jobs"][1]["epoch"] not in (0, j["jobs"][0]["epoch"])'
 log_test "job add 2: next free index, first fit after job 1 (-p JSON)"
 
 # a key file that does not exist yet is made, 0600, and said so
@@ -340,7 +345,8 @@ log_test "job del 1: only job 2 is left"
 
 x job add 3 $K workers 1 slots 64 member 0 10.0.0.9
 check_err $? "job add 3 failed"
-json_ok x -j job show 3 'j["jobs"][0]["slot_base"] == 0 and j["jobs"][0]["idx"] == 0'
+json_ok x -j job show 3 'j["jobs"][0]["slot_base"] == 0 and j["jobs"][0]["idx"] == 0 and
+	j["jobs"][0]["epoch"] != 0 and j["jobs"][0]["joined"] == 0'
 log_test "job add 3 reuses the freed slot range and index"
 
 out=$(x backend)

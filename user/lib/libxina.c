@@ -215,6 +215,7 @@ static int xina_keys(struct xina *x)
 		xina_fail(x, "no key file given (opts.key_file): the job's secret is required");
 		return -EINVAL;
 	}
+	snprintf(x->key_path, sizeof(x->key_path), "%s", x->o.key_file);
 	err = xina_keyfile_read(x->o.key_file, secret, x->err, sizeof(x->err));
 	if (err)
 		return err;
@@ -293,6 +294,9 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 	if (err)
 		goto err_out;
 	err = xina_io_open(x);
+	if (err)
+		goto err_out;
+	err = xina_join(x);
 	if (err)
 		goto err_out;
 	x->idle_since_ns = xina_now_ns();
@@ -392,6 +396,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->rank = htons(x->o.rank);
 	h->slot = htonl(s);
 	h->round = htonl(x->next_round[s]);
+	h->epoch = htonl(x->epoch);
 	h->offset = htobe64(off);
 	if (c->exps)
 		xina_f32_pack(x, v, (const float *)c->buf + off, cnt,
@@ -471,6 +476,12 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	size_t cnt;
 	uint32_t s;
 
+	/* A join's reply again (a resend crossed ours): no result. */
+	if (len >= sizeof(*h) && h->version == XINA_WIRE_VERSION &&
+	    h->type == XINA_T_JOIN_REPLY) {
+		x->st.ignored++;
+		return;
+	}
 	/* Malformed as the switch's own egress check has it (xina.bpf.c). */
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    h->type != XINA_T_RESULT || h->dtype != XINA_DTYPE_INT32 ||
@@ -480,7 +491,9 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		return;
 	}
 	s = ntohl(h->slot);
-	if (ntohl(h->job) != x->o.job || s >= x->o.slots) {
+	/* Another job's, or of another epoch (a run before this one). */
+	if (ntohl(h->job) != x->o.job || s >= x->o.slots ||
+	    ntohl(h->epoch) != x->epoch) {
 		x->st.ignored++;
 		return;
 	}
@@ -494,7 +507,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	off = block * x->o.elems;
 	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
 	if (be64toh(h->offset) != off || ntohs(h->count) != cnt ||
-	    h->op != c->op || h->epoch) {
+	    h->op != c->op) {
 		x->st.malformed++;
 		return;
 	}
@@ -610,7 +623,8 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 		  (unsigned long long)(x->st.ignored - c->st0.ignored),
 		  (unsigned long long)(x->st.malformed - c->st0.malformed),
 		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
-		  "a peer stopped contributing, the switch is gone, or the job is not configured for this rank");
+		  "a peer stopped contributing, the switch is gone, or a new run of the job's workers "
+		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch)");
 	return -ETIMEDOUT;
 }
 
@@ -683,7 +697,7 @@ int xina_call_check(struct xina *x, const void *buf, size_t n)
 	if (!x)
 		return -EINVAL;
 	if (x->broken) {
-		xina_fail(x, "handle unusable after an earlier failure; reopen it and restart the job");
+		xina_fail(x, "handle unusable after an earlier failure; restart the job's workers (each reopens its handle: their joins open a new epoch)");
 		return -ENOTRECOVERABLE;
 	}
 	if (n && !buf) {

@@ -8,16 +8,49 @@
  * workers, computed by the switch (the XDP fast path or xina-swagg).
  *
  * Thread safety: none inside a handle.  A handle is used by one thread at a
- * time; different handles share nothing (the library has no global state)
- * and may be used concurrently from different threads.
+ * time; different handles share nothing (the library's only global state
+ * is the last join nonce it used, an atomic) and may be used concurrently
+ * from different threads.
  *
  * Errors are negative errno values; xina_last_error() gives the details of
- * the last failure of a handle in words.  After a failure in the middle of
- * an allreduce (-ETIMEDOUT, -ECONNREFUSED, -EIO) the switch may hold half a
- * round of this worker: the handle refuses further allreduces with
- * -ENOTRECOVERABLE and the job has to be restarted (all workers reopen,
- * the job is re-created on the switch).  Argument errors (-EINVAL) are
- * detected before anything is sent and leave the handle usable.
+ * the last failure of a handle in words (xina_open(), which returns no
+ * handle when it fails, passes them to opts.log at XINA_LOG_WARN).  After a
+ * failure in the middle of an allreduce (-ETIMEDOUT, -ECONNREFUSED, -EIO)
+ * the switch may hold half a round of this worker: the handle refuses
+ * further allreduces with -ENOTRECOVERABLE and the workers have to be
+ * restarted (all of them reopen their handles: their joins open a new
+ * epoch on the switch, nothing needs to be done there).  Argument errors
+ * (-EINVAL) are detected before anything is sent and leave the handle
+ * usable.
+ *
+ * Joining.  xina_open() sets up the I/O, then joins the job: it sends a
+ * XINA_T_JOIN (include/uapi/linux/xina.h, "Join handshake") and waits for
+ * the switch's reply, resending the join on its retransmission timeout
+ * (opts.rto_us, at least 50 ms, backed off up to opts.rto_max_us), for
+ * up to opts.timeout_ms.  The reply gives the job's current epoch,
+ * which every contribution of the handle carries; results of another
+ * epoch are ignored.  The first worker of a new run of the job's workers
+ * to join (a restart, all workers reopened) opens the next epoch, and the
+ * switch drops the packets of the old one.  xina_open() fails with
+ *
+ *   -EKEYREJECTED  the switch says opts.key_file is not the job's secret
+ *		    (bad key);
+ *   -EMSGSIZE	    the worker's slots or elements per slot exceed the
+ *		    job's (mismatch); the message gives both sides';
+ *   -EBUSY	    a round of the job's current epoch completed within
+ *		    XINA_JOIN_BUSY_MS every time it asked: another run of its
+ *		    workers is still at work (busy; asked again every
+ *		    XINA_JOIN_BUSY_MS / 5 ms until opts.timeout_ms);
+ *   -ETIMEDOUT	    no answer at all within opts.timeout_ms: the switch has
+ *		    no such job, the rank is not configured for this host's
+ *		    address, the switch is unreachable, or it predates the
+ *		    handshake (it answers no one it does not know; its
+ *		    counters no_job and drop_member in "xinactl stats" tell
+ *		    which).
+ *
+ * A refusal arrives within one round trip, so the first three fail at
+ * once; the message names the reason in words and in parentheses: "(bad
+ * key)", "(mismatch)", "(busy)".
  *
  * Authentication: every contribution carries a tag keyed with this rank's
  * key, and a result is only placed if its tag verifies with the job's
@@ -178,7 +211,8 @@ struct xina_opts {
 	uint32_t	slots;		/* the job's slot pool = the window */
 	uint16_t	elems;		/* elements per packet, 1..XINA_MAX_ELEMS */
 	uint16_t	flags;		/* enum xina_opt_flags */
-	uint32_t	timeout_ms;	/* give up without progress; 0: default */
+	uint32_t	timeout_ms;	/* give up without progress, and the
+					 * join in xina_open(); 0: default */
 	uint32_t	rto_us;		/* first retransmission timeout; 0: default */
 	uint32_t	rto_max_us;	/* backoff cap; 0: default */
 	xina_log_fn	log;		/* optional */
@@ -262,7 +296,12 @@ struct xina_worker_stats {
 	/* Appended with packet authentication: */
 	uint64_t	bad_tag;	/* results for a waiting slot whose tag
 					 * did not verify: forged or modified,
-					 * dropped (the slot keeps waiting) */
+					 * dropped (the slot keeps waiting);
+					 * and join replies that did not */
+	/* Appended with the join handshake: */
+	uint32_t	epoch;		/* the epoch the switch granted */
+	uint32_t	join_busy;	/* BUSY replies waited out by the open */
+	uint64_t	joins;		/* joins sent, resends included */
 };
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )

@@ -93,6 +93,9 @@ struct xina {
 	__u64			kres[2];	/* results' key (K_res) */
 	uint32_t		*nhk;	/* NH key, XINA_MAX_ELEMS words */
 
+	uint32_t		epoch;	/* granted by the join, in every packet */
+	char			key_path[256];	/* opts.key_file, for messages */
+
 	int32_t			*exps;	/* float32: agreed exponent per block */
 	size_t			exps_len;
 
@@ -137,6 +140,12 @@ int xina_call_check(struct xina *x, const void *buf, size_t n);
  */
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 		       const int32_t *exps);
+
+/*
+ * libxina_join.c: the join handshake, once the I/O is open; sets x->epoch
+ * or fails with the reason in x->err.
+ */
+int xina_join(struct xina *x);
 
 /* libxina_pack.c: one block to and from the wire. */
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,

@@ -566,9 +566,13 @@ static int ar_cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* What libxina said last: why xina_open() failed, which has no handle. */
+static char ar_last_msg[1024];
+
 static void ar_log(void *ctx, enum xina_log_level lvl, const char *msg)
 {
 	fprintf(stderr, "xina-allreduce: rank %u: %s\n", *(uint16_t *)ctx, msg);
+	snprintf(ar_last_msg, sizeof(ar_last_msg), "%s", msg);
 }
 
 /* The JSON fields of the packet I/O the handle uses, and why. */
@@ -627,7 +631,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu,"
-	       "\"bad_tag\":%llu",
+	       "\"bad_tag\":%llu,\"epoch\":%u,\"joins\":%llu,\"join_busy\":%u",
 	       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
 	       c->op == XINA_OP_SUM ? "sum" : "max",
 	       (unsigned long long)c->bytes, c->o.elems, c->o.slots, done,
@@ -641,7 +645,8 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.tx_syscalls,
 	       (unsigned long long)st.rx_syscalls,
 	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs,
-	       (unsigned long long)st.bad_tag);
+	       (unsigned long long)st.bad_tag, st.epoch,
+	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
 	if (error) {
 		printf(",\"error\":\"");
@@ -702,7 +707,7 @@ int main(int argc, char **argv)
 	struct ar_result res = {};
 	struct ar_cfg c = {};
 	struct xina *x = NULL;
-	char error[900] = "";
+	char error[1200] = "";
 	uint32_t done = 0;
 	double *secs;
 	float *in;
@@ -727,7 +732,8 @@ int main(int argc, char **argv)
 	}
 	err = xina_open(&c.o, &x);
 	if (err) {
-		snprintf(error, sizeof(error), "xina_open: %s", strerror(-err));
+		snprintf(error, sizeof(error), "xina_open: %s: %s",
+			 strerror(-err), ar_last_msg);
 		goto out;
 	}
 	err = ar_run(&c, x, buf, n, in, secs, &done, &res);

@@ -15,6 +15,14 @@
  * key, and a member's UDP port is learned only from a contribution that
  * was accepted into a round.
  *
+ * Joins (include/uapi/linux/xina.h, "Join handshake") are decided by
+ * xina_join_decide() of bpf/xina_join.h, the code the fast path and
+ * xina.ko run: the job starts in a random epoch with no member joined, a
+ * restart's join opens the next one unless a round completed within
+ * XINA_JOIN_BUSY_MS, contributions of another epoch are dropped
+ * (drop_epoch), and a slot version of another epoch starts afresh, for
+ * round 0 or 1 only.
+ *
  * I/O is batched: recvmmsg() with UDP_GRO (a worker's GSO train arrives
  * as one buffer), and per member one UDP GSO train of all results that
  * completed in a receive batch, all in one sendmmsg().
@@ -35,12 +43,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/xina.h>
 
 #include "xina_auth.h"
+#include "xina_join.h"
 #include "xina_keyfile.h"
 #include "xina_names.h"
 
@@ -55,6 +66,7 @@ struct sw_ver {
 	uint64_t	seen[XINA_MAX_WORKERS / 64];
 	uint64_t	offset;
 	uint32_t	round;
+	uint32_t	epoch;		/* the epoch of @round */
 	uint16_t	ncontrib;
 	uint16_t	count;
 	uint8_t		op;
@@ -84,6 +96,9 @@ struct swagg {
 	bool			verbose;
 	size_t			pkt_sz;
 	struct sw_member	*member;
+	struct xina_join_job	jj;	/* the epoch and who joined it */
+	struct xina_join_mbr	*jm;	/* per member: its latest join */
+	uint64_t		last_complete_ns;	/* CLOCK_MONOTONIC */
 	struct sw_ver		*ver;	/* slots * 2 */
 	int32_t			*vals;	/* slots * 2 * elems, host order */
 	uint8_t			*res;	/* slots * 2 * pkt_sz, the kept results */
@@ -323,7 +338,8 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		goto err_usage;
 	}
 	sw->member = calloc(sw->workers, sizeof(*sw->member));
-	if (!sw->member)
+	sw->jm = calloc(sw->workers, sizeof(*sw->jm));
+	if (!sw->member || !sw->jm)
 		goto err;
 	for (i = 0; i < nm; i++) {
 		if (sw_parse_member(sw, members[i], ranks))
@@ -347,11 +363,37 @@ err:
 	return -EINVAL;
 }
 
+static uint64_t sw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* A new job: a random epoch, never 0, that nobody joined yet. */
+static int sw_epoch_init(struct swagg *sw)
+{
+	uint32_t e = 0;
+
+	while (!e) {
+		if (getrandom(&e, sizeof(e), 0) != sizeof(e)) {
+			perror("xina-swagg: getrandom");
+			return -errno;
+		}
+	}
+	sw->jj.epoch = e;
+	return 0;
+}
+
 static int sw_setup(struct swagg *sw, const struct sockaddr_in *bind_sa)
 {
 	size_t nver = (size_t)sw->slots * 2;
 	struct sockaddr_in sa = *bind_sa;
 	int one = 1, sz = 32 << 20;
+
+	if (sw_epoch_init(sw))
+		return -EIO;
 
 	sw->pkt_sz = sizeof(struct xina_hdr) + (size_t)sw->elems * 4;
 	sw->ver = calloc(nver, sizeof(*sw->ver));
@@ -541,6 +583,7 @@ static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	r->tag = htobe64(xina_tag_hdr(sw->kres, r, sw_nh(sw, out, v->count)));
 	v->complete = true;
 	sw->stat[XINA_STAT_COMPLETE]++;
+	sw->last_complete_ns = sw_now_ns();
 	if (sw->ncomp == (uint32_t)sw->slots * 2)
 		sw_flush(sw);
 	sw->comp[sw->ncomp++] = vi;
@@ -599,6 +642,7 @@ static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 		sw_flush(sw);
 	memset(v->seen, 0, sizeof(v->seen));
 	v->round = round;
+	v->epoch = sw->jj.epoch;
 	v->used = true;
 	v->complete = false;
 	v->op = h->op;
@@ -608,13 +652,21 @@ static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 	sw_add(sw, vi, h, true);
 }
 
-/* Which stat a contribution to version @v in @round falls under, if not new. */
-static int sw_classify(const struct sw_ver *v, uint32_t round, bool *start)
+/*
+ * Which stat a contribution of the current epoch @epoch to version @v in
+ * @round falls under, if not new.  A version of another epoch (or never
+ * used) starts afresh, for the first two rounds of a run only: a later
+ * round there is a worker out of step with this epoch.
+ */
+static int sw_classify(const struct sw_ver *v, uint32_t round, uint32_t epoch,
+		       bool *start)
 {
 	int32_t d = (int32_t)(round - v->round);
 
 	*start = false;
-	if (!v->used) {
+	if (!v->used || v->epoch != epoch) {
+		if (round > 1)
+			return XINA_STAT_DROP_RANGE;
 		*start = true;
 		return -1;
 	}
@@ -672,7 +724,7 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		return;
 	}
-	if (h->epoch) {
+	if (ntohl(h->epoch) != sw->jj.epoch) {
 		sw->stat[XINA_STAT_DROP_EPOCH]++;
 		return;
 	}
@@ -687,7 +739,7 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	}
 	vi = slot * 2 + (round & 1);
 	v = &sw->ver[vi];
-	st = sw_classify(v, round, &start);
+	st = sw_classify(v, round, sw->jj.epoch, &start);
 	if (st < 0 && !start)
 		st = sw_join(v, h, rank);
 	/* To where the member was learned, not where this came from. */
@@ -712,20 +764,100 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw_complete(sw, vi, h);
 }
 
+static void sw_join_reply(struct swagg *sw, const struct xina_hdr *h,
+			  const struct xina_join_mbr *m, const __u64 *key,
+			  const struct sockaddr_in *to)
+{
+	struct xina_hdr r = *h;
+
+	r.type = XINA_T_JOIN_REPLY;
+	r.round = htonl(m->status);
+	r.epoch = htonl(m->epoch);
+	r.slot = htonl(sw->slots);
+	r.aux = htonl(sw->elems);
+	/* BAD_KEY: no key of the member's; the join's own tag echoed. */
+	if (key)
+		r.tag = htobe64(xina_tag_hdr(key, &r, 0));
+	if (sendto(sw->fd, &r, sizeof(r), 0, (const struct sockaddr *)to,
+		   sizeof(*to)) != sizeof(r))
+		sw->tx_err++;
+	else
+		sw->tx_dgrams++;
+}
+
+/*
+ * A join from @from: who the member is, whether its key is the job's, then
+ * xina_join_decide() does the rest (bpf/xina_join.h).  Nobody it does not
+ * know gets an answer.
+ */
+static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
+			const struct sockaddr_in *from)
+{
+	uint16_t rank = ntohs(h->rank);
+	struct xina_join_mbr bad = {
+		.status = XINA_JOIN_BAD_KEY,
+	};
+	struct xina_join_mbr *m;
+	struct sw_member *mb;
+	uint64_t now;
+	int fits, busy, vd;
+
+	sw->stat[XINA_STAT_RX]++;
+	mb = rank < sw->workers ? &sw->member[rank] : NULL;
+	if (!mb || mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
+	    (!mb->any_port && mb->addr.sin_port != from->sin_port)) {
+		sw->stat[XINA_STAT_DROP_MEMBER]++;
+		return;
+	}
+	/* counted as drop_auth only, as the fast path does */
+	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h, 0)) {
+		sw->stat[XINA_STAT_DROP_AUTH]++;
+		sw_join_reply(sw, h, &bad, NULL, from);
+		return;
+	}
+	m = &sw->jm[rank];
+	fits = ntohl(h->slot) <= sw->slots && ntohl(h->aux) <= sw->elems &&
+	       h->dtype == XINA_DTYPE_INT32;
+	now = sw_now_ns();
+	busy = sw->last_complete_ns &&
+	       now - sw->last_complete_ns < XINA_JOIN_BUSY_MS * 1000000ull;
+	vd = xina_join_decide(&sw->jj, m, rank, be64toh(h->offset), fits, busy);
+	if (vd == XINA_JD_STALE) {
+		sw->stat[XINA_STAT_JOIN_STALE]++;
+		return;
+	}
+	/* A fresh join whose tag verified: this is where the member is. */
+	if (vd != XINA_JD_RESEND && mb->any_port)
+		mb->addr.sin_port = from->sin_port;
+	if (vd == XINA_JD_NEW_EPOCH) {
+		sw->stat[XINA_STAT_EPOCH_NEW]++;
+		if (sw->verbose)
+			fprintf(stderr, "xina-swagg: rank %u restarted: epoch %u\n",
+				rank, sw->jj.epoch);
+	}
+	sw->stat[m->status == XINA_JOIN_OK ? XINA_STAT_JOIN :
+		 XINA_STAT_JOIN_REFUSED]++;
+	sw_join_reply(sw, h, m, mb->key, &mb->addr);
+}
+
 /*
  * Well-formedness first, as the XDP fast path and xina.ko check it:
  * anything failing here names no job.  weight is reserved (hierarchical
- * aggregation): until it means something, a weight is malformed.
+ * aggregation): until it means something, a weight is malformed.  A join
+ * is a bare header; aux carries its elements per slot.
  */
 static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		      const struct sockaddr_in *from)
 {
 	const struct xina_hdr *h = (const struct xina_hdr *)p;
+	bool join = len >= sizeof(*h) && h->type == XINA_T_JOIN;
 
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
-	    h->type != XINA_T_CONTRIB || h->flags & ~XINA_F_ALL || h->weight ||
-	    h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
-	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
+	    (h->type != XINA_T_CONTRIB && !join) ||
+	    h->flags & ~XINA_F_ALL || h->weight ||
+	    (join ? h->count || h->flags || len != sizeof(*h) :
+	     h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
+	     len != sizeof(*h) + (size_t)ntohs(h->count) * 4)) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;
 		return;
 	}
@@ -733,7 +865,10 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		sw->gstat[XINA_GSTAT_NO_JOB]++;
 		return;
 	}
-	sw_contrib(sw, h, from);
+	if (join)
+		sw_join_pkt(sw, h, from);
+	else
+		sw_contrib(sw, h, from);
 }
 
 static size_t sw_gro_size(struct msghdr *mh)
@@ -830,7 +965,8 @@ static void sw_print(const struct swagg *sw, bool json)
 	int i;
 
 	if (json) {
-		printf("{\"job\":%u", sw->job);
+		printf("{\"job\":%u,\"epoch\":%u,\"joined\":%u", sw->job,
+		       sw->jj.epoch, xina_join_count(&sw->jj));
 		for (i = 0; i < XINA_STAT_MAX; i++)
 			printf(",\"%s\":%llu", xina_stat_name(i),
 			       (unsigned long long)sw->stat[i]);
@@ -847,7 +983,8 @@ static void sw_print(const struct swagg *sw, bool json)
 		       sw->gso ? "true" : "false", sw->gro ? "true" : "false");
 		return;
 	}
-	printf("job %u:", sw->job);
+	printf("job %u: epoch %u joined %u", sw->job, sw->jj.epoch,
+	       xina_join_count(&sw->jj));
 	for (i = 0; i < XINA_STAT_MAX; i++)
 		printf(" %s %llu", xina_stat_name(i), (unsigned long long)sw->stat[i]);
 	printf("\nswitch:");

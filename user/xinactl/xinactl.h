@@ -47,6 +47,9 @@ struct xinactl_job {
 	__u32	idx;		/* stats index */
 	__u32	slot_base;	/* first slot version (maps backend) */
 	__u64	mem_bytes;	/* slot memory held by the job */
+	bool	has_epoch;	/* the backend told @epoch and @joined */
+	__u32	epoch;		/* the job's current epoch */
+	__u16	joined;		/* members joined to it */
 	struct xinactl_member member[XINA_MAX_WORKERS];
 };
 

@@ -393,6 +393,11 @@ static int job_print(struct xinactl *x, const struct xinactl_job *job,
 	xp_uint(XP_ANY, "idx", "\tidx %llu", job->idx);
 	xp_uint(XP_ANY, "slot_base", " slot_base %llu", job->slot_base);
 	xp_uint(XP_ANY, "mem_bytes", " mem_bytes %llu", job->mem_bytes);
+	/* an older xina.ko tells neither */
+	if (job->has_epoch) {
+		xp_uint(XP_ANY, "epoch", " epoch %llu", job->epoch);
+		xp_uint(XP_ANY, "joined", " joined %llu", job->joined);
+	}
 	xp_nl();
 	xp_open_arr("members");
 	for (r = 0; r < job->workers; r++)

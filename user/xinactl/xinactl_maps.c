@@ -16,6 +16,12 @@
  * Keys: the job's secret stays here; the maps get the keys derived from
  * it (bpf/xina_auth.h): each member's in its xina_members entry, the
  * result key in the job entry, the NH key in xina_nhkeys.
+ *
+ * Epochs (bpf/xina_join.h): "job add" gives the job a random non-zero
+ * epoch that nobody joined (xina_epochs), forgets every member's earlier
+ * joins (xina_joins) and the time of its last round (xina_active); from
+ * then on only the fast path changes them, as workers join.  "job del"
+ * clears them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -47,6 +54,9 @@ enum xm_map {
 	XM_VALS,
 	XM_STATS,
 	XM_NHKEYS,
+	XM_EPOCHS,
+	XM_JOINS,
+	XM_ACTIVE,
 	XM_NR,
 };
 
@@ -69,6 +79,12 @@ static const struct xm_shape {
 			    sizeof(__u32), sizeof(struct xina_counters) },
 	[XM_NHKEYS]	= { "xina_nhkeys", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
 			    sizeof(struct xina_nhkey) },
+	[XM_EPOCHS]	= { "xina_epochs", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_epoch) },
+	[XM_JOINS]	= { "xina_joins", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_join_mbr) },
+	[XM_ACTIVE]	= { "xina_active", BPF_MAP_TYPE_PERCPU_ARRAY,
+			    sizeof(__u32), sizeof(__u64) },
 };
 
 struct xm {
@@ -373,6 +389,11 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 		m->fd[i] = bpf_obj_get(path);
 		if (m->fd[i] < 0) {
 			ret = -errno;
+			if (ret == -ENOENT && i && !quiet) {
+				xerr("map %s is missing, the others are there: pinned by an older xina? Detach all ports and remove %s/xina_*",
+				     path, x->pin_dir);
+				return ret;
+			}
 			if (ret == -ENOENT)
 				return quiet ? ret : xmaps_not_loaded(x);
 			xerr("cannot open pinned map %s: %s", path,
@@ -388,6 +409,15 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 		xerr("maps %s/xina_jobs and xina_members have %u and %u entries, not %d and %d: pinned by another xina version?",
 		     x->pin_dir, entries[XM_JOBS], entries[XM_MEMBERS],
 		     XINA_JOB_BUCKETS, XINA_MAX_JOBS * XINA_MAX_WORKERS);
+		return -EINVAL;
+	}
+	if (entries[XM_EPOCHS] < XINA_MAX_JOBS ||
+	    entries[XM_ACTIVE] < XINA_MAX_JOBS ||
+	    entries[XM_JOINS] != XINA_MAX_JOBS * XINA_MAX_WORKERS) {
+		xerr("maps %s/xina_epochs, xina_active and xina_joins have %u, %u and %u entries, not %d, %d and %d: pinned by another xina version?",
+		     x->pin_dir, entries[XM_EPOCHS], entries[XM_ACTIVE],
+		     entries[XM_JOINS], XINA_MAX_JOBS, XINA_MAX_JOBS,
+		     XINA_MAX_JOBS * XINA_MAX_WORKERS);
 		return -EINVAL;
 	}
 	if (entries[XM_STATS] < XINA_MAX_JOBS + 1) {
@@ -501,6 +531,7 @@ static int xm_job_find(struct xm *m, __u32 id, struct xina_job *j,
 /* Read job @id; -ENOENT (no message) if there is none. */
 static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 {
+	struct xina_epoch ep;
 	struct xina_member mv;
 	struct xina_job j;
 	__u32 rank, key;
@@ -518,6 +549,12 @@ static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 	job->idx = j.idx;
 	job->slot_base = j.slot_base;
 	job->mem_bytes = xm_mem_bytes(m, j.slots);
+	/* a 32-bit read of what the fast path changes under the lock */
+	if (!bpf_map_lookup_elem(m->fd[XM_EPOCHS], &j.idx, &ep)) {
+		job->has_epoch = true;
+		job->epoch = ep.j.epoch;
+		job->joined = xina_join_count(&ep.j);
+	}
 	for (rank = 0; rank < j.workers && rank < XINA_MAX_WORKERS; rank++) {
 		key = j.idx * XINA_MAX_WORKERS + rank;
 		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &key, &mv))
@@ -788,6 +825,57 @@ static int xm_write_members(struct xm *m, __u32 idx,
 	return 0;
 }
 
+/* Forget the joins of job index @idx: nobody joined, no epoch. */
+static int xm_clear_joins(struct xm *m, __u32 idx)
+{
+	struct xina_join_mbr zero = {};
+	struct xina_epoch ep = {};
+	__u32 rank, key;
+
+	for (rank = 0; rank < XINA_MAX_WORKERS; rank++) {
+		key = idx * XINA_MAX_WORKERS + rank;
+		if (bpf_map_update_elem(m->fd[XM_JOINS], &key, &zero, BPF_ANY))
+			return -errno;
+	}
+	if (bpf_map_update_elem(m->fd[XM_EPOCHS], &idx, &ep, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/*
+ * A new job's epochs: a random one, never 0, that nobody joined, and no
+ * round completed (so that its first joins are not answered busy).
+ */
+static int xm_write_epoch(struct xm *m, __u32 idx)
+{
+	struct xina_epoch ep = {};
+	__u64 *zero;
+	int ret = 0;
+
+	ret = xm_clear_joins(m, idx);
+	if (ret)
+		return ret;
+	zero = calloc(m->ncpus, ROUND8(sizeof(__u64)));
+	if (!zero)
+		return -ENOMEM;
+	if (bpf_map_update_elem(m->fd[XM_ACTIVE], &idx, zero, BPF_ANY)) {
+		ret = -errno;
+		goto out;
+	}
+	while (!ep.j.epoch) {
+		if (getrandom(&ep.j.epoch, sizeof(ep.j.epoch), 0) !=
+		    sizeof(ep.j.epoch)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (bpf_map_update_elem(m->fd[XM_EPOCHS], &idx, &ep, BPF_ANY))
+		ret = -errno;
+out:
+	free(zero);
+	return ret;
+}
+
 /* A free bucket for job @id among its probes. */
 static int xm_alloc_bucket(struct xm *m, __u32 id, __u32 *bucket)
 {
@@ -849,6 +937,12 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 		     strerror(-ret));
 		goto undo;
 	}
+	ret = xm_write_epoch(m, idx);
+	if (ret) {
+		xerr("job %u: cannot write its epoch: %s", job->id,
+		     strerror(-ret));
+		goto undo;
+	}
 
 	/* last: from here on the fast path sees the job */
 	xina_derive_key(job->secret, XINA_LABEL_RESULT, job->id, 0, j.kres);
@@ -867,6 +961,7 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 	goto out;
 undo:
 	xm_clear_members(m, idx);
+	xm_clear_joins(m, idx);
 out:
 	explicit_bzero(&j, sizeof(j));
 	free(u);
@@ -942,8 +1037,10 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	ret = xm_clear_members(m, j.idx);
 	if (!ret)
 		ret = xm_clear_nhkey(m, j.idx);
+	if (!ret)
+		ret = xm_clear_joins(m, j.idx);
 	if (ret)
-		xwarn("job %u deleted, but its members or keys are left over (%s); the next job that gets its index replaces them",
+		xwarn("job %u deleted, but its members, keys or joins are left over (%s); the next job that gets its index replaces them",
 		      id, strerror(-ret));
 	return 0;
 }

@@ -140,6 +140,8 @@ static const struct xnl_attr_policy xnl_job_attrs[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_MEM_BYTES]	= { MNL_TYPE_U64 },
 	[XINA_A_JOB_STATS]	= { MNL_TYPE_NESTED },
 	[XINA_A_JOB_RX_CPU]	= { MNL_TYPE_NESTED },
+	[XINA_A_JOB_EPOCH]	= { MNL_TYPE_U32 },
+	[XINA_A_JOB_JOINED]	= { MNL_TYPE_U16 },
 };
 
 static const struct xnl_attr_policy xnl_member_attrs[XINA_MEMBER_A_MAX + 1] = {
@@ -603,6 +605,13 @@ static int xnl_job_attr(const struct nlattr *a, void *data)
 		break;
 	case XINA_A_JOB_MEM_BYTES:
 		job->mem_bytes = mnl_attr_get_u64(a);
+		break;
+	case XINA_A_JOB_EPOCH:
+		job->epoch = mnl_attr_get_u32(a);
+		job->has_epoch = true;
+		break;
+	case XINA_A_JOB_JOINED:
+		job->joined = mnl_attr_get_u16(a);
 		break;
 	case XINA_A_JOB_MEMBER:
 		if (xnl_parse_member(a, job))

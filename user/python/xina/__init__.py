@@ -20,7 +20,13 @@ libxina.h (xina_f32_bound()), bitwise identical on every worker.
 Errors of libxina raise XinaError (an OSError: .errno is the errno value,
 the message is libxina's own, xina_last_error()).  After a failure in the
 middle of an allreduce the handle refuses further calls (ENOTRECOVERABLE)
-and the job has to be restarted, as libxina.h says.  Wrong arguments raise
+and the workers have to be restarted, as libxina.h says (nothing needs to
+be done on the switch: their joins open a new epoch).  Opening a handle
+joins the job; the switch's refusals raise XinaError with libxina's
+message, which names the reason: EKEYREJECTED (bad key), EMSGSIZE
+(mismatch: both sides' slots and elements), EBUSY (another run of the job
+is still at work), ETIMEDOUT (no answer: no such job, rank not configured
+for this address, switch unreachable).  Wrong arguments raise
 TypeError or ValueError before anything is sent and leave the handle
 usable.
 

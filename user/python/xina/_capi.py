@@ -82,6 +82,9 @@ class XinaWorkerStats(ctypes.Structure):
         ("xsk_fill_empty", ctypes.c_uint64),
         ("xsk_rx_dropped", ctypes.c_uint64),
         ("bad_tag", ctypes.c_uint64),
+        ("epoch", ctypes.c_uint32),
+        ("join_busy", ctypes.c_uint32),
+        ("joins", ctypes.c_uint64),
     ]
 
 
