@@ -163,7 +163,8 @@ $(VM_PROGS_OUT)/xina_probe: selftests/xina_probe.c
 	$(Q)$(CC) $(VM_CFLAGS) -o $@ $<
 
 $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
-				  include/uapi/linux/xina.h | $(KMOD_DEPS)
+				  kmod/xina_kfunc.h include/uapi/linux/xina.h \
+				  | $(KMOD_DEPS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -O2 -g -target bpf -mcpu=v3 -Wall -Werror \
 		-I/usr/include/x86_64-linux-gnu -I$(ROOT)/include/uapi \

@@ -802,6 +802,97 @@ TEST_F(kf, join_busy_then_new_epoch)
 	EXPECT_EQ(1, sysfs_stat("retransmissions"));
 }
 
+/* The query of xina_kf_where (xina_kfunc.bpf.c), after an Ethernet header. */
+struct where_pkt {
+	struct ethhdr eth;
+	uint32_t job;
+	uint32_t rank;
+	int32_t ret;
+	struct xina_kf_member m;
+} __attribute__((packed));
+
+/* Where member @rank of JOB is, as the TC fan-out asks (xina_kf_member()). */
+static int where(struct bpf_object *obj, uint16_t rank,
+		 struct xina_kf_member *m)
+{
+	struct bpf_program *prog;
+	struct where_pkt in = {}, out = {};
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		.data_in = &in,
+		.data_size_in = sizeof(in),
+		.data_out = &out,
+		.data_size_out = sizeof(out),
+		.repeat = 1,
+	);
+
+	prog = bpf_object__find_program_by_name(obj, "xina_kf_where");
+	if (!prog)
+		return -1000;
+	in.eth.h_proto = htons(0x88b5);	/* local experimental */
+	in.job = JOB;
+	in.rank = rank;
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &opts) || opts.retval)
+		return -1000;
+	memcpy(m, &out.m, sizeof(*m));
+	return out.ret;
+}
+
+static const uint8_t MAC_X[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x99 };
+
+/* Join @j from source MAC @mac; the verdict. */
+static int join_from(FIXTURE_DATA(kf) *self, const struct join *j,
+		     const uint8_t *mac)
+{
+	size_t len = build_join(&self->in, j);
+
+	memcpy(self->in.eth.h_source, mac, ETH_ALEN);
+	return run(self->fd, &self->in, len, &self->out, NULL);
+}
+
+/*
+ * Where a member's copies go is learned from a fresh join whose tag
+ * verified, never from a resend of the latest join (an exact replay from
+ * elsewhere), a stale one or one with a bad tag.
+ */
+TEST_F(kf, join_learns_fresh_only)
+{
+	static const uint8_t other[XINA_SECRET_BYTES] = { 9 };
+	struct xina_kf_member m;
+
+	EXPECT_EQ(-ENODATA, where(self->obj, 0, &m));
+	EXPECT_EQ(xnl_member_addr(0), m.addr);
+
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 10 }, MAC_W));
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_W, ETH_ALEN));
+	EXPECT_EQ(0, memcmp(m.sw_mac, MAC_S, ETH_ALEN));
+	EXPECT_EQ(xnl_member_addr(0), m.addr);
+	EXPECT_EQ(htonl(0x0a0000fe), m.sw_addr);
+	EXPECT_EQ(htons(5000), m.rport);
+	EXPECT_NE(0, m.ifindex);
+
+	/* The same join, a replay of an older one, a bad tag: from elsewhere. */
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 10 }, MAC_X));
+	EXPECT_EQ(XINA_KF_DROP,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 9 }, MAC_X));
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 11,
+						  .secret = other }, MAC_X));
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_W, ETH_ALEN));
+
+	/* A fresh one (a restart: the next epoch) moves it. */
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 11 }, MAC_X));
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK,
+		     epoch_of(JOB) + 1 ?: 1);
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_X, ETH_ALEN));
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+}
+
 /* A job's epoch is random and not 0; another job has its own. */
 TEST_F(kf, epoch_per_job)
 {
