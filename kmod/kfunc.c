@@ -403,7 +403,7 @@ static void xina_bounce(struct xdp_buff *xdp)
 	struct ethhdr *eth = xdp->data;
 	struct iphdr *iph = xdp->data + sizeof(*eth);
 	struct udphdr *udph = (void *)(iph + 1);
-	u8 mac[ETH_ALEN];
+	u8 mac[ETH_ALEN] __aligned(2);
 	__be32 addr;
 	__be16 port;
 
