@@ -12,6 +12,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/overflow.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <net/netns/generic.h>
@@ -86,9 +87,27 @@ void xina_job_stats(const struct xina_job *job, struct xina_counters *sum)
 	}
 }
 
-/* What the fast path writes: slots, values, member locations. */
+/*
+ * The job's current epoch and how many members joined it, consistent with
+ * each other (a join may open the next epoch meanwhile).
+ */
+void xina_job_epoch(struct xina_job *job, u32 *epoch, u16 *joined)
+{
+	unsigned int i, n = 0;
+
+	spin_lock_bh(&job->join_lock);
+	*epoch = job->join.epoch;
+	for (i = 0; i < XINA_JOIN_WORDS; i++)
+		n += hweight64(job->join.joined[i]);
+	spin_unlock_bh(&job->join_lock);
+	*joined = n;
+}
+
+/* What the fast path writes: slots, values, member locations, joins. */
 static void xina_job_free_slots(struct xina_job *job)
 {
+	kfree(job->jmbr);
+	job->jmbr = NULL;
 	kfree(job->loc);
 	job->loc = NULL;
 	kvfree(job->val);
@@ -143,6 +162,16 @@ static int xina_job_alloc_mem(struct xina_job *job)
 	seqlock_init(&job->loc_lock);
 	job->loc = kcalloc(job->workers, sizeof(*job->loc), GFP_KERNEL_ACCOUNT);
 	if (!job->loc)
+		return -ENOMEM;
+
+	/* A random epoch, never 0 (the epoch of a slot version never used). */
+	spin_lock_init(&job->join_lock);
+	do
+		job->join.epoch = get_random_u32();
+	while (!job->join.epoch);
+	job->jmbr = kcalloc(job->workers, sizeof(*job->jmbr),
+			    GFP_KERNEL_ACCOUNT);
+	if (!job->jmbr)
 		return -ENOMEM;
 	return 0;
 }

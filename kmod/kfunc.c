@@ -30,6 +30,7 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
+#include <net/ip.h>
 #include <net/xdp.h>
 #ifdef XINA_HAVE_LINUX_UNALIGNED	/* 6.12 moved it; see kmod/Kbuild */
 #include <linux/unaligned.h>
@@ -156,13 +157,17 @@ static void xina_result_hdr(const struct xina_slotv *sv, struct xina_hdr *h)
 	put_unaligned(sv->tag, &h->tag);
 }
 
-/* Start round @round in @sv with the contribution in @h, @el. */
+/*
+ * Start round @round of epoch @epoch in @sv with the contribution in @h,
+ * @el: the state of the version's previous round, whatever its epoch, is
+ * gone (round, claimed, complete, seen, values; the tag goes with complete).
+ */
 static void xina_round_start(struct xina_slotv *sv, u32 *val,
 			     const struct xina_hdr *h, const __be32 *el,
-			     u32 round, u16 count)
+			     u32 epoch, u32 round, u16 count)
 {
+	sv->epoch = epoch;
 	sv->round = round;
-	sv->used = 1;
 	sv->complete = 0;
 	sv->claimed = 0;
 	sv->op = h->op;
@@ -174,7 +179,8 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 /*
  * The round state machine of one slot version, under sv->lock; the same
  * decisions in the same order as xina_claim() of the map backend
- * (bpf/xina.bpf.c).  Returns the verdict; *stat is the counter of the
+ * (bpf/xina.bpf.c).  The contribution is of the job's current epoch (the
+ * caller checked).  Returns the verdict; *stat is the counter of the
  * outcome.
  */
 static int xina_slot_contrib(struct xina_job *job,
@@ -184,10 +190,24 @@ static int xina_slot_contrib(struct xina_job *job,
 {
 	u16 count = get_unaligned_be16(&h->count);
 	u32 round = get_unaligned_be32(&h->round);
+	u32 epoch = get_unaligned_be32(&h->epoch);
 	s32 ahead = round - sv->round;
 
-	if (!sv->used || (ahead == XINA_SLOT_VERSIONS && sv->complete)) {
-		xina_round_start(sv, val, h, el, round, count);
+	/*
+	 * A version of another epoch (or never used, epoch 0) starts afresh,
+	 * but only with one of the epoch's first two rounds: an old
+	 * retransmission of round r must not make the version wait for r.
+	 */
+	if (sv->epoch != epoch) {
+		if (round >= XINA_SLOT_VERSIONS) {
+			*stat = XINA_STAT_DROP_RANGE;
+			return XINA_KF_DROP;
+		}
+		xina_round_start(sv, val, h, el, epoch, round, count);
+		goto added;
+	}
+	if (ahead == XINA_SLOT_VERSIONS && sv->complete) {
+		xina_round_start(sv, val, h, el, epoch, round, count);
 		goto added;
 	}
 	if (ahead < 0) {
@@ -272,7 +292,8 @@ static int xina_job_check(const struct xina_job *job,
 				      get_unaligned_be16(&h->count)));
 	if (cpu_to_be64(tag) != get_unaligned(&h->tag))
 		return XINA_STAT_DROP_AUTH;
-	if (get_unaligned_be32(&h->epoch) != cfg->epoch)
+	/* Before anything of the round: an old epoch gets no answer either. */
+	if (get_unaligned_be32(&h->epoch) != READ_ONCE(job->join.epoch))
 		return XINA_STAT_DROP_EPOCH;
 	if (get_unaligned_be32(&h->slot) >= job->slots ||
 	    get_unaligned_be16(&h->count) > job->elems)
@@ -343,9 +364,152 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 	if (ret == XINA_KF_ADDED || ret == XINA_KF_RESULT)
 		xina_job_learn(job, rank, xdp, saddr);
 	xina_count(job, stat);
-	if (ret == XINA_KF_RESULT)
+	if (ret == XINA_KF_RESULT) {
 		xina_count(job, XINA_STAT_COMPLETE);
+		/* For XINA_JOIN_BUSY; this CPU's own line, read by joins. */
+		this_cpu_write(job->stats->done_at, jiffies);
+		this_cpu_write(job->stats->done_epoch,
+			       get_unaligned_be32(&h->epoch));
+	}
 	return ret;
+}
+
+/*
+ * Has a round of epoch @epoch completed within the last XINA_JOIN_BUSY_MS
+ * (on any CPU)?  Someone is using the epoch: a restart's join is refused.
+ */
+static bool xina_job_busy(const struct xina_job *job, u32 epoch)
+{
+	unsigned long now = jiffies, busy = msecs_to_jiffies(XINA_JOIN_BUSY_MS);
+	const struct xina_counters *c;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(job->stats, cpu);
+		if (READ_ONCE(c->done_epoch) == epoch &&
+		    time_before(now, READ_ONCE(c->done_at) + busy))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Send the frame back out of the port it came in on: Ethernet, IPv4
+ * addresses and UDP ports swapped, the IPv4 checksum recomputed, no UDP
+ * checksum (as the results of the TC fan-out).
+ */
+static void xina_bounce(struct xdp_buff *xdp)
+{
+	struct ethhdr *eth = xdp->data;
+	struct iphdr *iph = xdp->data + sizeof(*eth);
+	struct udphdr *udph = (void *)(iph + 1);
+	u8 mac[ETH_ALEN] __aligned(2);
+	__be32 addr;
+	__be16 port;
+
+	ether_addr_copy(mac, eth->h_source);
+	ether_addr_copy(eth->h_source, eth->h_dest);
+	ether_addr_copy(eth->h_dest, mac);
+	addr = iph->saddr;
+	iph->saddr = iph->daddr;
+	iph->daddr = addr;
+	ip_send_check(iph);
+	port = udph->source;
+	udph->source = udph->dest;
+	udph->dest = port;
+	udph->check = 0;
+}
+
+/*
+ * The JOIN_REPLY to the join in @h, in place (bpf/xina_join.h): the job's
+ * slots and elements, @status and @epoch; job, rank, dtype and the nonce
+ * stay those of the join.  The tag is the caller's.
+ */
+static void xina_join_reply(const struct xina_job *job, struct xina_hdr *h,
+			    u32 status, u32 epoch)
+{
+	h->type = XINA_T_JOIN_REPLY;
+	put_unaligned_be32(status, &h->round);
+	put_unaligned_be32(epoch, &h->epoch);
+	put_unaligned_be32(job->slots, &h->slot);
+	put_unaligned_be32(job->elems, &h->aux);
+}
+
+/*
+ * A member's join (include/uapi/linux/xina.h, "Join handshake"): checked
+ * as a contribution is (member, then the tag with the member's key over
+ * the bare header), decided by xina_join_decide() under the job's join
+ * lock, and answered in place: XINA_KF_ANSWER sends the reply to the
+ * member's learned location (the TC fan-out, as an answer to a
+ * retransmission), XINA_KF_BOUNCE back out of the ingress port (a
+ * BAD_KEY reply for a member never seen).  Bottom halves are off.
+ */
+static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
+			 struct xina_hdr *h, __be32 saddr, __be16 sport)
+{
+	const struct xina_job_cfg *cfg = rcu_dereference(job->cfg);
+	u16 rank = get_unaligned_be16(&h->rank);
+	const struct xina_member_cfg *m;
+	struct xina_join_mbr mbr;
+	struct xina_join_job jj;
+	int fits, verdict;
+
+	xina_count(job, XINA_STAT_RX);
+	if (rank >= job->workers)
+		goto drop_member;
+	m = &cfg->member[rank];
+	if (!m->addr || m->addr != saddr || (m->port && m->port != sport))
+		goto drop_member;
+
+	if (cpu_to_be64(xina_tag_hdr(m->key, h, 0)) != get_unaligned(&h->tag)) {
+		/*
+		 * The worker's key is not the job's.  Nothing changes; the
+		 * refusal carries the join's own tag.  Where the member was
+		 * seen, else back where the join came from.
+		 */
+		xina_count(job, XINA_STAT_DROP_AUTH);
+		xina_join_reply(job, h, XINA_JOIN_BAD_KEY, 0);
+		if (READ_ONCE(job->loc[rank].ifindex) &&
+		    READ_ONCE(job->loc[rank].addr) == m->addr)
+			return XINA_KF_ANSWER;
+		xina_bounce(xdp);
+		return XINA_KF_BOUNCE;
+	}
+
+	fits = get_unaligned_be32(&h->slot) <= job->slots &&
+	       get_unaligned_be32(&h->aux) <= job->elems &&
+	       h->dtype == XINA_DTYPE_INT32;
+	spin_lock(&job->join_lock);
+	jj = job->join;
+	verdict = xina_join_decide(&jj, &job->jmbr[rank], rank,
+				   get_unaligned_be64(&h->offset), fits,
+				   xina_job_busy(job, jj.epoch));
+	memcpy(job->join.joined, jj.joined, sizeof(jj.joined));
+	WRITE_ONCE(job->join.epoch, jj.epoch);
+	mbr = job->jmbr[rank];
+	spin_unlock(&job->join_lock);
+
+	if (verdict == XINA_JD_STALE) {
+		xina_count(job, XINA_STAT_JOIN_STALE);
+		return XINA_KF_DROP;
+	}
+	/*
+	 * A fresh join whose tag verified is where the member is; the
+	 * latest join again (a lost reply, or a replay) moves nothing.
+	 */
+	if (verdict != XINA_JD_RESEND)
+		xina_job_learn(job, rank, xdp, saddr);
+	if (verdict == XINA_JD_NEW_EPOCH)
+		xina_count(job, XINA_STAT_EPOCH_NEW);
+	xina_count(job, mbr.status == XINA_JOIN_OK ? XINA_STAT_JOIN :
+						     XINA_STAT_JOIN_REFUSED);
+	xina_join_reply(job, h, mbr.status, mbr.epoch);
+	put_unaligned(cpu_to_be64(xina_tag_hdr(m->key, h, 0)), &h->tag);
+	return XINA_KF_ANSWER;
+
+drop_member:
+	xina_count(job, XINA_STAT_DROP_MEMBER);
+	return XINA_KF_REJECT;
 }
 
 /*
@@ -405,6 +569,37 @@ static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
 	}
 }
 
+/*
+ * A XINA_T_JOIN at @off: a bare header in a frame of nothing else (the
+ * reply is made of it in place), with the fields a join leaves 0 at 0.
+ * The caller checked the version.
+ */
+static int xina_kf_join(struct xdp_buff *xdp, u32 off, struct xina_hdr *h,
+			__be32 saddr, __be16 sport)
+{
+	struct xina_job *job;
+	int ret;
+
+	if (off != sizeof(struct ethhdr) + sizeof(struct iphdr) +
+		   sizeof(struct udphdr) ||
+	    off + sizeof(*h) != xdp_get_buff_len(xdp))
+		return XINA_KF_MALFORMED;
+	if (h->count || h->flags || h->weight || h->op || h->exp ||
+	    h->round || h->epoch)
+		return XINA_KF_MALFORMED;
+
+	local_bh_disable();
+	rcu_read_lock();
+	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
+	if (job)
+		ret = xina_job_join(job, xdp, h, saddr, sport);
+	else
+		ret = XINA_KF_NO_JOB;
+	rcu_read_unlock();
+	local_bh_enable();
+	return ret;
+}
+
 #ifdef __bpf_kfunc_start_defs
 __bpf_kfunc_start_defs();
 #else
@@ -442,12 +637,16 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 		  sizeof(struct udphdr) || off + sizeof(*h) > lin)
 		return XINA_KF_MALFORMED;
 	h = xdp->data + off;
+	if (h->version != XINA_WIRE_VERSION)
+		return XINA_KF_MALFORMED;
+	if (h->type == XINA_T_JOIN)
+		return xina_kf_join(xdp, off, h, saddr, sport);
 	len = get_unaligned_be16(&h->count) * sizeof(__be32);
 	if (!len || len > sizeof(struct xina_kf_buf) ||
 	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
-	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
-	    (h->flags & ~XINA_F_ALL) || h->weight || h->aux)
+	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_ALL) ||
+	    h->weight || h->aux)
 		return XINA_KF_MALFORMED;
 
 	/*

@@ -29,20 +29,28 @@ static const struct nla_policy xina_member_policy[XINA_MEMBER_A_MAX + 1] = {
 	[XINA_MEMBER_A_PORT]	= { .type = NLA_U16 },
 };
 
-/* Attributes only the kernel sends (MEM_BYTES, STATS) are rejected. */
+/*
+ * Attributes only the kernel sends (MEM_BYTES, STATS, RX_CPU, EPOCH,
+ * JOINED) are rejected.
+ */
+#define XINA_KEY_REJECTED \
+	"xina: keys are not sent in clear any more: use the job secret"
+
 static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_ID]		= NLA_POLICY_MIN(NLA_U32, 1),
 	[XINA_A_JOB_WORKERS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_WORKERS),
 	[XINA_A_JOB_SLOTS]	= NLA_POLICY_FULL_RANGE(NLA_U32, &xina_slots_range),
 	[XINA_A_JOB_ELEMS]	= NLA_POLICY_RANGE(NLA_U16, 1, XINA_MAX_ELEMS),
 	[XINA_A_JOB_KEY]	= { .type = NLA_REJECT,
-				    .reject_message = "xina: keys are not sent in clear any more: use the job secret" },
+				    .reject_message = XINA_KEY_REJECTED },
 	[XINA_A_JOB_SECRET]	= NLA_POLICY_EXACT_LEN(XINA_SECRET_BYTES),
 	[XINA_A_JOB_FLAGS]	= NLA_POLICY_MASK(NLA_U32, XINA_JOB_F_ALL),
 	[XINA_A_JOB_MEMBER]	= NLA_POLICY_NESTED(xina_member_policy),
 	[XINA_A_JOB_MEM_BYTES]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_STATS]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_RX_CPU]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_EPOCH]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_JOINED]	= { .type = NLA_REJECT },
 };
 
 static struct genl_family xina_genl_family;
@@ -287,6 +295,8 @@ static size_t xina_nl_job_size(const struct xina_job *job)
 	       nla_total_size(sizeof(u16)) +		/* ELEMS */
 	       nla_total_size(sizeof(u32)) +		/* FLAGS */
 	       nla_total_size_64bit(sizeof(u64)) +	/* MEM_BYTES */
+	       nla_total_size(sizeof(u32)) +		/* EPOCH */
+	       nla_total_size(sizeof(u16)) +		/* JOINED */
 	       job->workers * member + xina_nl_stats_size();
 }
 
@@ -360,17 +370,22 @@ static int xina_nl_put_members(struct sk_buff *skb, const struct xina_job *job,
 	return 0;
 }
 
-static int xina_nl_put_config(struct sk_buff *skb, const struct xina_job *job)
+static int xina_nl_put_config(struct sk_buff *skb, struct xina_job *job)
 {
 	const struct xina_job_cfg *cfg;
+	u16 joined;
+	u32 epoch;
 
 	cfg = rcu_dereference_protected(job->cfg, lockdep_is_held(&xina_lock));
+	xina_job_epoch(job, &epoch, &joined);
 	if (nla_put_u16(skb, XINA_A_JOB_WORKERS, job->workers) ||
 	    nla_put_u32(skb, XINA_A_JOB_SLOTS, job->slots) ||
 	    nla_put_u16(skb, XINA_A_JOB_ELEMS, job->elems) ||
 	    nla_put_u32(skb, XINA_A_JOB_FLAGS, cfg->flags) ||
 	    nla_put_u64_64bit(skb, XINA_A_JOB_MEM_BYTES, job->mem_bytes,
-			      XINA_A_PAD))
+			      XINA_A_PAD) ||
+	    nla_put_u32(skb, XINA_A_JOB_EPOCH, epoch) ||
+	    nla_put_u16(skb, XINA_A_JOB_JOINED, joined))
 		return -EMSGSIZE;
 	return xina_nl_put_members(skb, job, cfg);
 }
@@ -379,7 +394,7 @@ static int xina_nl_put_config(struct sk_buff *skb, const struct xina_job *job)
  * One job in one message: the whole job for JOB_GET, its id and counters
  * for STATS_GET.  Called under xina_lock.
  */
-static int xina_nl_fill(struct sk_buff *skb, const struct xina_job *job,
+static int xina_nl_fill(struct sk_buff *skb, struct xina_job *job,
 			u32 portid, u32 seq, int flags, u8 cmd)
 {
 	void *hdr;

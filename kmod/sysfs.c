@@ -90,6 +90,30 @@ static ssize_t members_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute xina_job_attr_members = __ATTR_RO(members);
 
+/* The current epoch and the members joined to it. */
+static ssize_t epoch_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	u16 joined;
+	u32 epoch;
+
+	xina_job_epoch(to_job(kobj), &epoch, &joined);
+	return sysfs_emit(buf, "%u\n", epoch);
+}
+
+static ssize_t joined_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	u16 joined;
+	u32 epoch;
+
+	xina_job_epoch(to_job(kobj), &epoch, &joined);
+	return sysfs_emit(buf, "%u\n", joined);
+}
+
+static struct kobj_attribute xina_job_attr_epoch = __ATTR_RO(epoch);
+static struct kobj_attribute xina_job_attr_joined = __ATTR_RO(joined);
+
 struct xina_counter_attr {
 	struct kobj_attribute	attr;
 	enum xina_stat		stat;
@@ -126,6 +150,10 @@ XINA_COUNTER_ATTR(tx, XINA_STAT_TX);
 XINA_COUNTER_ATTR(tx_unknown, XINA_STAT_TX_UNKNOWN);
 XINA_COUNTER_ATTR(drop_auth, XINA_STAT_DROP_AUTH);
 XINA_COUNTER_ATTR(drop_epoch, XINA_STAT_DROP_EPOCH);
+XINA_COUNTER_ATTR(join, XINA_STAT_JOIN);
+XINA_COUNTER_ATTR(join_refused, XINA_STAT_JOIN_REFUSED);
+XINA_COUNTER_ATTR(join_stale, XINA_STAT_JOIN_STALE);
+XINA_COUNTER_ATTR(epoch_new, XINA_STAT_EPOCH_NEW);
 
 static struct attribute *xina_job_attrs[] = {
 	&xina_job_attr_id.attr,
@@ -149,6 +177,12 @@ static struct attribute *xina_job_attrs[] = {
 	&xina_counter_attr_tx_unknown.attr.attr,
 	&xina_counter_attr_drop_auth.attr.attr,
 	&xina_counter_attr_drop_epoch.attr.attr,
+	&xina_counter_attr_join.attr.attr,
+	&xina_counter_attr_join_refused.attr.attr,
+	&xina_counter_attr_join_stale.attr.attr,
+	&xina_counter_attr_epoch_new.attr.attr,
+	&xina_job_attr_epoch.attr,
+	&xina_job_attr_joined.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(xina_job);

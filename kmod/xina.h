@@ -22,6 +22,8 @@
 
 #include <linux/xina.h>
 
+#include "xina_join.h"
+
 #define XINA_VERSION		"0.1"
 #define XINA_MAX_SLOTS		65536	/* slots of one job's pool */
 #define XINA_SLOT_VERSIONS	2	/* shadow copies per slot */
@@ -30,19 +32,22 @@
  * One version of one slot.  Everything, the values included, is read and
  * written under @lock: the kfunc adds a contribution into @val while
  * holding it, so no per-CPU partials and no fold are needed (see
- * Documentation/module.rst for why, and what it costs).
+ * Documentation/module.rst for why, and what it costs).  @epoch is that of
+ * the version's round: a contribution of another (the job's current one)
+ * starts the version afresh, and only as round 0 or 1.
  */
 struct xina_slotv {
 	spinlock_t	lock;		/* this struct and its values */
+	u32		epoch;		/* epoch of @round; 0: never used */
 	u32		round;		/* round this version is in */
 	u16		claimed;	/* contributions added in @round */
 	u16		count;		/* elements of @round */
-	u8		used;		/* a round was ever started here */
 	u8		complete;	/* @val is the final result of @round */
 	u8		op;		/* enum xina_op of @round */
 	s8		exp;		/* exp of the completing contribution */
-	__be64		tag;		/* the result's tag, once @complete:
-					 * answers reuse it */
+	__be64		tag;		/* the result's tag, once @complete
+					 * (answers reuse it)
+					 */
 	unsigned long	seen[BITS_TO_LONGS(XINA_MAX_WORKERS)];
 };
 
@@ -62,14 +67,20 @@ struct xina_member_cfg {
 struct xina_job_cfg {
 	struct rcu_head		rcu;
 	u32			flags;
-	u32			epoch;	/* contributions of another are dropped */
 	u64			kres[2];	/* K_res: results' tags */
 	u32			nhk[XINA_MAX_ELEMS];	/* NH key */
 	struct xina_member_cfg	member[];	/* [workers] */
 };
 
+/*
+ * Per CPU: the counters, and when this CPU last completed a round (jiffies)
+ * of which epoch, for XINA_JOIN_BUSY: written on every completion, only
+ * read by a join.
+ */
 struct xina_counters {
-	u64	c[XINA_STAT_MAX];
+	u64		c[XINA_STAT_MAX];
+	unsigned long	done_at;
+	u32		done_epoch;
 };
 
 /*
@@ -112,6 +123,14 @@ struct xina_job {
 	struct xina_counters __percpu *stats;
 	seqlock_t		loc_lock;	/* @loc */
 	struct xina_member_loc	*loc;		/* [workers] */
+	/*
+	 * The join handshake (bpf/xina_join.h), under @join_lock, taken with
+	 * bottom halves off.  @join.epoch is also read locklessly by every
+	 * contribution (READ_ONCE; written with WRITE_ONCE).
+	 */
+	spinlock_t		join_lock;
+	struct xina_join_job	join;
+	struct xina_join_mbr	*jmbr;		/* [workers] */
 };
 
 struct xina_net {
@@ -141,6 +160,7 @@ void xina_job_destroy(struct xina_job *job);
 struct xina_job_cfg *xina_job_cfg_alloc(u16 workers);
 void xina_job_cfg_replace(struct xina_job *job, struct xina_job_cfg *cfg);
 void xina_job_stats(const struct xina_job *job, struct xina_counters *sum);
+void xina_job_epoch(struct xina_job *job, u32 *epoch, u16 *joined);
 void xina_job_release(struct kobject *kobj);
 s32 *xina_job_val(const struct xina_job *job, u32 idx);
 int xina_pernet_init(void);

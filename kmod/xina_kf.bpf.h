@@ -56,6 +56,9 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 		return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
 		return xina_pass_marked(ctx, job, rank);
+	/* A join's BAD_KEY reply for a member never seen: back where from. */
+	if (v == XINA_KF_BOUNCE)
+		return XDP_TX;
 	return XDP_DROP;
 }
 

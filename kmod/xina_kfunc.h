@@ -23,6 +23,17 @@
  *	in place into the XINA_T_RESULT to send: type, exp and the elements;
  *	addresses and ports are left to the TC fan-out.
  *
+ *	A XINA_T_JOIN (a bare header, the frame nothing else, @off right
+ *	after Ethernet, IPv4 without options and UDP) is answered in place
+ *	with its XINA_T_JOIN_REPLY (include/uapi/linux/xina.h, "Join
+ *	handshake"): XINA_KF_ANSWER, to be sent to the member as an answer
+ *	is (the TC fan-out), or XINA_KF_BOUNCE, a BAD_KEY refusal for a
+ *	member whose location is not known, which the module has already
+ *	addressed back to the sender (MACs, IPv4 addresses and UDP ports
+ *	swapped, IPv4 checksum set): send it out of the ingress port
+ *	(XDP_TX).  A join the switch does not answer (stale, or failing the
+ *	member check) is XINA_KF_DROP or XINA_KF_REJECT.
+ *
  * For TC programs (the fan-out of results):
  *
  * int xina_kf_member(struct __sk_buff *ctx, __u32 job, __u32 rank,
@@ -51,9 +62,11 @@
  *	round or count out of range, mixed op); counted, drop.
  * ADDED: added, the round goes on; drop.
  * RESULT: the round completed; send the packet to every member.
- * ANSWER: a retransmission to a completed round; send it back.
+ * ANSWER: a retransmission to a completed round, or a join's reply; send
+ *	it to the member.
  * NO_JOB: well formed, but no such job: XINA_GSTAT_NO_JOB.
  * MALFORMED: XINA_GSTAT_MALFORMED.
+ * BOUNCE: a join's BAD_KEY reply, addressed back to the sender: XDP_TX.
  */
 enum xina_kf_verdict {
 	XINA_KF_REJECT = 0,
@@ -63,6 +76,7 @@ enum xina_kf_verdict {
 	XINA_KF_ANSWER = 4,
 	XINA_KF_NO_JOB = 5,
 	XINA_KF_MALFORMED = 6,
+	XINA_KF_BOUNCE = 7,
 };
 
 /*

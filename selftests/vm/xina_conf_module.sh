@@ -94,11 +94,17 @@ log_test $rc "an edit: job 5 replaced with the new member port, job 6 added"
 
 # A new secret in the key file: jobs 5 and 6 kept (same index and slot
 # memory, counters kept), given the new secret by netlink, nothing printed.
+# The jobs' counters only: the switch-wide ones count whatever else the
+# port receives meanwhile (pass: any packet not xina's, e.g. of the stack).
+jobs_state() {
+	xinactl -j job show
+	xinactl -j stats | jq -c 'del(.switch)'
+}
 rc=0
-before=$(xinactl -j job show; xinactl -j stats)
+before=$(jobs_state)
 (umask 077; echo $K2 > "$TMP/k.key")
 apply_out "$TMP/b.conf" "" || rc=1
-check_eq "$(xinactl -j job show; xinactl -j stats)" "$before" || rc=1
+check_eq "$(jobs_state)" "$before" || rc=1
 log_test $rc "a new secret in the key file: jobs kept and rekeyed in place, nothing replaced"
 
 rc=0

@@ -3,7 +3,8 @@
  * Test programs of the xina.ko kfunc (selftests/vm/xina_kfunc.c): hand a
  * packet of fixed layout (eth, IPv4 without options, UDP, xina) to
  * xina_kf_contrib() and return its verdict as the XDP return value, which
- * BPF_PROG_TEST_RUN reports as is; or drop it (xina_kf_sink).
+ * BPF_PROG_TEST_RUN reports as is; or drop it (xina_kf_sink).  And ask
+ * the module where a member is (xina_kf_where), as the TC fan-out does.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -12,12 +13,15 @@
 #include <bpf/bpf_helpers.h>
 
 #include <linux/xina.h>
+#include "../../kmod/xina_kfunc.h"
 
 #define XINA_OFF	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
 			 sizeof(struct udphdr))
 
 extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 			   __be16 sport) __ksym;
+extern int xina_kf_member(struct __sk_buff *ctx, __u32 job, __u32 rank,
+			  struct xina_kf_member *m) __ksym;
 
 static __always_inline int xina_kf_run(struct xdp_md *ctx)
 {
@@ -53,6 +57,33 @@ SEC("xdp")
 int xina_kf_nop(struct xdp_md *ctx)
 {
 	return XDP_DROP;
+}
+
+/*
+ * The frame is a struct where_q after an Ethernet header: the job and
+ * rank asked about in, xina_kf_member()'s return value and the member's
+ * location out.
+ */
+struct where_q {
+	__u32 job;
+	__u32 rank;
+	__s32 ret;
+	struct xina_kf_member m;
+};
+
+SEC("tc")
+int xina_kf_where(struct __sk_buff *skb)
+{
+	struct xina_kf_member m = {};
+	struct where_q q;
+
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr), &q, sizeof(q)))
+		return -1;
+	q.ret = xina_kf_member(skb, q.job, q.rank, &m);
+	q.m = m;
+	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &q, sizeof(q), 0))
+		return -1;
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

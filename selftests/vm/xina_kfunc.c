@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -59,6 +60,7 @@ struct pkt {
 
 struct contrib {
 	uint32_t job;
+	uint32_t epoch;		/* 0: the job's current epoch (job_new()) */
 	uint16_t rank;
 	uint32_t slot;
 	uint32_t round;
@@ -67,6 +69,17 @@ struct contrib {
 	uint16_t count;
 	int32_t base;		/* element i is base + i */
 };
+
+/*
+ * The epoch of each job the tests created, by id (modulo 128), as JOB_GET
+ * gave it right after JOB_NEW; a join that opens a new one updates it.
+ */
+static _Atomic uint32_t epochs[128];
+
+static uint32_t epoch_of(uint32_t job)
+{
+	return atomic_load(&epochs[job & 127]);
+}
 
 /* NH of the packet's elements with job @job's NH key. */
 /* Per thread: the two-CPU tests build packets on both CPUs at once. */
@@ -131,12 +144,16 @@ static size_t build(struct pkt *p, const struct contrib *c)
 	p->xh.rank = htons(c->rank);
 	p->xh.slot = htonl(c->slot);
 	p->xh.round = htonl(c->round);
+	p->xh.epoch = htonl(c->epoch ?: epoch_of(ntohl(p->xh.job)));
 	p->xh.offset = htobe64(1234);
 	for (i = 0; i < c->count; i++)
 		p->el[i] = htonl(c->base + i);
 	retag(p);
 	return len;
 }
+
+/* Bytes of the packet that came out of the last run() of this thread. */
+static _Thread_local uint32_t out_len;
 
 /* Run one packet; returns the verdict, the packet as it came out in @out. */
 static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
@@ -156,7 +173,36 @@ static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
 		return -1000 + err;
 	if (duration)
 		*duration = opts.duration;
+	out_len = opts.data_size_out;
 	return opts.retval;
+}
+
+/* JOB_GET of job @id: its epoch and members joined (either may be NULL). */
+static int job_epoch(struct xnl *nl, uint32_t id, uint32_t *epoch,
+		     uint16_t *joined)
+{
+	struct nlattr *tb[XINA_A_MAX + 1];
+	struct xnl_msg *m = malloc(sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	xnl_init(m, nl->family, 0, XINA_CMD_JOB_GET);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	if (err)
+		return err;
+	if (!nl->rx_len)
+		return -ENODATA;
+	xnl_attrs((struct nlmsghdr *)nl->rx, tb, XINA_A_MAX);
+	if (!tb[XINA_A_JOB_EPOCH] || !tb[XINA_A_JOB_JOINED])
+		return -ENODATA;
+	if (epoch)
+		*epoch = *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]);
+	if (joined)
+		*joined = *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]);
+	return 0;
 }
 
 static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
@@ -181,6 +227,12 @@ static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
 	}
 	err = xnl_do(nl, m);
 	free(m);
+	if (!err) {
+		uint32_t e = 0;
+
+		err = job_epoch(nl, id, &e, NULL);
+		atomic_store(&epochs[id & 127], e);
+	}
 	return err;
 }
 
@@ -228,6 +280,7 @@ FIXTURE_SETUP(kf)
 {
 	ASSERT_EQ(0, xnl_open(&self->nl));
 	xnl_job_del(&self->nl, JOB);
+	xnl_job_del(&self->nl, JOB + 1);
 	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, ELEMS));
 	self->obj = load(&self->fd, NULL);
 	ASSERT_NE(NULL, self->obj) {
@@ -372,7 +425,7 @@ TEST_F(kf, job_checks)
 	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
 	/* Another epoch, tagged right. */
 	len = build(&self->in, &c);
-	self->in.xh.epoch = htonl(1);
+	self->in.xh.epoch = htonl(epoch_of(JOB) + 1);
 	retag(&self->in);
 	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
 	/* Rank beyond the workers. */
@@ -399,6 +452,462 @@ TEST_F(kf, job_checks)
 	EXPECT_EQ(2, sysfs_stat("drop_range"));
 	EXPECT_EQ(2, sysfs_stat("drop_op"));
 	EXPECT_EQ(0, sysfs_stat("contributions"));
+}
+
+/* ---- the join handshake ------------------------------------------------ */
+
+static double now_s(void);
+
+struct join {
+	uint32_t job;		/* 0: JOB */
+	uint16_t rank;
+	uint64_t nonce;
+	uint32_t slots;		/* 0: SLOTS */
+	uint32_t elems;		/* 0: ELEMS */
+	uint8_t dtype;		/* 0: XINA_DTYPE_INT32 */
+	const uint8_t *secret;	/* NULL: SECRET */
+};
+
+static const uint8_t MAC_W[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x01 };
+static const uint8_t MAC_S[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0xfe };
+
+/*
+ * A join as a worker sends it: a bare header in a frame of nothing else,
+ * tagged with the rank's key over the header (NH of no payload: 0).
+ */
+static size_t build_join(struct pkt *p, const struct join *j)
+{
+	size_t len = sizeof(*p) - sizeof(p->el);
+	uint32_t job = j->job ?: JOB;
+	__u64 k[2];
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->eth.h_source, MAC_W, ETH_ALEN);
+	memcpy(p->eth.h_dest, MAC_S, ETH_ALEN);
+	p->eth.h_proto = htons(ETH_P_IP);
+	p->ip.version = 4;
+	p->ip.ihl = 5;
+	p->ip.ttl = 64;
+	p->ip.protocol = IPPROTO_UDP;
+	p->ip.tot_len = htons(len - sizeof(p->eth));
+	p->ip.saddr = xnl_member_addr(j->rank);
+	p->ip.daddr = htonl(0x0a0000fe);
+	p->udp.source = htons(5000 + j->rank);
+	p->udp.dest = htons(XINA_UDP_PORT);
+	p->udp.len = htons(len - sizeof(p->eth) - sizeof(p->ip));
+	p->xh.version = XINA_WIRE_VERSION;
+	p->xh.type = XINA_T_JOIN;
+	p->xh.dtype = j->dtype ?: XINA_DTYPE_INT32;
+	p->xh.job = htonl(job);
+	p->xh.rank = htons(j->rank);
+	p->xh.slot = htonl(j->slots ?: SLOTS);
+	p->xh.aux = htonl(j->elems ?: ELEMS);
+	p->xh.offset = htobe64(j->nonce);
+	xina_derive_key(j->secret ?: SECRET, XINA_LABEL_MEMBER, job, j->rank, k);
+	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh, 0));
+	return len;
+}
+
+/*
+ * The reply to join @in, computed here from the rules of the header (not
+ * from what the module sent): the join's header with type JOIN_REPLY,
+ * round @status, epoch @epoch, slot and aux the job's, tagged with the
+ * rank's key, or, for BAD_KEY, the join's own tag.
+ */
+static void expect_reply(struct __test_metadata *_metadata,
+			 const struct pkt *in, const struct pkt *out,
+			 uint32_t status, uint32_t epoch)
+{
+	struct xina_hdr want = in->xh;
+	__u64 k[2];
+
+	want.type = XINA_T_JOIN_REPLY;
+	want.round = htonl(status);
+	want.epoch = htonl(epoch);
+	want.slot = htonl(SLOTS);
+	want.aux = htonl(ELEMS);
+	if (status != XINA_JOIN_BAD_KEY) {
+		xina_derive_key(SECRET, XINA_LABEL_MEMBER, JOB,
+				ntohs(in->xh.rank), k);
+		want.tag = htobe64(xina_tag_hdr(k, &want, 0));
+	}
+	EXPECT_EQ(sizeof(*in) - sizeof(in->el), out_len);
+	EXPECT_EQ(0, memcmp(&want, &out->xh, sizeof(want))) {
+		TH_LOG("reply: type %u round %u epoch %u slot %u aux %u tag %llx (want %llx)",
+		       out->xh.type, ntohl(out->xh.round), ntohl(out->xh.epoch),
+		       ntohl(out->xh.slot), ntohl(out->xh.aux),
+		       (unsigned long long)be64toh(out->xh.tag),
+		       (unsigned long long)be64toh(want.tag));
+	}
+}
+
+#define JOIN(j, verdict) do {						\
+	struct join __j = j;						\
+	size_t __len = build_join(&self->in, &__j);			\
+									\
+	EXPECT_EQ(verdict, run(self->fd, &self->in, __len, &self->out,	\
+			       NULL));					\
+} while (0)
+
+/* The job's epoch and joined members, in netlink and in sysfs alike. */
+static void expect_epoch(struct __test_metadata *_metadata, struct xnl *nl,
+			 uint32_t epoch, uint16_t joined)
+{
+	uint16_t j = 0xffff;
+	uint32_t e = 0;
+
+	ASSERT_EQ(0, job_epoch(nl, JOB, &e, &j));
+	EXPECT_EQ(epoch, e);
+	EXPECT_EQ(joined, j);
+	EXPECT_EQ(epoch, (uint32_t)sysfs_stat("epoch"));
+	EXPECT_EQ(joined, sysfs_stat("joined"));
+}
+
+/*
+ * Joins answered OK: the reply's fields and tag; the same join again (a
+ * lost reply) gets the same reply and changes nothing; an older one (a
+ * replay) is dropped; a worker that uses less of the job than it has fits.
+ */
+TEST_F(kf, join_ok_resend_stale)
+{
+	uint32_t e = epoch_of(JOB);
+	struct xina_hdr first;
+
+	EXPECT_NE(0, e);
+	expect_epoch(_metadata, &self->nl, e, 0);
+
+	JOIN(((struct join){ .rank = 0, .nonce = 1000 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	/* To the member through the fan-out: addresses left as they came. */
+	EXPECT_EQ(0, memcmp(&self->in, &self->out, offsetof(struct pkt, xh)));
+	first = self->out.xh;
+	expect_epoch(_metadata, &self->nl, e, 1);
+	EXPECT_EQ(1, sysfs_stat("join"));
+
+	JOIN(((struct join){ .rank = 0, .nonce = 1000 }), XINA_KF_ANSWER);
+	EXPECT_EQ(0, memcmp(&first, &self->out.xh, sizeof(first)));
+	expect_epoch(_metadata, &self->nl, e, 1);
+	EXPECT_EQ(2, sysfs_stat("join"));
+
+	JOIN(((struct join){ .rank = 1, .nonce = 5, .slots = 1, .elems = 1 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	expect_epoch(_metadata, &self->nl, e, 2);
+
+	/* Replays of older joins, and nonce 0: dropped, nothing changes. */
+	JOIN(((struct join){ .rank = 0, .nonce = 999 }), XINA_KF_DROP);
+	JOIN(((struct join){ .rank = 1, .nonce = 0 }), XINA_KF_DROP);
+	EXPECT_EQ(2, sysfs_stat("join_stale"));
+	expect_epoch(_metadata, &self->nl, e, 2);
+
+	/* The epoch granted is the one contributions must carry. */
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS }), XINA_KF_ADDED);
+
+	EXPECT_EQ(6, sysfs_stat("rx"));
+	EXPECT_EQ(3, sysfs_stat("join"));
+	EXPECT_EQ(0, sysfs_stat("join_refused"));
+	EXPECT_EQ(0, sysfs_stat("epoch_new"));
+	EXPECT_EQ(0, sysfs_stat("drop_auth"));
+}
+
+/* 16-bit one's complement sum of the IPv4 header: 0xffff when right. */
+static uint16_t ip_sum(const struct pkt *p)
+{
+	uint32_t sum = 0;
+	uint16_t w[10];
+	int i;
+
+	memcpy(w, &p->ip, sizeof(w));
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/*
+ * A join tagged with another key: drop_auth and a BAD_KEY reply carrying
+ * the join's tag, back out of the port it came in on while the member was
+ * never seen (addresses and ports swapped), to the member's location once
+ * it was; nothing of the job changes.  Joins of a rank not configured, or
+ * from another address than the rank's, or of no job, get no answer.
+ */
+TEST_F(kf, join_bad_key)
+{
+	static const uint8_t other[XINA_SECRET_BYTES] = { 1, 2, 3 };
+	uint32_t e = epoch_of(JOB);
+	size_t len;
+
+	JOIN(((struct join){ .rank = 1, .nonce = 50, .secret = other }),
+	     XINA_KF_BOUNCE);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
+	EXPECT_EQ(0, memcmp(self->out.eth.h_dest, MAC_W, ETH_ALEN));
+	EXPECT_EQ(0, memcmp(self->out.eth.h_source, MAC_S, ETH_ALEN));
+	EXPECT_EQ(self->in.ip.saddr, self->out.ip.daddr);
+	EXPECT_EQ(self->in.ip.daddr, self->out.ip.saddr);
+	EXPECT_EQ(0xffff, ip_sum(&self->out));
+	EXPECT_EQ(self->in.udp.source, self->out.udp.dest);
+	EXPECT_EQ(self->in.udp.dest, self->out.udp.source);
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	expect_epoch(_metadata, &self->nl, e, 0);
+
+	/* Its nonce was not recorded: the right key's join of it is fresh. */
+	JOIN(((struct join){ .rank = 1, .nonce = 50 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	expect_epoch(_metadata, &self->nl, e, 1);
+
+	/* Rank 1 is known now: the refusal goes where it is (fan-out). */
+	JOIN(((struct join){ .rank = 1, .nonce = 60, .secret = other }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
+	EXPECT_EQ(0, memcmp(&self->in, &self->out, offsetof(struct pkt, xh)));
+	/* And its join state did not move: 50 is still its latest. */
+	JOIN(((struct join){ .rank = 1, .nonce = 50 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	EXPECT_EQ(2, sysfs_stat("drop_auth"));
+	EXPECT_EQ(2, sysfs_stat("join"));
+
+	/* Rank 2 from rank 0's address; a rank beyond the workers. */
+	len = build_join(&self->in, &(struct join){ .rank = 2, .nonce = 7 });
+	self->in.ip.saddr = xnl_member_addr(0);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out, NULL));
+	JOIN(((struct join){ .rank = WORKERS, .nonce = 7 }), XINA_KF_REJECT);
+	EXPECT_EQ(2, sysfs_stat("drop_member"));
+	JOIN(((struct join){ .job = JOB + 1, .rank = 0, .nonce = 7 }),
+	     XINA_KF_NO_JOB);
+
+	expect_epoch(_metadata, &self->nl, e, 1);
+	EXPECT_EQ(0, sysfs_stat("join_refused"));
+	EXPECT_EQ(0, sysfs_stat("join_stale"));
+}
+
+/* A worker wanting more slots or elements, or another dtype: MISMATCH. */
+TEST_F(kf, join_mismatch)
+{
+	uint32_t e = epoch_of(JOB);
+
+	JOIN(((struct join){ .rank = 0, .nonce = 10, .slots = SLOTS + 1 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_MISMATCH, 0);
+	JOIN(((struct join){ .rank = 0, .nonce = 11, .elems = ELEMS + 1 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_MISMATCH, 0);
+	JOIN(((struct join){ .rank = 0, .nonce = 12, .dtype = 9 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_MISMATCH, 0);
+	/* The refusal again, for a lost reply. */
+	JOIN(((struct join){ .rank = 0, .nonce = 12, .dtype = 9 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_MISMATCH, 0);
+	EXPECT_EQ(4, sysfs_stat("join_refused"));
+	EXPECT_EQ(0, sysfs_stat("join"));
+	expect_epoch(_metadata, &self->nl, e, 0);
+
+	JOIN(((struct join){ .rank = 0, .nonce = 13 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	expect_epoch(_metadata, &self->nl, e, 1);
+}
+
+/* Complete round @round of slot @slot in epoch @epoch: element i of rank r is base + r + i. */
+static void complete_round(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(kf) *self, uint32_t epoch,
+			   uint32_t slot, uint32_t round, int32_t base)
+{
+	int r, i;
+
+	for (r = 0; r < WORKERS; r++)
+		SEND(((struct contrib){ .epoch = epoch, .rank = r, .slot = slot,
+					.round = round, .count = ELEMS,
+					.base = base + r }),
+		     r == WORKERS - 1 ? XINA_KF_RESULT : XINA_KF_ADDED);
+	for (i = 0; i < ELEMS; i++)
+		EXPECT_EQ(WORKERS * (base + i) + WORKERS * (WORKERS - 1) / 2,
+			  (int32_t)ntohl(self->out.el[i]));
+}
+
+/*
+ * A restart: a member that joined the epoch joins again.  While a round
+ * of the epoch completed within XINA_JOIN_BUSY_MS it is refused BUSY;
+ * then it opens the next epoch, alone in it.  The old run's packets are
+ * dropped (a retransmission that was answered before included), and a
+ * slot version of the old epoch starts afresh, only with round 0 or 1.
+ */
+TEST_F(kf, join_busy_then_new_epoch)
+{
+	uint32_t e0 = epoch_of(JOB), e1;
+	double t0;
+	int r;
+
+	for (r = 0; r < WORKERS; r++) {
+		JOIN(((struct join){ .rank = r, .nonce = 100 }), XINA_KF_ANSWER);
+		expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e0);
+	}
+	expect_epoch(_metadata, &self->nl, e0, WORKERS);
+	complete_round(_metadata, self, e0, 0, 0, 10);
+	t0 = now_s();
+	/* A partial round in version 1 of slot 1. */
+	SEND(((struct contrib){ .rank = 0, .slot = 1, .round = 1,
+				.count = ELEMS, .base = 1000 }), XINA_KF_ADDED);
+	/* Answered while the epoch lasts. */
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .base = 11 }),
+	     XINA_KF_ANSWER);
+
+	JOIN(((struct join){ .rank = 0, .nonce = 101 }), XINA_KF_ANSWER);
+	ASSERT_GT(0.5, now_s() - t0) {
+		TH_LOG("the join came %.3f s after the round: too late to be busy",
+		       now_s() - t0);
+	}
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BUSY, 0);
+	EXPECT_EQ(1, sysfs_stat("join_refused"));
+	expect_epoch(_metadata, &self->nl, e0, WORKERS);
+
+	/* Nothing completed since: once XINA_JOIN_BUSY_MS passed, a new epoch. */
+	usleep((XINA_JOIN_BUSY_MS + 100) * 1000);
+	JOIN(((struct join){ .rank = 0, .nonce = 102 }), XINA_KF_ANSWER);
+	e1 = e0 + 1 ? e0 + 1 : 1;
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	expect_epoch(_metadata, &self->nl, e1, 1);
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+	atomic_store(&epochs[JOB], e1);
+
+	/* The old run: its retransmission is no longer answered. */
+	SEND(((struct contrib){ .epoch = e0, .rank = 1, .count = ELEMS,
+				.base = 11 }), XINA_KF_REJECT);
+	SEND(((struct contrib){ .epoch = e0, .rank = 1, .slot = 1, .round = 1,
+				.count = ELEMS }), XINA_KF_REJECT);
+	EXPECT_EQ(2, sysfs_stat("drop_epoch"));
+
+	/* Versions of e0 take only rounds 0 and 1 of e1. */
+	SEND(((struct contrib){ .rank = 0, .round = 2, .count = ELEMS }),
+	     XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .slot = 1, .round = 3,
+				.count = ELEMS }), XINA_KF_DROP);
+	EXPECT_EQ(2, sysfs_stat("drop_range"));
+	/* Round 0 afresh (rank 0 was seen in e0's), without e0's values. */
+	complete_round(_metadata, self, e1, 0, 0, 20);
+	/* Round 1 of slot 1 afresh: rank 0's e0 partial is gone. */
+	complete_round(_metadata, self, e1, 1, 1, 30);
+	SEND(((struct contrib){ .rank = 0, .round = 2, .count = ELEMS }),
+	     XINA_KF_ADDED);
+
+	/* The other members join the new epoch; no further epoch. */
+	JOIN(((struct join){ .rank = 1, .nonce = 101 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	JOIN(((struct join){ .rank = 2, .nonce = 101 }), XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	expect_epoch(_metadata, &self->nl, e1, WORKERS);
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+	EXPECT_EQ(WORKERS + 3, sysfs_stat("join"));
+	EXPECT_EQ(3, sysfs_stat("completions"));
+	EXPECT_EQ(1, sysfs_stat("retransmissions"));
+}
+
+/* The query of xina_kf_where (xina_kfunc.bpf.c), after an Ethernet header. */
+struct where_pkt {
+	struct ethhdr eth;
+	uint32_t job;
+	uint32_t rank;
+	int32_t ret;
+	struct xina_kf_member m;
+} __attribute__((packed));
+
+/* Where member @rank of JOB is, as the TC fan-out asks (xina_kf_member()). */
+static int where(struct bpf_object *obj, uint16_t rank,
+		 struct xina_kf_member *m)
+{
+	struct bpf_program *prog;
+	struct where_pkt in = {}, out = {};
+	LIBBPF_OPTS(bpf_test_run_opts, opts,
+		.data_in = &in,
+		.data_size_in = sizeof(in),
+		.data_out = &out,
+		.data_size_out = sizeof(out),
+		.repeat = 1,
+	);
+
+	prog = bpf_object__find_program_by_name(obj, "xina_kf_where");
+	if (!prog)
+		return -1000;
+	in.eth.h_proto = htons(0x88b5);	/* local experimental */
+	in.job = JOB;
+	in.rank = rank;
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &opts) || opts.retval)
+		return -1000;
+	memcpy(m, &out.m, sizeof(*m));
+	return out.ret;
+}
+
+static const uint8_t MAC_X[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x99 };
+
+/* Join @j from source MAC @mac; the verdict. */
+static int join_from(FIXTURE_DATA(kf) *self, const struct join *j,
+		     const uint8_t *mac)
+{
+	size_t len = build_join(&self->in, j);
+
+	memcpy(self->in.eth.h_source, mac, ETH_ALEN);
+	return run(self->fd, &self->in, len, &self->out, NULL);
+}
+
+/*
+ * Where a member's copies go is learned from a fresh join whose tag
+ * verified, never from a resend of the latest join (an exact replay from
+ * elsewhere), a stale one or one with a bad tag.
+ */
+TEST_F(kf, join_learns_fresh_only)
+{
+	static const uint8_t other[XINA_SECRET_BYTES] = { 9 };
+	struct xina_kf_member m;
+
+	EXPECT_EQ(-ENODATA, where(self->obj, 0, &m));
+	EXPECT_EQ(xnl_member_addr(0), m.addr);
+
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 10 }, MAC_W));
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_W, ETH_ALEN));
+	EXPECT_EQ(0, memcmp(m.sw_mac, MAC_S, ETH_ALEN));
+	EXPECT_EQ(xnl_member_addr(0), m.addr);
+	EXPECT_EQ(htonl(0x0a0000fe), m.sw_addr);
+	EXPECT_EQ(htons(5000), m.rport);
+	EXPECT_NE(0, m.ifindex);
+
+	/* The same join, a replay of an older one, a bad tag: from elsewhere. */
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 10 }, MAC_X));
+	EXPECT_EQ(XINA_KF_DROP,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 9 }, MAC_X));
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 11,
+						  .secret = other }, MAC_X));
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_W, ETH_ALEN));
+
+	/* A fresh one (a restart: the next epoch) moves it. */
+	EXPECT_EQ(XINA_KF_ANSWER,
+		  join_from(self, &(struct join){ .rank = 0, .nonce = 11 }, MAC_X));
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK,
+		     epoch_of(JOB) + 1 ?: 1);
+	ASSERT_EQ(0, where(self->obj, 0, &m));
+	EXPECT_EQ(0, memcmp(m.mac, MAC_X, ETH_ALEN));
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+}
+
+/* A job's epoch is random and not 0; another job has its own. */
+TEST_F(kf, epoch_per_job)
+{
+	uint32_t a = epoch_of(JOB), b;
+
+	ASSERT_EQ(0, job_new(&self->nl, JOB + 1, WORKERS, SLOTS, ELEMS));
+	b = epoch_of(JOB + 1);
+	EXPECT_NE(0, a);
+	EXPECT_NE(0, b);
+	/* A contribution of one job's epoch to the other is dropped. */
+	SEND(((struct contrib){ .job = JOB + 1, .epoch = a ^ b ? a : a + 1,
+				.rank = 0, .count = ELEMS }), XINA_KF_REJECT);
+	SEND(((struct contrib){ .job = JOB + 1, .rank = 0, .count = ELEMS }),
+	     XINA_KF_ADDED);
+	EXPECT_EQ(0, xnl_job_del(&self->nl, JOB + 1));
 }
 
 /* Malformed packets and unknown jobs leave the job untouched. */
@@ -430,6 +939,20 @@ TEST_F(kf, malformed_and_no_job)
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len - 4, &self->out, NULL));
 	SEND(((struct contrib){ .job = JOB + 1, .rank = 0, .count = ELEMS }),
 	     XINA_KF_NO_JOB);
+	/* A join with elements, with a field a join leaves 0, or padded. */
+	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
+	self->in.xh.count = htons(1);
+	EXPECT_EQ(XINA_KF_MALFORMED,
+		  run(self->fd, &self->in, len + 4, &self->out, NULL));
+	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
+	self->in.xh.round = htonl(1);
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
+	self->in.xh.epoch = htonl(epoch_of(JOB));
+	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
+	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
+	EXPECT_EQ(XINA_KF_MALFORMED,
+		  run(self->fd, &self->in, len + 4, &self->out, NULL));
 
 	EXPECT_EQ(0, sysfs_stat("rx"));
 	EXPECT_EQ(0, sysfs_stat("contributions"));
@@ -828,7 +1351,10 @@ static void *churn_run(void *arg)
  * A job deleted while the kfunc works on it, 200 times in a row: CPU 0
  * adds contributions to job JOB without pause (rounds that complete), CPU
  * 1 deletes and re-creates it.  The kfunc finds either the job or none
- * (every verdict is one of a member's), the slot memory of the deleted
+ * (every verdict is one of a member's; a re-created job has another epoch,
+ * so a contribution built before CPU 1 read the new one is rejected:
+ * checked to be so each time, with a JOB_GET of CPU 0's own), the slot
+ * memory of the deleted
  * job is released before the delete returns (mem_used 0 after each
  * delete), and the kernel log stays clean (xina_dmesg.sh, after this
  * test).  What this cannot show without KASAN: a write into freed memory
@@ -839,35 +1365,58 @@ static void *churn_run(void *arg)
  */
 TEST_F(kf, job_churn_under_traffic)
 {
-	long long n = 0, seen[XINA_KF_MALFORMED + 1] = {};
+	long long n = 0, seen[XINA_KF_MALFORMED + 1] = {}, moved = 0, i = 0;
 	struct churn c = { .nl = &self->nl, .n = 200 };
-	int v, run_err = 0;
+	uint32_t e, cur = epoch_of(JOB);
+	int v, run_err = 0, err;
+	struct xnl nl;
 	pthread_t th;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, xnl_open(&nl));
 	ASSERT_EQ(0, pin_cpu(0));
 	ASSERT_EQ(0, pthread_create(&th, NULL, churn_run, &c));
 	while (!atomic_load(&c.done)) {
-		struct contrib k = {
-			.rank = n % WORKERS, .slot = (n / WORKERS) % SLOTS,
-			.round = n / WORKERS / SLOTS, .count = ELEMS,
+		struct contrib k;
+		size_t len;
+
+		/* A re-created job: its rounds start at 0 again (i). */
+		if (epoch_of(JOB) != cur) {
+			cur = epoch_of(JOB);
+			i = 0;
+		}
+		k = (struct contrib){
+			.epoch = cur,
+			.rank = i % WORKERS, .slot = (i / WORKERS) % SLOTS,
+			.round = i / WORKERS / SLOTS, .count = ELEMS,
 			.base = n,
 		};
-		size_t len = build(&self->in, &k);
+		len = build(&self->in, &k);
+		i++;
 
 		v = run(self->fd, &self->in, len, &self->out, NULL);
 		if (v < 0 || v > XINA_KF_MALFORMED) {
 			run_err = v;
 			break;
 		}
-		seen[v]++;
+		/* Rejected: only for an epoch that is not the job's now. */
+		if (v == XINA_KF_REJECT) {
+			err = job_epoch(&nl, JOB, &e, NULL);
+			if (err == -ENOENT || (!err && e != k.epoch))
+				moved++;
+			else
+				seen[v]++;
+		} else {
+			seen[v]++;
+		}
 		n++;
 	}
 	pthread_join(th, NULL);
-	TH_LOG("%lld packets: added %lld, results %lld, dropped %lld, no job %lld",
+	xnl_close(&nl);
+	TH_LOG("%lld packets: added %lld, results %lld, dropped %lld, no job %lld, old epoch %lld",
 	       n, seen[XINA_KF_ADDED], seen[XINA_KF_RESULT],
-	       seen[XINA_KF_DROP], seen[XINA_KF_NO_JOB]);
+	       seen[XINA_KF_DROP], seen[XINA_KF_NO_JOB], moved);
 	EXPECT_EQ(0, run_err);
 	EXPECT_EQ(0, c.err);
 	EXPECT_EQ(0, c.mem_after_del);

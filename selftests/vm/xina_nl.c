@@ -182,6 +182,7 @@ TEST_F(nl, new_get_sysfs)
 {
 	struct nlattr *tb[XINA_A_MAX + 1], *a, *mt[XINA_MEMBER_A_MAX + 1], *b;
 	uint64_t mem_bytes;
+	uint32_t epoch;
 	struct nlmsghdr *h;
 	int members = 0;
 
@@ -204,6 +205,14 @@ TEST_F(nl, new_get_sysfs)
 	/* At least the values: slots x 2 versions x elems x int32. */
 	EXPECT_GE(mem_bytes, 8 * 2 * 256 * 4);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_STATS]);
+	/* A random epoch, not 0, which no member joined yet. */
+	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
+	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_EPOCH]));
+	epoch = *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]);
+	EXPECT_NE(0, epoch);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_JOINED]);
+	ASSERT_EQ(2, xnl_len(tb[XINA_A_JOB_JOINED]));
+	EXPECT_EQ(0, *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]));
 
 	xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
 			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
@@ -233,6 +242,12 @@ TEST_F(nl, new_get_sysfs)
 	EXPECT_EQ(mem_bytes, sysfs_num(SYSFS "/mem_used"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/contributions"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/drop_key"));
+	EXPECT_EQ(epoch, (uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/joined"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join_refused"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join_stale"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/epoch_new"));
 
 	ASSERT_EQ(0, xnl_job_del(&self->nl, 1));
 	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/1/id"));
@@ -332,6 +347,10 @@ TEST_F(nl, new_bad_values)
 		{ "mem_bytes from user", XINA_A_JOB_MEM_BYTES, 1, 8, -EINVAL,
 		  "Attribute failed policy validation" },
 		{ "rx_cpu from user", XINA_A_JOB_RX_CPU, 1, 8, -EINVAL,
+		  "Attribute failed policy validation" },
+		{ "epoch from user", XINA_A_JOB_EPOCH, 1, 4, -EINVAL,
+		  "Attribute failed policy validation" },
+		{ "joined from user", XINA_A_JOB_JOINED, 1, 2, -EINVAL,
 		  "Attribute failed policy validation" },
 		{ "unknown attribute", XINA_A_MAX + 1, 1, 4, -EINVAL, "Unknown attribute type" },
 	};
@@ -457,11 +476,13 @@ TEST_F(nl, set)
 	struct nlattr *tb[XINA_A_MAX + 1];
 	struct xnl_msg *m = self->m;
 	struct job_spec s = job1;
+	uint32_t epoch;
 	int off;
 
 	s.members = 2;
 	ASSERT_EQ(0, job_new(&self->nl, &s));
 	EXPECT_EQ(2, sysfs_num(SYSFS "/jobs/1/members"));
+	epoch = sysfs_num(SYSFS "/jobs/1/epoch");
 
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
@@ -472,6 +493,19 @@ TEST_F(nl, set)
 	ASSERT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, 1));
 	xnl_attrs((struct nlmsghdr *)self->nl.rx, tb, XINA_A_MAX);
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_SECRET]);
+	/* A new secret or member is no new run: the epoch stays. */
+	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
+	EXPECT_EQ(epoch, *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]));
+
+	/* Nor can a request set it. */
+	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xnl_put_u32(m, XINA_A_JOB_EPOCH, epoch + 1);
+	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_EQ(epoch, (uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"));
 
 	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
 	xnl_put_u32(m, XINA_A_JOB_ID, 1);
