@@ -1013,6 +1013,38 @@ static int xm_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
 	return ret;
 }
 
+/*
+ * Wait until every run of the fast path that may still hold what was just
+ * unlinked has ended.  The programs run as RCU read-side sections, and an
+ * update of a map-in-map returns only after an RCU grace period
+ * (maybe_wait_bpf_programs() in kernel/bpf/syscall.c): one update of a
+ * throw-away ARRAY_OF_MAPS is that wait, from user space.
+ */
+static int xm_wait_programs(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o);
+	int inner, outer, ret = 0;
+	__u32 k = 0;
+
+	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xina_sync_in", sizeof(k),
+			       sizeof(k), 1, NULL);
+	if (inner < 0)
+		return -errno;
+	o.inner_map_fd = inner;
+	outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "xina_sync",
+			       sizeof(k), sizeof(k), 1, &o);
+	if (outer < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (bpf_map_update_elem(outer, &k, &inner, BPF_ANY))
+		ret = -errno;
+	close(outer);
+out:
+	close(inner);
+	return ret;
+}
+
 static int xm_job_del(struct xinactl *x, __u32 id)
 {
 	struct xm *m = x->be_priv;
@@ -1032,6 +1064,18 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &zero, BPF_ANY)) {
 		ret = -errno;
 		xerr("cannot delete job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	/*
+	 * Then no packet that found the job before is still in flight: its
+	 * index and slot range may go to the next "job add" as soon as this
+	 * returns, and a late add of the old job must not land in the new
+	 * one's slot memory.
+	 */
+	ret = xm_wait_programs();
+	if (ret) {
+		xerr("job %u deleted, but waiting for the fast path's packets in flight failed (%s): do not add a job for a moment",
+		     id, strerror(-ret));
 		return ret;
 	}
 	ret = xm_clear_members(m, j.idx);
