@@ -198,6 +198,34 @@ static inline __u64 xina_nh(const __u32 *k, const __u32 *m, __u32 count)
 	return sum;
 }
 
+/* A 32-bit value in network order, from a native load. */
+static __always_inline __u32 xina_be32(__u32 x)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return x;
+#else
+	return __builtin_bswap32(x);
+#endif
+}
+
+/*
+ * xina_nh() of @count values in network order: a payload as it is on the
+ * wire (libxina and xina-swagg hash what they send and receive).
+ */
+static inline __u64 xina_nh_net(const __u32 *k, const __u32 *m, __u32 count)
+{
+	__u64 sum = 0;
+	__u32 i;
+
+	for (i = 0; i + 1 < count; i += 2)
+		sum += xina_nh_pair(xina_be32(m[i]), xina_be32(m[i + 1]),
+				    k[i], k[i + 1]);
+	if (count & 1)
+		sum += xina_nh_pair(xina_be32(m[count - 1]), 0, k[count - 1],
+				    k[count]);
+	return sum;
+}
+
 /* One 64-bit output of the derivation (see the top of this file). */
 static inline __u64 xina_derive64(const __u8 *secret, __u64 label, __u32 job,
 				  __u32 rank, __u32 ctr)

@@ -235,22 +235,6 @@ static int xina_keys(struct xina *x)
 	return 0;
 }
 
-/* NH of @cnt elements in network order (a packet's payload). */
-static uint64_t xina_nh_wire(const struct xina *x, const uint32_t *v,
-			     size_t cnt)
-{
-	uint64_t sum = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < cnt; i += 2)
-		sum += xina_nh_pair(ntohl(v[i]), ntohl(v[i + 1]), x->nhk[i],
-				    x->nhk[i + 1]);
-	if (cnt & 1)
-		sum += xina_nh_pair(ntohl(v[cnt - 1]), 0, x->nhk[cnt - 1],
-				    x->nhk[cnt]);
-	return sum;
-}
-
 void xina_tx_tag(struct xina *x, uint32_t s)
 {
 	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
@@ -403,7 +387,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 			      c->exps[block]);
 	else
 		xina_i32_pack(v, (const int32_t *)c->buf + off, cnt);
-	x->slot[s].nh = xina_nh_wire(x, v, cnt);
+	x->slot[s].nh = xina_nh_net(x->nhk, v, cnt);
 	xina_tx_tag(x, s);
 
 	x->slot[s].busy = true;
@@ -513,7 +497,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	}
 	/* Only from the switch: a forged or modified result is not placed. */
 	if (be64toh(h->tag) != xina_tag_hdr(x->kres, h,
-					    xina_nh_wire(x, v, cnt))) {
+					    xina_nh_net(x->nhk, v, cnt))) {
 		x->st.bad_tag++;
 		return;
 	}

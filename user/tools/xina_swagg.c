@@ -223,21 +223,6 @@ static int sw_keys(struct swagg *sw)
 	return 0;
 }
 
-/* NH of @cnt elements in network order. */
-static uint64_t sw_nh(const struct swagg *sw, const uint32_t *v, size_t cnt)
-{
-	uint64_t sum = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < cnt; i += 2)
-		sum += xina_nh_pair(ntohl(v[i]), ntohl(v[i + 1]), sw->nhk[i],
-				    sw->nhk[i + 1]);
-	if (cnt & 1)
-		sum += xina_nh_pair(ntohl(v[cnt - 1]), 0, sw->nhk[cnt - 1],
-				    sw->nhk[cnt]);
-	return sum;
-}
-
 static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		    struct sockaddr_in *bind_sa)
 {
@@ -580,7 +565,8 @@ static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	r->exp = h->exp;
 	for (i = 0; i < v->count; i++)
 		out[i] = htonl((uint32_t)a[i]);
-	r->tag = htobe64(xina_tag_hdr(sw->kres, r, sw_nh(sw, out, v->count)));
+	r->tag = htobe64(xina_tag_hdr(sw->kres, r,
+				      xina_nh_net(sw->nhk, out, v->count)));
 	v->complete = true;
 	sw->stat[XINA_STAT_COMPLETE]++;
 	sw->last_complete_ns = sw_now_ns();
@@ -719,8 +705,9 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		return;
 	}
 	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h,
-					    sw_nh(sw, (const uint32_t *)(h + 1),
-						  count))) {
+					    xina_nh_net(sw->nhk,
+							(const uint32_t *)(h + 1),
+							count))) {
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		return;
 	}

@@ -528,6 +528,19 @@ static int xm_job_find(struct xm *m, __u32 id, struct xina_job *j,
 	return -ENOENT;
 }
 
+/* xm_job_find(), saying why not: no such job, or the map cannot be read. */
+static int xm_job_find_say(struct xm *m, __u32 id, struct xina_job *j,
+			   __u32 *bucket)
+{
+	int ret = xm_job_find(m, id, j, bucket);
+
+	if (ret == -ENOENT)
+		xerr("job %u does not exist", id);
+	else if (ret)
+		xerr("cannot read job %u: %s", id, strerror(-ret));
+	return ret;
+}
+
 /* Read job @id; -ENOENT (no message) if there is none. */
 static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 {
@@ -981,14 +994,9 @@ static int xm_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
 	struct xina_job j;
 	int ret;
 
-	ret = xm_job_find(m, id, &j, &bucket);
-	if (ret) {
-		if (ret == -ENOENT)
-			xerr("job %u does not exist", id);
-		else
-			xerr("cannot read job %u: %s", id, strerror(-ret));
+	ret = xm_job_find_say(m, id, &j, &bucket);
+	if (ret)
 		return ret;
-	}
 	ret = xm_write_nhkey(m, j.idx, id, secret);
 	for (rank = 0; !ret && rank < j.workers; rank++) {
 		key = j.idx * XINA_MAX_WORKERS + rank;
@@ -1052,14 +1060,9 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	__u32 bucket;
 	int ret;
 
-	ret = xm_job_find(m, id, &j, &bucket);
-	if (ret) {
-		if (ret == -ENOENT)
-			xerr("job %u does not exist", id);
-		else
-			xerr("cannot read job %u: %s", id, strerror(-ret));
+	ret = xm_job_find_say(m, id, &j, &bucket);
+	if (ret)
 		return ret;
-	}
 	/* first: the fast path stops using the job's members and slots */
 	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &zero, BPF_ANY)) {
 		ret = -errno;
@@ -1129,14 +1132,9 @@ static int xm_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
 	struct xina_job j;
 	int ret;
 
-	ret = xm_job_find(m, id, &j, NULL);
-	if (ret) {
-		if (ret == -ENOENT)
-			xerr("job %u does not exist", id);
-		else
-			xerr("cannot read job %u: %s", id, strerror(-ret));
+	ret = xm_job_find_say(m, id, &j, NULL);
+	if (ret)
 		return ret;
-	}
 	ret = xm_counters_sum(m, j.idx, st->c, XINA_STAT_MAX, st);
 	if (ret)
 		xerr("cannot read the counters of job %u: %s", id,
