@@ -9,7 +9,9 @@
  * touched, and adds the payload into the slot version named by
  * (slot, round & 1).
  * The contribution that completes a round is turned into the result; a
- * retransmission to a completed version gets the kept result.  Both leave
+ * retransmission to a completed version gets the kept result.  A join
+ * (the handshake that gives a worker the job's epoch, xina_join()) is
+ * answered with its own frame made the reply.  All three leave
  * xina_xdp with XDP_PASS and a struct xina_mark in the XDP metadata, and
  * xina_fanout, on the TC ingress hook of the same port, sends one copy to
  * each member the frame is for, addressed to it, out of the port it is
