@@ -9,7 +9,9 @@
  * touched, and adds the payload into the slot version named by
  * (slot, round & 1).
  * The contribution that completes a round is turned into the result; a
- * retransmission to a completed version gets the kept result.  Both leave
+ * retransmission to a completed version gets the kept result.  A join
+ * (the handshake that gives a worker the job's epoch, xina_join()) is
+ * answered with its own frame made the reply.  All three leave
  * xina_xdp with XDP_PASS and a struct xina_mark in the XDP metadata, and
  * xina_fanout, on the TC ingress hook of the same port, sends one copy to
  * each member the frame is for, addressed to it, out of the port it is
@@ -202,22 +204,47 @@ static __always_inline __u32 ntohs_bounded(__be16 v)
 }
 
 /*
+ * A join (include/uapi/linux/xina.h, "Join handshake"): a bare header, no
+ * elements; the fields a join does not use are 0.
+ */
+static __always_inline int xina_check_join(struct xina_pkt *pkt)
+{
+	struct xina_hdr *xh = pkt->xh;
+
+	if (xh->count || xh->op || xh->flags || xh->exp || xh->round ||
+	    xh->epoch)
+		return XINA_MALFORMED;
+	if (ntohs_bounded(pkt->udp->len) !=
+	    sizeof(struct udphdr) + sizeof(*xh))
+		return XINA_MALFORMED;
+	if (sizeof(struct udphdr) + sizeof(*xh) + sizeof(struct iphdr) >
+	    ntohs_bounded(pkt->iph->tot_len))
+		return XINA_MALFORMED;
+	pkt->count = 0;
+	pkt->lin = 0;
+	return XINA_WELL_FORMED;
+}
+
+/*
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
  * The headers must be in the first buffer of the frame; the elements may
- * run on into the others.
+ * run on into the others.  Workers send contributions and joins; anything
+ * else is malformed.
  */
 static __always_inline int xina_check_hdr(struct xdp_md *ctx,
-					  struct xina_pkt *pkt, void *end,
-					  __u8 type)
+					  struct xina_pkt *pkt, void *end)
 {
 	struct xina_hdr *xh = pkt->xh;
 	__u32 ulen, count, room;
 
 	if ((void *)(xh + 1) > end)
 		return XINA_MALFORMED;
-	if (xh->version != XINA_WIRE_VERSION || xh->type != type ||
-	    (xh->flags & ~XINA_F_ALL) || xh->weight || xh->aux)
+	if (xh->version != XINA_WIRE_VERSION || xh->weight)
+		return XINA_MALFORMED;
+	if (xh->type == XINA_T_JOIN)
+		return xina_check_join(pkt);
+	if (xh->type != XINA_T_CONTRIB || (xh->flags & ~XINA_F_ALL) || xh->aux)
 		return XINA_MALFORMED;
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
@@ -283,8 +310,8 @@ static __always_inline int xina_to_switch(__be32 daddr)
 	return 0;
 }
 
-static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt,
-				      __u8 type)
+/* A contribution or a join to the switch (pkt->xh->type tells which). */
+static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt)
 {
 	void *data_end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
@@ -299,7 +326,7 @@ static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt,
 	if (!xina_to_switch(pkt->iph->daddr))
 		return XINA_NOT_OURS;
 	pkt->xh = c.pos;
-	return xina_check_hdr(ctx, pkt, data_end, type);
+	return xina_check_hdr(ctx, pkt, data_end);
 }
 
 static __always_inline void ip_csum_set(struct iphdr *iph)
@@ -321,6 +348,73 @@ static __always_inline int mac_equal(const __u8 *a, const __u8 *b)
 {
 	return !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) |
 		 (a[3] ^ b[3]) | (a[4] ^ b[4]) | (a[5] ^ b[5]));
+}
+
+/*
+ * Make the frame a bare xina header, as a join and its reply are: cut
+ * whatever follows the header (Ethernet padding, bytes the IPv4 length
+ * covers beyond the datagram, further buffers), so that a reply is never
+ * longer than the join it answers, and set the IPv4 and UDP lengths to
+ * match (no UDP checksum).  Packet pointers are void afterwards: the header
+ * is returned anew, or NULL.
+ */
+static __always_inline struct xina_hdr *xina_bare(struct xdp_md *ctx)
+{
+	int extra = (int)bpf_xdp_get_buff_len(ctx) - (int)XINA_PAYLOAD_OFF;
+	struct xina_hdr *xh;
+	struct udphdr *udp;
+	struct iphdr *iph;
+	void *data, *end;
+
+	if (extra > 0 && bpf_xdp_adjust_tail(ctx, -extra))
+		return NULL;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	iph = data + sizeof(struct ethhdr);
+	udp = (void *)(iph + 1);
+	xh = (void *)(udp + 1);
+	if ((void *)(xh + 1) > end)
+		return NULL;
+	iph->tot_len = bpf_htons(sizeof(*iph) + sizeof(*udp) + sizeof(*xh));
+	ip_csum_set(iph);
+	udp->len = bpf_htons(sizeof(*udp) + sizeof(*xh));
+	udp->check = 0;
+	return xh;
+}
+
+/*
+ * Send the frame, already made the reply, back to whoever sent it, out of
+ * the port it came in on: MACs, IPv4 addresses and UDP ports swapped, a
+ * fresh TTL, the IPv4 checksum recomputed, no UDP checksum.  Only for the
+ * one answer the switch gives a sender it cannot authenticate
+ * (XINA_JOIN_BAD_KEY to a member never seen, Documentation/security.md).
+ */
+static __always_inline int xina_bounce(struct xdp_md *ctx)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct ethhdr *eth = data;
+	struct iphdr *iph = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(iph + 1);
+	__u8 mac[ETH_ALEN];
+	__be32 addr;
+	__be16 port;
+
+	if ((void *)(udp + 1) > end)
+		return XDP_DROP;
+	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	addr = iph->daddr;
+	iph->daddr = iph->saddr;
+	iph->saddr = addr;
+	iph->ttl = 64;
+	ip_csum_set(iph);
+	port = udp->dest;
+	udp->dest = udp->source;
+	udp->source = port;
+	udp->check = 0;
+	return XDP_TX;
 }
 
 /* ---- counters ----------------------------------------------------------- */
@@ -985,30 +1079,53 @@ static __always_inline struct xina_member *xina_member_of(__u32 idx,
 }
 
 /*
+ * The configured member of the packet's rank, if the packet comes from it
+ * (its address, and its port if one is configured); else NULL.
+ */
+static __always_inline struct xina_member *
+xina_member_from(const struct xina_job *job, const struct xina_pkt *pkt)
+{
+	__u32 rank = bpf_ntohs(pkt->xh->rank);
+	struct xina_member *member;
+
+	if (rank >= job->workers)
+		return NULL;
+	member = xina_member_of(job->idx, rank);
+	if (!member || !member->addr || member->addr != pkt->iph->saddr ||
+	    (member->port && member->port != pkt->udp->source))
+		return NULL;
+	return member;
+}
+
+/* The job's current epoch: read without its lock, changed only under it. */
+static __always_inline __u32 xina_epoch_now(const struct xina_epoch *ep)
+{
+	return *(const volatile __u32 *)&ep->j.epoch;
+}
+
+/*
  * Returns the enum xina_stat drop reason, or -1 if the packet may touch
  * the job's slots.  The cheap checks of the source first, then the tag
- * (which covers every header field checked after it).
+ * (which covers every header field checked after it), then the epoch
+ * (@epoch, the job's current one; 0, no epoch yet, takes nothing), before
+ * anything of the slots is read: a packet of another epoch gets no answer.
  */
 static __always_inline int xina_check_job(struct xdp_md *ctx,
 					  const struct xina_job *job,
 					  const struct xina_nhkey *nhk,
 					  const struct xina_pkt *pkt,
+					  __u32 epoch,
 					  struct xina_member **memberp)
 {
 	const struct xina_hdr *xh = pkt->xh;
 	struct xina_member *member;
-	__u32 rank;
 
-	rank = bpf_ntohs(xh->rank);
-	if (rank >= job->workers)
-		return XINA_STAT_DROP_MEMBER;
-	member = xina_member_of(job->idx, rank);
-	if (!member || !member->addr || member->addr != pkt->iph->saddr ||
-	    (member->port && member->port != pkt->udp->source))
+	member = xina_member_from(job, pkt);
+	if (!member)
 		return XINA_STAT_DROP_MEMBER;
 	if (xina_tag_check(ctx, pkt, member->key, nhk))
 		return XINA_STAT_DROP_AUTH;
-	if (bpf_ntohl(xh->epoch) != job->epoch)
+	if (!epoch || bpf_ntohl(xh->epoch) != epoch)
 		return XINA_STAT_DROP_EPOCH;
 	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
 		return XINA_STAT_DROP_RANGE;
@@ -1053,9 +1170,11 @@ enum xina_claim {
 	XINA_CLAIM_STALE,
 	XINA_CLAIM_RANGE,	/* round not open yet, or count mismatch */
 	XINA_CLAIM_OP,		/* op differs from the round's */
+	XINA_CLAIM_EPOCH,	/* the job moved on to another epoch */
 };
 
 struct xina_contrib {
+	__u32 epoch;
 	__u32 round;
 	__u32 rank;
 	__u32 count;
@@ -1066,27 +1185,48 @@ struct xina_contrib {
 /* What a retransmission needs from meta, copied out under the lock. */
 struct xina_kept {
 	__u64 tag;
+	__u32 epoch;
 	__u32 round;
 	__u32 result_cpu;
 	__s8 exp;
 };
 
 /*
- * Decide what a contribution does to its slot version.  Runs under
- * meta->lock, so: no helper or function calls in here.  The round numbers
- * are compared with a signed difference so that they may wrap.
+ * Decide what a contribution of the job's current epoch does to its slot
+ * version.  Runs under meta->lock, so: no helper or function calls in
+ * here.  The round numbers are compared with a signed difference so that
+ * they may wrap.
+ *
+ * A version of another epoch (or never used: epoch 0) is started afresh
+ * by the first contribution of the current epoch, if that is one of the
+ * epoch's first rounds (0 or 1): a late packet of a round 2 or later never
+ * opens a version.  The job's epoch (@cur) is read again first: a
+ * restart's join may have moved it on since the packet was checked, and a
+ * packet of the old epoch must not take back a version the new one opened.
  */
 static __always_inline int xina_claim(struct xina_meta *m,
 				      const struct xina_contrib *c,
+				      const struct xina_epoch *cur,
 				      struct xina_kept *kept)
 {
 	__u64 bit = 1ULL << (c->rank & 63);
 	__u32 w = (c->rank >> 6) & (XINA_MAX_WORKERS / 64 - 1);
-	int ret = XINA_CLAIM_ADD;
+	int ret = XINA_CLAIM_ADD, fresh = 0;
 
 	bpf_spin_lock(&m->lock);
-	if (!m->used || (c->round == m->round + 2 && m->complete)) {
-		m->used = 1;
+	if (m->epoch != c->epoch) {
+		if (c->epoch != xina_epoch_now(cur)) {
+			ret = XINA_CLAIM_EPOCH;
+			goto unlock;
+		}
+		if (c->round > 1) {
+			ret = XINA_CLAIM_RANGE;
+			goto unlock;
+		}
+		fresh = 1;
+	}
+	if (fresh || (c->round == m->round + 2 && m->complete)) {
+		m->epoch = c->epoch;
 		m->round = c->round;
 		m->claimed = 0;
 		m->done = 0;	/* no add of the old round is in flight */
@@ -1097,6 +1237,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		m->seen[1] = 0;
 		m->seen[2] = 0;
 		m->seen[3] = 0;
+		m->tag = 0;
 	} else if ((__s32)(c->round - m->round) < 0) {
 		ret = XINA_CLAIM_STALE;
 		goto unlock;
@@ -1114,6 +1255,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 	}
 	if (m->seen[w] & bit) {
 		ret = m->complete ? XINA_CLAIM_RETRANS : XINA_CLAIM_DUP;
+		kept->epoch = m->epoch;
 		kept->round = m->round;
 		kept->result_cpu = m->result_cpu;
 		kept->exp = m->exp;
@@ -1130,8 +1272,9 @@ unlock:
 /*
  * The last contribution of the round: fold every other CPU's partial into
  * this CPU's.  All of them are final: their owners bumped meta->done (a
- * full barrier) after adding.  Partials of other rounds are skipped: they
- * were never written in this round.
+ * full barrier) after adding.  Partials of other rounds, or of the same
+ * round of another epoch, are skipped: they were never written in this
+ * round.
  */
 static __always_inline void xina_fold(__u32 idx, __u32 me,
 				      struct xina_part *mine,
@@ -1146,7 +1289,7 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 		if (cpu == me)
 			continue;
 		p = xina_part_of(idx, cpu);
-		if (!p || !p->valid || p->round != c->round)
+		if (!p || p->epoch != c->epoch || p->round != c->round)
 			continue;
 		xina_part_fold(mine, p, c->count, c->op);
 	}
@@ -1192,7 +1335,7 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	struct xina_part *res;
 
 	res = xina_part_of(idx, kept->result_cpu);
-	if (!res || !res->valid || res->round != kept->round)
+	if (!res || res->epoch != kept->epoch || res->round != kept->round)
 		goto stale;
 	xh->type = XINA_T_RESULT;
 	xh->flags = 0;
@@ -1202,12 +1345,13 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	if (xina_put(ctx, pkt, res, pkt->count))
 		goto stale;
 	/*
-	 * Round r + 2 may have begun on this version since the lock was
-	 * dropped, overwriting the result (its first add sets ->round before
-	 * the values).  Re-check: a torn copy is never sent.
+	 * Round r + 2, or a round of a new epoch, may have begun on this
+	 * version since the lock was dropped, overwriting the result (its
+	 * first add sets ->round and ->epoch before the values).  Re-check: a
+	 * torn copy is never sent.
 	 */
 	asm volatile("" ::: "memory");
-	if (res->round != kept->round)
+	if (res->round != kept->round || res->epoch != kept->epoch)
 		goto stale;
 
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
@@ -1231,6 +1375,7 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 					 struct xina_counters *ctr)
 {
 	__u32 job = bpf_ntohl(pkt->xh->job);
+	__u64 *active;
 	__u64 tag;
 
 	xina_fold(idx, me, mine, c);
@@ -1246,6 +1391,10 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	m->tag = tag;
 	bpf_spin_unlock(&m->lock);
 
+	/* the epoch is in use: a restart's join now is answered busy */
+	active = bpf_map_lookup_elem(&xina_active, &j->idx);
+	if (active)
+		*active = bpf_ktime_get_ns();
 	stat_inc(ctr, XINA_STAT_COMPLETE);
 	return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 }
@@ -1253,12 +1402,14 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  const struct xina_job *job,
 					  const struct xina_nhkey *nhk,
+					  const struct xina_epoch *ep,
 					  struct xina_member *member,
 					  struct xina_pkt *pkt,
 					  struct xina_counters *ctr)
 {
 	struct xina_hdr *xh = pkt->xh;
 	struct xina_contrib c = {
+		.epoch = bpf_ntohl(xh->epoch),
 		.round = bpf_ntohl(xh->round),
 		.rank = bpf_ntohs(xh->rank),
 		.count = pkt->count,
@@ -1280,7 +1431,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 		return XDP_DROP;
 	}
 
-	switch (xina_claim(m, &c, &kept)) {
+	switch (xina_claim(m, &c, ep, &kept)) {
 	case XINA_CLAIM_ADD:
 		break;
 	case XINA_CLAIM_RETRANS:
@@ -1294,6 +1445,9 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	case XINA_CLAIM_OP:
 		stat_inc(ctr, XINA_STAT_DROP_OP);
 		return XDP_DROP;
+	case XINA_CLAIM_EPOCH:
+		stat_inc(ctr, XINA_STAT_DROP_EPOCH);
+		return XDP_DROP;
 	default:
 		stat_inc(ctr, XINA_STAT_DROP_RANGE);
 		return XDP_DROP;
@@ -1302,9 +1456,9 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	xina_learn(ctx, member, pkt);
 
 	/* This CPU's partial: nobody else writes it, no atomics needed. */
-	if (!mine->valid || mine->round != c.round) {
+	if (mine->epoch != c.epoch || mine->round != c.round) {
 		mine->round = c.round;	/* before the values: see xina_answer */
-		mine->valid = 1;
+		mine->epoch = c.epoch;
 		asm volatile("" ::: "memory");
 		mode = XINA_ADD_COPY;
 	} else {
@@ -1322,6 +1476,146 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }
 
+/* ---- join handshake -----------------------------------------------------
+ *
+ * include/uapi/linux/xina.h ("Join handshake") has the rules,
+ * bpf/xina_join.h the decision, shared with xina.ko and xina-swagg.  A
+ * join never touches slot memory; its reply is the join's own frame, cut to
+ * the bare header (xina_bare()), so that it is never longer than the join.
+ */
+
+/*
+ * Did a round of job @idx complete within the last XINA_JOIN_BUSY_MS, on
+ * any CPU?  A time a little ahead of this CPU's clock (another CPU read it
+ * later) counts as recent.
+ */
+static __always_inline int xina_busy(__u32 idx)
+{
+	__u64 now = bpf_ktime_get_ns(), *t;
+	__u32 cpu;
+
+	for (cpu = 0; cpu < XINA_MAX_CPUS; cpu++) {
+		if (cpu >= nr_cpus)
+			break;
+		t = bpf_map_lookup_percpu_elem(&xina_active, &idx, cpu);
+		if (t && *t &&
+		    (__s64)(now - *t) < (__s64)XINA_JOIN_BUSY_MS * 1000000)
+			return 1;
+	}
+	return 0;
+}
+
+/* The join's header, made its reply: @status, @epoch, the job's geometry. */
+static __always_inline void xina_join_reply_hdr(struct xina_hdr *xh,
+						const struct xina_job *job,
+						__u32 status, __u32 epoch)
+{
+	xh->type = XINA_T_JOIN_REPLY;
+	xh->slot = bpf_htonl(job->slots);
+	xh->aux = bpf_htonl(job->elems);
+	xh->round = bpf_htonl(status);
+	xh->epoch = bpf_htonl(epoch);
+}
+
+/*
+ * A join from rank @rank's configured address whose tag does not verify
+ * under the rank's key: the worker's key file is not the job's.  Answered
+ * XINA_JOIN_BAD_KEY with the join's own tag echoed (the switch shares no
+ * key with the sender), where the member was learned if it was, else back
+ * out of the port the join came in on.  Nothing changes.
+ */
+static __always_inline int xina_join_bad_key(struct xdp_md *ctx,
+					     const struct xina_job *job,
+					     __u32 rank,
+					     const struct xina_member *member)
+{
+	struct xina_hdr *xh = xina_bare(ctx);
+
+	if (!xh)
+		return XDP_DROP;
+	xina_join_reply_hdr(xh, job, XINA_JOIN_BAD_KEY, 0);
+	if (member->ifindex)
+		return xina_pass_marked(ctx, job->id, rank);
+	return xina_bounce(ctx);
+}
+
+/*
+ * A well-formed join of @job: checked as a contribution is (member, then
+ * the tag over the bare header), decided under the job's join lock,
+ * answered to the member where it is (the path of an answer to a
+ * retransmission: xina_fanout, for the rank alone).  Only a fresh join
+ * (a nonce above the member's latest) moves where the member is: a resend
+ * or a replay is answered where it was learned.
+ */
+static __always_inline int xina_join(struct xdp_md *ctx,
+				     const struct xina_job *job,
+				     struct xina_epoch *ep,
+				     struct xina_pkt *pkt,
+				     struct xina_counters *ctr)
+{
+	struct xina_hdr *xh = pkt->xh;
+	__u32 rank = bpf_ntohs(xh->rank);
+	struct xina_member *member;
+	struct xina_join_mbr *jm;
+	__u32 key, status, epoch;
+	int fits, busy, v;
+	__u64 nonce;
+
+	member = xina_member_from(job, pkt);
+	if (!member) {
+		stat_inc(ctr, XINA_STAT_DROP_MEMBER);
+		return XDP_DROP;
+	}
+	if (bpf_cpu_to_be64(xina_tag_words(member->key[0], member->key[1],
+					   (const __u64 *)xh, 0)) != xh->tag) {
+		stat_inc(ctr, XINA_STAT_DROP_AUTH);
+		return xina_join_bad_key(ctx, job, rank, member);
+	}
+	key = job->idx * XINA_MAX_WORKERS + rank;
+	jm = bpf_map_lookup_elem(&xina_joins, &key);
+	if (!jm) {
+		stat_inc(ctr, XINA_STAT_DROP_MEMBER);
+		return XDP_DROP;
+	}
+	fits = bpf_ntohl(xh->slot) <= job->slots &&
+	       bpf_ntohl(xh->aux) <= job->elems &&
+	       xh->dtype == XINA_DTYPE_INT32;
+	busy = xina_busy(job->idx);
+	nonce = bpf_be64_to_cpu(xh->offset);
+
+	bpf_spin_lock(&ep->lock);
+	v = xina_join_decide(&ep->j, jm, rank, nonce, fits, busy);
+	status = jm->status;
+	epoch = jm->epoch;
+	bpf_spin_unlock(&ep->lock);
+
+	switch (v) {
+	case XINA_JD_STALE:
+		stat_inc(ctr, XINA_STAT_JOIN_STALE);
+		return XDP_DROP;
+	case XINA_JD_RESEND:
+		break;
+	case XINA_JD_NEW_EPOCH:
+		stat_inc(ctr, XINA_STAT_EPOCH_NEW);
+		xina_learn(ctx, member, pkt);
+		break;
+	default:
+		xina_learn(ctx, member, pkt);
+		break;
+	}
+	stat_inc(ctr, status == XINA_JOIN_OK ? XINA_STAT_JOIN :
+					       XINA_STAT_JOIN_REFUSED);
+
+	xh = xina_bare(ctx);
+	if (!xh)
+		return XDP_DROP;
+	xina_join_reply_hdr(xh, job, status, epoch);
+	xh->tag = bpf_cpu_to_be64(xina_tag_words(member->key[0],
+						 member->key[1],
+						 (const __u64 *)xh, 0));
+	return xina_pass_marked(ctx, job->id, rank);
+}
+
 #ifdef XINA_KFUNC
 /* Module backend: slot memory in xina.ko, see kmod/xina_kf.bpf.h. */
 #include "xina_kf.bpf.h"
@@ -1334,10 +1628,11 @@ int xina_xdp(struct xdp_md *ctx)
 	struct xina_counters *ctr;
 	struct xina_nhkey *nhk;
 	struct xina_pkt pkt = {};
+	struct xina_epoch *ep;
 	struct xina_job *job;
 	int err;
 
-	switch (xina_parse(ctx, &pkt, XINA_T_CONTRIB)) {
+	switch (xina_parse(ctx, &pkt)) {
 	case XINA_NOT_OURS:
 		gstat_inc(XINA_GSTAT_PASS);
 		return XDP_PASS;
@@ -1353,18 +1648,21 @@ int xina_xdp(struct xdp_md *ctx)
 	job = xina_job_find(bpf_ntohl(pkt.xh->job));
 	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
 	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
-	if (!job || !ctr || !nhk || job->idx >= XINA_MAX_JOBS) {
+	ep = job ? bpf_map_lookup_elem(&xina_epochs, &job->idx) : NULL;
+	if (!job || !ctr || !nhk || !ep || job->idx >= XINA_MAX_JOBS) {
 		gstat_inc(XINA_GSTAT_NO_JOB);
 		return XDP_DROP;
 	}
 	stat_inc(ctr, XINA_STAT_RX);
+	if (pkt.xh->type == XINA_T_JOIN)
+		return xina_join(ctx, job, ep, &pkt, ctr);
 
-	err = xina_check_job(ctx, job, nhk, &pkt, &member);
+	err = xina_check_job(ctx, job, nhk, &pkt, xina_epoch_now(ep), &member);
 	if (err >= 0) {
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	return xina_aggregate(ctx, job, nhk, member, &pkt, ctr);
+	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, ctr);
 }
 
 /* ---- result fan-out (TC) -------------------------------------------------

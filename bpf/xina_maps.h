@@ -19,7 +19,9 @@
  *   xina_epochs   ARRAY     job idx              -> struct xina_epoch
  *                           (the job's epoch and who joined it: written by
  *                            the fast path on joins, under @lock; xinactl
- *                            sets a random epoch on "job add")
+ *                            sets a random non-zero epoch and no member
+ *                            joined on "job add": a job whose epoch is 0
+ *                            takes no contribution)
  *   xina_joins    ARRAY     job idx * XINA_MAX_WORKERS + rank
  *                                                -> struct xina_join_mbr
  *                           (each member's latest join, under the job's
@@ -91,8 +93,7 @@ struct xina_job {
 	__u16	workers;
 	__u16	elems;		/* max elements per packet and slot */
 	__u32	flags;		/* XINA_JOB_F_* */
-	__u32	epoch;		/* contributions of another are dropped */
-	__u32	pad;
+	__u32	pad;		/* the job's epoch is in xina_epochs */
 };
 
 /*
@@ -134,30 +135,37 @@ struct xina_member {
 /*
  * Shared state of one slot version.  Every field but @done is read and
  * written under @lock; @done is only ever changed with an atomic add by the
- * CPU that added its contribution into its partial (see xina.bpf.c).
+ * CPU that added its contribution into its partial (see xina.bpf.c).  A
+ * version of another epoch than the job's current one (0: never used) is
+ * started afresh by the first contribution of the current epoch, for its
+ * round 0 or 1 only.
  */
 struct xina_meta {
 	struct bpf_spin_lock lock;
+	__u32	epoch;		/* epoch of @round; 0: never used */
 	__u32	round;		/* round this version is in */
 	__u32	claimed;	/* contributions accepted in @round */
 	__u32	done;		/* contributions added in @round (atomic) */
 	__u32	result_cpu;	/* CPU whose partial holds the result */
-	__u8	used;		/* a round was ever started here */
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
 	__s8	exp;		/* exp echoed in the result */
+	__u8	pad;
 	__u16	count;		/* elements of @round: all contributions
 				 * to one round carry the same count */
-	__u16	pad;
+	__u16	pad2;
 	__u64	tag;		/* the result's tag (network order), once
 				 * @complete: answers reuse it */
 	__u64	seen[XINA_MAX_WORKERS / 64];	/* contributor bitmap */
 };
 
-/* Per-CPU partial aggregate of one slot version. */
+/*
+ * Per-CPU partial aggregate of one slot version: the values belong to
+ * (@epoch, @round), and only those of the round being folded count.
+ */
 struct xina_part {
 	__u32	round;		/* round these values belong to */
-	__u32	valid;		/* written in @round on this CPU */
+	__u32	epoch;		/* its epoch; 0: never written on this CPU */
 	__s32	v[XINA_MAX_ELEMS];	/* host order */
 };
 

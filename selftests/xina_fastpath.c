@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -51,6 +52,7 @@
 #define META_MAX	64	/* XDP metadata BPF_PROG_TEST_RUN hands back */
 #define HDRS_LEN	(14 + 20 + 8)
 #define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
+#define EPOCH0		0x5eed0001U	/* the job's epoch as "job add" set it */
 
 static const __u8 sw_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0xfe, 0x01 };
 
@@ -76,6 +78,7 @@ struct fixture {
 	struct xina *skel;
 	int xdp, fanout;
 	int jobs, members, meta, vals, stats, nhkeys;
+	int epochs, joins, active;
 	struct xina_job job;
 	int ncpus;
 };
@@ -128,6 +131,9 @@ static int fx_open(void)
 	F.vals = bpf_map__fd(s->maps.xina_vals);
 	F.stats = bpf_map__fd(s->maps.xina_stats);
 	F.nhkeys = bpf_map__fd(s->maps.xina_nhkeys);
+	F.epochs = bpf_map__fd(s->maps.xina_epochs);
+	F.joins = bpf_map__fd(s->maps.xina_joins);
+	F.active = bpf_map__fd(s->maps.xina_active);
 	return 0;
 }
 
@@ -144,11 +150,12 @@ static __u32 member_key(unsigned int rank)
 }
 
 /* Configure the job as "xinactl job add" does.  port: members' UDP port
- * (0: any). */
+ * (0: any).  Its epoch is EPOCH0, no member joined. */
 static int job_add(unsigned int workers, unsigned int slots,
 		   unsigned int elems, bool port)
 {
 	__u32 bucket = xina_job_bucket(JOB_ID, 0), k = JOB_IDX;
+	struct xina_epoch ep = { .j.epoch = EPOCH0 };
 	struct xina_nhkey nhk;
 	struct xina_member m = {};
 	unsigned int r;
@@ -163,7 +170,8 @@ static int job_add(unsigned int workers, unsigned int slots,
 		.workers = workers, .elems = elems,
 	};
 	memcpy(nhk.k, NHK, sizeof(nhk.k));
-	if (bpf_map_update_elem(F.nhkeys, &k, &nhk, BPF_ANY))
+	if (bpf_map_update_elem(F.nhkeys, &k, &nhk, BPF_ANY) ||
+	    bpf_map_update_elem(F.epochs, &k, &ep, BPF_ANY))
 		return -1;
 	for (r = 0; r < workers; r++) {
 		k = member_key(r);
@@ -213,7 +221,7 @@ static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
 		.version = XINA_WIRE_VERSION, .type = XINA_T_CONTRIB,
 		.dtype = XINA_DTYPE_INT32, .op = op, .exp = -3,
 		.count = count, .rank = rank, .job = JOB_ID, .slot = slot,
-		.round = round, .offset = 1000 + slot,
+		.round = round, .epoch = EPOCH0, .offset = 1000 + slot,
 		.saddr = WK_IP(rank), .daddr = SW_IP,
 		.sport = WK_PORT(rank), .dport = XINA_UDP_PORT,
 		.nvals = count, .tag_rank = rank, .flip_elem = -1,
@@ -683,14 +691,14 @@ TEST(retransmission_answered)
 
 	ASSERT_OK(job_add(3, 4, 16, false));
 	for (w = 0; w < 3; w++) {
-		c = contrib(w, 3, 4, 16, XINA_OP_SUM);
+		c = contrib(w, 3, 1, 16, XINA_OP_SUM);
 		c.exp = 5 + w;
 		ASSERT_EQ(send_c(&c, &r), w < 2 ? XDP_DROP : V_RESULT);
 	}
 	ASSERT_EQ(r.len, sizeof(result));
 	memcpy(result, r.out, sizeof(result));
 	ASSERT_OK(snap_take(&s));
-	c = contrib(1, 3, 4, 16, XINA_OP_SUM);
+	c = contrib(1, 3, 1, 16, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
 	c.exp = 0;
 	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
@@ -699,7 +707,7 @@ TEST(retransmission_answered)
 	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
 	EXPECT_EQ(ntohs(xhdr(r.out)->rank), 0);
 	EXPECT_EQ(xhdr(r.out)->exp, 5 + 2);	/* the completer's */
-	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 4, 16), 0);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 3, 1, 16), 0);
 	/* the result as it was sent, header and kept tag included */
 	EXPECT_TRUE(!memcmp(r.out + HDRS_LEN, result + HDRS_LEN,
 			    sizeof(result) - HDRS_LEN),
@@ -877,6 +885,9 @@ static int refused(const char *what, const struct contrib *c, int gs, int js,
 	return bad;
 }
 
+static struct contrib join_of(unsigned int rank, __u32 slots, __u32 elems,
+			      __u64 nonce);
+
 static struct contrib valid(void)
 {
 	return contrib(1, 1, 0, 8, XINA_OP_SUM);
@@ -991,6 +1002,21 @@ TEST(malformed)
 	MALFORMED("payload short", c.nvals = c.count - 1);
 	MALFORMED("payload long", c.nvals = c.count + 1);
 	MALFORMED("count 0 with payload", (c.count = 0, c.nvals = 8));
+	MALFORMED("type JOIN_REPLY", c.type = XINA_T_JOIN_REPLY);
+	MALFORMED("type 5", c.type = 5);
+	MALFORMED("join with an element",
+		  (c = join_of(1, 4, 8, 1), c.count = c.nvals = 1));
+	MALFORMED("join with a payload", (c = join_of(1, 4, 8, 1), c.nvals = 2));
+	MALFORMED("join with op", (c = join_of(1, 4, 8, 1), c.op = 1));
+	MALFORMED("join with flags",
+		  (c = join_of(1, 4, 8, 1), c.flags = XINA_F_RETRANS));
+	MALFORMED("join with exp", (c = join_of(1, 4, 8, 1), c.exp = 1));
+	MALFORMED("join with round", (c = join_of(1, 4, 8, 1), c.round = 1));
+	MALFORMED("join with epoch",
+		  (c = join_of(1, 4, 8, 1), c.epoch = EPOCH0));
+	MALFORMED("join with weight", (c = join_of(1, 4, 8, 1), c.weight = 1));
+	MALFORMED("join of version 1",
+		  (c = join_of(1, 4, 8, 1), c.version = 1));
 #undef MALFORMED
 	EXPECT_EQ(bad, 0);
 	free(s.buf);
@@ -1172,6 +1198,7 @@ TEST(wrong_epoch)
 }
 
 static int ip(bool quiet, ...);
+static bool udp_csum_ok(const __u8 *frame, size_t len);
 
 /*
  * Exact replays of a member's packet, coming in on another port from
@@ -1508,6 +1535,678 @@ TEST(not_to_switch_passes)
 			      len, &s);
 	}
 	EXPECT_EQ(bad, 0);
+	free(s.buf);
+}
+
+/* ---- join handshake and epochs --------------------------------------------
+ *
+ * Joins are crafted here as include/uapi/linux/xina.h describes them, and
+ * every reply is compared with one built here from the rules, byte for
+ * byte, its tag computed with the member's key derived here.  No join
+ * touches slot memory, whatever its fate: every test compares a snapshot.
+ */
+
+#define BUSY_NS		((__u64)XINA_JOIN_BUSY_MS * 1000000)
+
+/* A join of @rank for @slots slots of @elems elements, nonce @nonce. */
+static struct contrib join_of(unsigned int rank, __u32 slots, __u32 elems,
+			      __u64 nonce)
+{
+	struct contrib c = contrib(rank, slots, 0, 0, 0);
+
+	c.type = XINA_T_JOIN;
+	c.exp = 0;
+	c.epoch = 0;
+	c.aux = elems;
+	c.offset = nonce;
+	return c;
+}
+
+static __u8 join_buf[FRAME_MAX];
+
+/*
+ * Send join @c from the member's place (lo), with @pad bytes after the
+ * datagram (Ethernet padding; past a page, a frame of several buffers).
+ * The frame stays in join_buf.
+ */
+static int send_join_on(const struct contrib *c, struct run *r, size_t pad,
+			int ifindex)
+{
+	size_t len = build_frame(join_buf, c);
+
+	memset(join_buf + len, 0xa5, pad);
+	run_on(join_buf, len + pad, r, ifindex);
+	return verdict(r);
+}
+
+static int send_join(const struct contrib *c, struct run *r)
+{
+	return send_join_on(c, r, 0, 1);
+}
+
+/* The reply to join @c, as the rules have it; @tag for BAD_KEY. */
+static void reply_want(struct xina_hdr *w, const struct contrib *c,
+		       __u32 status, __u32 epoch, __be64 tag)
+{
+	memset(w, 0, sizeof(*w));
+	w->version = XINA_WIRE_VERSION;
+	w->type = XINA_T_JOIN_REPLY;
+	w->dtype = c->dtype;
+	w->job = htonl(c->job);
+	w->rank = htons(c->rank);
+	w->slot = htonl(F.job.slots);
+	w->aux = htonl(F.job.elems);
+	w->round = htonl(status);
+	w->epoch = htonl(epoch);
+	w->offset = htobe64(c->offset);
+	w->tag = status == XINA_JOIN_BAD_KEY ? tag :
+		 htobe64(xina_tag_hdr(K[c->rank], w, 0));
+}
+
+/*
+ * Is @r the reply @status, @epoch to join @c (sent from join_buf): a bare
+ * header, lengths and IPv4 checksum right, every header byte as
+ * reply_want() says?  Returns the number of faults.
+ */
+static int reply_check(const struct run *r, const struct contrib *c,
+		       __u32 status, __u32 epoch)
+{
+	const struct xina_hdr *join = xhdr(join_buf);
+	struct xina_hdr want;
+	int bad = 0;
+
+	reply_want(&want, c, status, epoch, join->tag);
+	if (r->len != PAYLOAD_OFF) {
+		XT_LOG("reply of %u bytes, want %d", r->len, PAYLOAD_OFF);
+		return 1;
+	}
+	if (ntohs(iphdr(r->out)->tot_len) != PAYLOAD_OFF - ETH_HLEN ||
+	    ntohs(udphdr(r->out)->len) != PAYLOAD_OFF - ETH_HLEN - 20 ||
+	    ip_csum(iphdr(r->out), sizeof(struct iphdr))) {
+		XT_LOG("reply lengths or IPv4 checksum wrong");
+		bad++;
+	}
+	if (memcmp(xhdr(r->out), &want, sizeof(want))) {
+		XT_LOG("reply: type %u round (status) %u epoch %#x slot %u aux %u offset %llu tag %#llx; want status %u epoch %#x slot %u aux %u offset %llu tag %#llx",
+		       xhdr(r->out)->type, ntohl(xhdr(r->out)->round),
+		       ntohl(xhdr(r->out)->epoch), ntohl(xhdr(r->out)->slot),
+		       ntohl(xhdr(r->out)->aux),
+		       (unsigned long long)be64toh(xhdr(r->out)->offset),
+		       (unsigned long long)be64toh(xhdr(r->out)->tag),
+		       status, epoch, F.job.slots, F.job.elems,
+		       (unsigned long long)c->offset,
+		       (unsigned long long)be64toh(want.tag));
+		bad++;
+	}
+	return bad;
+}
+
+/* A reply sent to rank @rank where it was learned (xina_fanout). */
+static int answered(const struct run *r, const struct contrib *c,
+		    __u32 status, __u32 epoch)
+{
+	if (verdict(r) != V_ANSWER || r->mark.to != c->rank) {
+		XT_LOG("join of rank %u: verdict %d (to %u), want an answer to it",
+		       c->rank, verdict(r), r->mark.to);
+		return 1;
+	}
+	return reply_check(r, c, status, epoch);
+}
+
+/* The job's join state: its epoch, members joined, each member's latest
+ * join and where each member was learned. */
+struct jstate {
+	struct xina_join_job j;
+	struct xina_join_mbr jm[4];
+	struct xina_member m[4];
+};
+
+static int jstate_read(struct jstate *st)
+{
+	struct xina_epoch ep;
+	__u32 k = JOB_IDX, r;
+
+	memset(st, 0, sizeof(*st));
+	if (bpf_map_lookup_elem(F.epochs, &k, &ep))
+		return -1;
+	st->j = ep.j;
+	for (r = 0; r < 4; r++) {
+		k = member_key(r);
+		if (bpf_map_lookup_elem(F.joins, &k, &st->jm[r]) ||
+		    bpf_map_lookup_elem(F.members, &k, &st->m[r]))
+			return -1;
+	}
+	return 0;
+}
+
+static bool jstate_same(const struct jstate *a)
+{
+	struct jstate b;
+
+	return !jstate_read(&b) && !memcmp(a, &b, sizeof(b));
+}
+
+/* Counters after @before, which moved by one in @js and RX alone. */
+static int counted(struct counts *before, int js)
+{
+	before->j[XINA_STAT_RX]++;
+	return counts_diff(before, NO_STAT, js, 1);
+}
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Every CPU's xina_active of the job: when it last completed a round. */
+static int active_set(__u64 t)
+{
+	__u64 v[XINA_MAX_CPUS];
+	__u32 k = JOB_IDX;
+	int i;
+
+	for (i = 0; i < F.ncpus; i++)
+		v[i] = t;
+	return bpf_map_update_elem(F.active, &k, v, BPF_ANY);
+}
+
+static __u64 active_of(int cpu)
+{
+	__u64 v[XINA_MAX_CPUS];
+	__u32 k = JOB_IDX;
+
+	if (bpf_map_lookup_elem(F.active, &k, v))
+		return ~0ULL;
+	return v[cpu];
+}
+
+/* Two ports of this test's netns (a veth pair), as in TEST(replay). */
+static int two_ports(int *a, int *b)
+{
+	if (!have_netns ||
+	    ip(false, "link", "add", "xrp0", "type", "veth", "peer", "name",
+	       "xrp1", NULL) ||
+	    ip(false, "link", "set", "xrp0", "up", NULL) ||
+	    ip(false, "link", "set", "xrp1", "up", NULL))
+		return -1;
+	*a = if_nametoindex("xrp0");
+	*b = if_nametoindex("xrp1");
+	return *a && *b ? 0 : -1;
+}
+
+/* A join that fits: answered OK with the job's epoch, the member learned. */
+TEST(join_ok)
+{
+	struct counts before;
+	struct snapshot s;
+	struct xina_member m;
+	struct jstate st;
+	struct contrib c;
+	__u8 mac[ETH_ALEN];
+	struct run r;
+
+	ASSERT_OK(job_add(3, 4, 16, false));
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	c = join_of(0, 4, 16, 1000);
+	c.sport = 5000;
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_EQ(st.j.epoch, EPOCH0);
+	EXPECT_EQ(st.j.joined[0], 1);
+	EXPECT_TRUE(st.jm[0].nonce == 1000 && st.jm[0].epoch == EPOCH0 &&
+		    st.jm[0].status == XINA_JOIN_OK, "rank 0's join not recorded");
+	m = st.m[0];
+	wk_mac(mac, 0);
+	EXPECT_TRUE(m.ifindex == 1 && ntohs(m.rport) == 5000 &&
+		    !memcmp(m.mac, mac, ETH_ALEN) && ntohl(m.sw_addr) == SW_IP,
+		    "the join did not teach where rank 0 is");
+
+	/* fewer slots and elements than the job's fit too */
+	counts_read(&before);
+	c = join_of(1, 2, 8, 7);
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+
+	/* Ethernet padding, and the resend of a frame of several buffers:
+	 * the reply is the bare header all the same */
+	counts_read(&before);
+	c = join_of(2, 4, 16, 1ULL << 62);
+	send_join_on(&c, &r, 18, 1);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_EQ(st.j.joined[0], 7);
+	counts_read(&before);
+	send_join_on(&c, &r, 6000, 1);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_EQ(st.j.epoch, EPOCH0);
+	EXPECT_EQ(st.j.joined[0], 7);
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+	free(s.buf);
+}
+
+/*
+ * The same join again (its reply was lost, or a replay from elsewhere):
+ * the same reply, to where the member was learned; nothing changes.
+ * An older join is stale: dropped, counted, nothing changes.
+ */
+TEST(join_resend_stale)
+{
+	__u8 first[PAYLOAD_OFF];
+	struct counts before;
+	struct snapshot s;
+	struct jstate st;
+	struct contrib c;
+	int port, other;
+	struct run r;
+
+	if (two_ports(&port, &other))
+		XT_SKIP("cannot make a veth pair (veth, ip(8))");
+	ASSERT_OK(job_add(2, 4, 16, false));
+	ASSERT_OK(snap_take(&s));
+	c = join_of(1, 4, 16, 500);
+	send_join_on(&c, &r, 0, port);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	memcpy(first, r.out, sizeof(first));
+	ASSERT_OK(jstate_read(&st));
+	ASSERT_EQ(st.m[1].ifindex, port);
+
+	counts_read(&before);
+	send_join_on(&c, &r, 0, port);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_TRUE(r.len == sizeof(first) && !memcmp(r.out, first, r.len),
+		    "the resent reply differs from the first");
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	EXPECT_TRUE(jstate_same(&st), "a resend changed the join state");
+
+	/* the same bytes from another port and MAC: answered to the member */
+	counts_read(&before);
+	join_buf[ETH_ALEN] = 0x0a;
+	run_on(join_buf, build_frame(join_buf, &c), &r, other);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	EXPECT_TRUE(jstate_same(&st), "a replayed join moved the member");
+
+	/* older nonces: stale */
+	counts_read(&before);
+	c.offset = 499;
+	EXPECT_EQ(send_join_on(&c, &r, 0, other), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_STALE), 0);
+	counts_read(&before);
+	c.offset = 0;
+	EXPECT_EQ(send_join_on(&c, &r, 0, port), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_STALE), 0);
+	EXPECT_TRUE(jstate_same(&st), "a stale join changed the join state");
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+	free(s.buf);
+}
+
+/*
+ * A join from the rank's address whose tag does not verify: answered
+ * BAD_KEY with its own tag, back out of the port it came in on while the
+ * member was never seen, to where the member was learned once it was;
+ * counted drop_auth; nothing changes.  From another address: silence.
+ */
+TEST(join_bad_key)
+{
+	struct counts before;
+	struct snapshot s;
+	struct jstate st;
+	struct contrib c;
+	__u8 mac[ETH_ALEN];
+	struct run r;
+
+	ASSERT_OK(job_add(2, 4, 16, false));
+	ASSERT_OK(snap_take(&s));
+	ASSERT_OK(jstate_read(&st));
+
+	/* rank 1, never seen: bounced to the sender */
+	counts_read(&before);
+	c = join_of(1, 4, 16, 99);
+	c.tag_xor = 1;
+	EXPECT_EQ(send_join(&c, &r), XDP_TX);
+	EXPECT_EQ(reply_check(&r, &c, XINA_JOIN_BAD_KEY, 0), 0);
+	wk_mac(mac, 1);
+	EXPECT_TRUE(!memcmp(r.out, mac, ETH_ALEN) &&
+		    !memcmp(r.out + ETH_ALEN, sw_mac, ETH_ALEN),
+		    "bounce: MACs not swapped");
+	EXPECT_EQ(ntohl(iphdr(r.out)->saddr), SW_IP);
+	EXPECT_EQ(ntohl(iphdr(r.out)->daddr), WK_IP(1));
+	EXPECT_EQ(ntohs(udphdr(r.out)->source), XINA_UDP_PORT);
+	EXPECT_EQ(ntohs(udphdr(r.out)->dest), WK_PORT(1));
+	EXPECT_TRUE(udp_csum_ok(r.out, r.len), "bounce: UDP checksum wrong");
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_AUTH), 0);
+
+	/* another member's key; and padded to several buffers: the refusal
+	 * is never larger than the bare header */
+	counts_read(&before);
+	c = join_of(1, 4, 16, 100);
+	c.tag_rank = 0;
+	EXPECT_EQ(send_join_on(&c, &r, 6000, 1), XDP_TX);
+	EXPECT_EQ(reply_check(&r, &c, XINA_JOIN_BAD_KEY, 0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_AUTH), 0);
+	EXPECT_TRUE(jstate_same(&st), "a bad key changed the join state");
+
+	/* from another address than the rank's: dropped, never answered */
+	counts_read(&before);
+	c = join_of(1, 4, 16, 101);
+	c.tag_xor = 1;
+	c.saddr = WK_IP(0);
+	EXPECT_EQ(send_join(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_MEMBER), 0);
+	counts_read(&before);
+	c = join_of(1, 4, 16, 101);
+	c.job = JOB_ID + 1;
+	EXPECT_EQ(send_join(&c, &r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_NO_JOB, NO_STAT, 1), 0);
+
+	/* rank 0 joins, then a bad key for it: answered where it is */
+	c = join_of(0, 4, 16, 50);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	ASSERT_OK(jstate_read(&st));
+	counts_read(&before);
+	c = join_of(0, 4, 16, 51);
+	c.tag_xor = 1ULL << 40;
+	c.sport = 6000;
+	EXPECT_EQ(send_join(&c, &r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 0);
+	EXPECT_EQ(reply_check(&r, &c, XINA_JOIN_BAD_KEY, 0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_AUTH), 0);
+	EXPECT_TRUE(jstate_same(&st), "a bad key changed the join state");
+	EXPECT_EQ(st.jm[0].nonce, 50);	/* its nonce does not count */
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+	free(s.buf);
+}
+
+/* Slots, elements per slot or dtype that do not fit: MISMATCH. */
+TEST(join_mismatch)
+{
+	struct counts before;
+	struct snapshot s;
+	struct jstate st;
+	struct contrib c;
+	struct run r;
+	int i;
+
+	ASSERT_OK(job_add(2, 4, 16, false));
+	ASSERT_OK(snap_take(&s));
+	for (i = 0; i < 4; i++) {
+		c = join_of(0, 4, 16, 10 + i);
+		if (i == 0)
+			c.slot = 5;
+		else if (i == 1)
+			c.aux = 17;
+		else if (i == 2)
+			c.dtype = XINA_DTYPE_INT32 + 1;
+		else
+			c.dtype = 0;
+		counts_read(&before);
+		send_join(&c, &r);
+		EXPECT_EQ(answered(&r, &c, XINA_JOIN_MISMATCH, 0), 0);
+		EXPECT_EQ(counted(&before, XINA_STAT_JOIN_REFUSED), 0);
+		ASSERT_OK(jstate_read(&st));
+		EXPECT_TRUE(st.j.epoch == EPOCH0 && !st.j.joined[0] &&
+			    st.jm[0].nonce == 10 + (unsigned int)i &&
+			    st.jm[0].status == XINA_JOIN_MISMATCH &&
+			    !st.jm[0].epoch, "mismatch %d: join state", i);
+		if (xt.failed) {
+			XT_LOG("mismatch %d", i);
+			break;
+		}
+	}
+	/* its resend: the same refusal */
+	counts_read(&before);
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_MISMATCH, 0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_REFUSED), 0);
+	c = join_of(0, 4, 16, 20);
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+	free(s.buf);
+}
+
+/*
+ * A restart: every worker joins again.  Right after a round completed the
+ * epoch is busy; once no round completed for XINA_JOIN_BUSY_MS the first
+ * join opens the next epoch, the others join it.  The old epoch's packets,
+ * retransmissions included, are dropped before they touch anything; the
+ * new one starts each slot version afresh, at round 0 or 1 only, and
+ * nothing of the old epoch's partials leaks into its results.
+ */
+TEST(join_restart)
+{
+	const __u32 e1 = EPOCH0 + 1;
+	struct counts before;
+	struct xina_meta m;
+	struct snapshot s;
+	struct jstate st;
+	__u64 t0, t1, t;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(pin_cpu(0));
+	ASSERT_OK(job_add(2, 4, 8, false));
+	c = join_of(0, 4, 8, 10);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	c = join_of(1, 4, 8, 20);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	EXPECT_EQ(active_of(0), 0);
+
+	/* round 0 of slot 1 completes: the epoch is in use */
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	t0 = mono_ns();
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	t1 = mono_ns();
+	t = active_of(0);
+	EXPECT_TRUE(t >= t0 && t <= t1,
+		    "xina_active %llu not within the completing run [%llu, %llu]",
+		    (unsigned long long)t, (unsigned long long)t0,
+		    (unsigned long long)t1);
+
+	/* rank 0 restarts at once: busy, nothing changes */
+	ASSERT_OK(jstate_read(&st));
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	c = join_of(0, 4, 8, 11);
+	send_join(&c, &r);
+	ASSERT_TRUE(mono_ns() - t1 < BUSY_NS,
+		    "the machine stalled %llu ms between two runs: busy cannot be told",
+		    (unsigned long long)(mono_ns() - t1) / 1000000);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_BUSY, 0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_REFUSED), 0);
+	st.jm[0].nonce = 11;
+	st.jm[0].status = XINA_JOIN_BUSY;
+	st.jm[0].epoch = 0;
+	EXPECT_TRUE(jstate_same(&st), "a busy refusal changed the epoch");
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+
+	/* XINA_JOIN_BUSY_MS later: the next epoch, rank 0 alone in it */
+	ASSERT_OK(active_set(t1 - BUSY_NS - 1));
+	counts_read(&before);
+	c = join_of(0, 4, 8, 12);
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	before.j[XINA_STAT_RX]++;
+	before.j[XINA_STAT_EPOCH_NEW]++;
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_JOIN, 1), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_EQ(st.j.epoch, e1);
+	EXPECT_EQ(st.j.joined[0], 1);
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+
+	/* the old epoch: a contribution, a retransmission of the completed
+	 * round; dropped, not answered, nothing changes */
+	counts_read(&before);
+	c = contrib(1, 2, 0, 8, XINA_OP_SUM);
+	c.epoch = EPOCH0;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_EPOCH), 0);
+	counts_read(&before);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = EPOCH0;
+	c.flags = XINA_F_RETRANS;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_EPOCH), 0);
+	EXPECT_TRUE(snap_same(&s), "an old epoch's packet changed slot memory");
+
+	/* rank 1 joins the new epoch: no other epoch opens */
+	counts_read(&before);
+	c = join_of(1, 4, 8, 21);
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_EQ(st.j.epoch, e1);
+	EXPECT_EQ(st.j.joined[0], 3);
+
+	/* slot 1's version 0 holds the old epoch's completed round 0:
+	 * round 2 cannot start it, round 0 starts it afresh */
+	counts_read(&before);
+	c = contrib(0, 1, 2, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_RANGE), 0);
+	EXPECT_TRUE(snap_same(&s), "a refused round changed slot memory");
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(meta_of(1, 0, &m));
+	EXPECT_TRUE(m.epoch == e1 && m.round == 0 && m.claimed == 1 &&
+		    m.done == 1 && !m.complete && m.seen[0] == 1 && !m.tag,
+		    "version not started afresh: epoch %#x round %u claimed %u done %u complete %u seen %#llx",
+		    m.epoch, m.round, m.claimed, m.done, m.complete,
+		    (unsigned long long)m.seen[0]);
+	/* its retransmission is a duplicate of the new round, not answered
+	 * from the old epoch's result */
+	c.flags = XINA_F_RETRANS;
+	counts_read(&before);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DUP), 0);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 8), 0);
+	EXPECT_EQ(ntohl(xhdr(r.out)->epoch), e1);
+	EXPECT_TRUE(result_tag_ok(r.out), "result tag does not verify");
+}
+
+/*
+ * A partial of the old epoch left on another CPU (a round that never
+ * completed) is not folded into the same round of the new epoch.  With
+ * one CPU, the partial is the completing CPU's own, which the new round
+ * must overwrite, not add to.
+ */
+TEST(epoch_partials_not_folded)
+{
+	struct contrib c;
+	int old_cpu;
+	struct run r;
+
+	ASSERT_OK(job_add(2, 4, 8, false));
+	old_cpu = libbpf_num_possible_cpus() > 1 ? 1 : 0;
+	XT_LOG("the old epoch's partial on CPU %d, the new round on CPU 0",
+	       old_cpu);
+	c = join_of(0, 4, 8, 1);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	ASSERT_OK(pin_cpu(old_cpu));
+	c = contrib(0, 3, 0, 8, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(0, 3, 1, 8, XINA_OP_MAX);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(pin_cpu(0));
+
+	/* no round completed: the restart is not busy */
+	c = join_of(0, 4, 8, 2);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0 + 1), 0);
+	c = join_of(1, 4, 8, 1);
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0 + 1), 0);
+	EXPECT_EQ(jstat(XINA_STAT_EPOCH_NEW), 1);
+
+	c = contrib(0, 3, 0, 8, XINA_OP_SUM);
+	c.epoch = EPOCH0 + 1;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 3, 0, 8, XINA_OP_SUM);
+	c.epoch = EPOCH0 + 1;
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 3, 0, 8), 0);
+	c = contrib(1, 3, 1, 8, XINA_OP_MAX);
+	c.epoch = EPOCH0 + 1;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(0, 3, 1, 8, XINA_OP_MAX);
+	c.epoch = EPOCH0 + 1;
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_MAX, 2, 3, 1, 8), 0);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 2);
+}
+
+/* A version never used takes the first two rounds only. */
+TEST(fresh_version_first_rounds)
+{
+	struct counts before;
+	struct snapshot s;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(job_add(2, 4, 8, false));
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	c = contrib(0, 0, 2, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_RANGE), 0);
+	counts_read(&before);
+	c = contrib(0, 0, 3, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_RANGE), 0);
+	counts_read(&before);
+	c = contrib(0, 0, 0xffffffff, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(counted(&before, XINA_STAT_DROP_RANGE), 0);
+	EXPECT_TRUE(snap_same(&s), "a refused round changed slot memory");
+	c = contrib(0, 0, 1, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 0, 1, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), V_RESULT);
+	c = contrib(1, 0, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(0, 0, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 0, 0, 8), 0);
+	free(s.buf);
+}
+
+/* A job whose epoch is 0 (none set) takes no contribution. */
+TEST(epoch_zero_takes_nothing)
+{
+	struct xina_epoch ep = {};
+	struct snapshot s;
+	struct contrib c;
+	__u32 k = JOB_IDX;
+
+	ASSERT_OK(job_add(2, 4, 8, false));
+	ASSERT_OK(bpf_map_update_elem(F.epochs, &k, &ep, BPF_ANY));
+	ASSERT_OK(snap_take(&s));
+	c = contrib(0, 0, 0, 8, XINA_OP_SUM);
+	c.epoch = 0;
+	EXPECT_EQ(refused("epoch 0 of a job without one", &c, NO_STAT,
+			  XINA_STAT_DROP_EPOCH, &s), 0);
 	free(s.buf);
 }
 

@@ -66,6 +66,7 @@
 #include "xina_auth.h"
 
 #define BENCH_JOB	7
+#define BENCH_EPOCH	0x0be0c001U	/* the job's epoch, in every packet */
 /* A fixed secret: the benchmark needs keys, not secrecy. */
 static const __u8 bench_secret[XINA_SECRET_BYTES] = {
 	0x5e, 0xed, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
@@ -143,6 +144,7 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 	p->xh.job = htonl(BENCH_JOB);
 	p->xh.rank = htons(rank);
 	p->xh.round = htonl(round);
+	p->xh.epoch = htonl(BENCH_EPOCH);
 	for (i = 0; i < count; i++) {
 		p->v[i] = htonl(elem(rank, i));
 		m[i] = elem(rank, i);
@@ -153,13 +155,17 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 	return sizeof(p->eth) + sizeof(p->ip) + ulen;
 }
 
-/* A fresh job: zeroed slot memory, @workers members with known sources. */
+/*
+ * A fresh job: zeroed slot memory, @workers members with known sources,
+ * epoch BENCH_EPOCH (as xinactl sets a random one).
+ */
 static int job_setup(struct bench *b, unsigned int workers)
 {
 	struct xina_job job = {
 		.id = BENCH_JOB, .idx = 0, .slot_base = 0,
 		.slots = 1, .workers = workers, .elems = XINA_MAX_ELEMS,
 	};
+	struct xina_epoch ep = { .j.epoch = BENCH_EPOCH };
 	static struct xina_nhkey nhk;
 	struct xina_meta meta = {};
 	unsigned int r;
@@ -175,7 +181,8 @@ static int job_setup(struct bench *b, unsigned int workers)
 	xina_derive_nh(bench_secret, BENCH_JOB, nhk.k, XINA_MAX_ELEMS);
 	memcpy(bench_nhk, nhk.k, sizeof(bench_nhk));
 	k = job.idx;
-	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_nhkeys), &k, &nhk, 0))
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_nhkeys), &k, &nhk, 0) ||
+	    bpf_map_update_elem(bpf_map__fd(b->skel->maps.xina_epochs), &k, &ep, 0))
 		return -errno;
 	for (r = 0; r < workers; r++) {
 		struct xina_member m = { .addr = member_addr(r) };
