@@ -642,19 +642,29 @@ static int xnl_job_cb(const struct nlmsghdr *h, void *arg)
 	return xnl_parse_job(h, arg, NULL);
 }
 
-static int xnl_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
+/*
+ * Ask for one job with @cmd (JOB_GET or STATS_GET) and parse the reply
+ * with @cb; @what names what was asked for in the error.
+ */
+static int xnl_get_one(struct xinactl *x, __u8 cmd, __u32 id,
+		       xnl_reply_cb cb, void *arg, const char *what)
 {
 	struct xnl *n = x->be_priv;
 	int ret;
 
-	xnl_msg(n, n->family, 0, XINA_CMD_JOB_GET);
+	xnl_msg(n, n->family, 0, cmd);
 	xnl_put_u32(n, XINA_A_JOB_ID, id);
-	ret = xnl_do(n, xnl_job_cb, job);
+	ret = xnl_do(n, cb, arg);
 	if (ret == -ENOENT)
 		xerr("job %u does not exist", id);
 	else if (ret && ret != -EBADMSG)
-		xerr("cannot read job %u: %s", id, xnl_why(n, ret));
+		xerr("cannot read %s %u: %s", what, id, xnl_why(n, ret));
 	return ret;
+}
+
+static int xnl_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
+{
+	return xnl_get_one(x, XINA_CMD_JOB_GET, id, xnl_job_cb, job, "job");
 }
 
 /* The jobs of a dump, collected first: see xnl_job_walk(). */
@@ -713,18 +723,8 @@ static int xnl_stats_cb(const struct nlmsghdr *h, void *arg)
 
 static int xnl_stats_get(struct xinactl *x, __u32 id, struct xinactl_stats *st)
 {
-	struct xnl *n = x->be_priv;
-	int ret;
-
-	xnl_msg(n, n->family, 0, XINA_CMD_STATS_GET);
-	xnl_put_u32(n, XINA_A_JOB_ID, id);
-	ret = xnl_do(n, xnl_stats_cb, st);
-	if (ret == -ENOENT)
-		xerr("job %u does not exist", id);
-	else if (ret && ret != -EBADMSG)
-		xerr("cannot read the counters of job %u: %s", id,
-		     xnl_why(n, ret));
-	return ret;
+	return xnl_get_one(x, XINA_CMD_STATS_GET, id, xnl_stats_cb, st,
+			   "the counters of job");
 }
 
 /* No port attached yet: nothing was counted. */
