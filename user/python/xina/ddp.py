@@ -17,11 +17,15 @@ parameters' broadcast at construction, buffers): only the buckets take
 the switch.
 
 Overlap: DDP calls the hook when a bucket is ready, in the middle of the
-backward pass.  libxina's allreduce is blocking (the C library has no
-non-blocking call yet), so the hook runs it on the handle's worker thread
-(Xina.allreduce_async) and returns at once: the backward pass goes on
-computing the next buckets while the switch reduces this one, and the
-buckets go through the switch one after the other, in DDP's bucket order,
+backward pass.  The hook starts the bucket's allreduce with libxina's
+non-blocking call (Xina.allreduce_async over xina_allreduce_f32_start)
+and returns at once; no Python thread runs per bucket.  libxina's
+progress thread of the handle moves the packets while Python computes the
+next buckets, so a bucket's call completes during the backward pass
+without anyone polling; the handle's one waiter thread, woken by the
+completion fd, divides the bucket and completes DDP's future.  Several
+buckets are in flight at once (up to XINA_MAX_REQUESTS, 64 by default);
+they go through the switch one after the other, in DDP's bucket order,
 the same on every rank.
 """
 
