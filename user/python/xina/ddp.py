@@ -29,8 +29,9 @@ they go through the switch one after the other, in DDP's bucket order,
 the same on every rank.
 """
 
+import collections
 import os
-from typing import Optional
+from typing import Deque, Optional
 
 import torch
 import torch.distributed as dist
@@ -48,6 +49,9 @@ class XinaHookState:
         self.world_size = handle.world_size
         self.buckets = 0        # buckets reduced, for tests and logs
         self.elements = 0       # their elements
+        # elements of the latest buckets, one entry per hook call
+        self.bucket_elems: Deque[int] = collections.deque(maxlen=1024)
+        self.max_in_flight = 0  # most calls of the handle in flight at once
 
     def __getstate__(self):
         raise TypeError("a xina handle cannot be pickled")
@@ -75,7 +79,9 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
 
     state.buckets += 1
     state.elements += arr.size
+    state.bucket_elems.append(arr.size)
     state.handle.allreduce_async(arr).add_done_callback(done)
+    state.max_in_flight = max(state.max_in_flight, state.handle.in_flight())
     return fut
 
 
