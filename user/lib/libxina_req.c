@@ -143,7 +143,7 @@ static int xina_thread_start(struct xina *x)
 		return err;
 	}
 	x->st_snap = x->st;
-	x->threaded = true;
+	__atomic_store_n(&x->threaded, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
