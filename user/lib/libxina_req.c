@@ -233,8 +233,8 @@ int xina_req_test(const struct xina_req *r)
 
 int xina_req_wait(struct xina_req *r, int timeout_ms)
 {
-	struct xina *x;
 	struct timespec dl;
+	struct xina *x;
 	int st;
 
 	if (!r)
