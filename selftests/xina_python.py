@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import xina
@@ -153,8 +154,7 @@ def async_aio(x, world, elems, n):
     """asyncio: four calls in flight, awaited together; the loop keeps
     running other work meanwhile, and Python starts no thread for them."""
     import asyncio
-    np = xina._np()
-    threads = __import__("threading").active_count()
+    threads = threading.active_count()
     bufs = [inputs(x.rank, n, "i32"), inputs(x.rank, n, "f32"),
             inputs(x.rank, n + 1, "i32"), inputs(x.rank, 7, "i32")]
     ticks = [0]
@@ -184,7 +184,7 @@ def async_aio(x, world, elems, n):
     if any(r is not b for r, b in zip(res, bufs)):
         fail("an awaited result is not the array it was given")
     worst = check_results(bufs, world, elems, n)
-    if __import__("threading").active_count() != threads:
+    if threading.active_count() != threads:
         fail("allreduce_aio started a Python thread")
     if x.rank == 0:
         if any(early) or inflight != 4:
@@ -211,7 +211,7 @@ def async_checks(x, world, elems, n):
             inputs(x.rank, n + 1, "i32"), inputs(x.rank, 7, "i32")]
     futs = [x.allreduce_async(bufs[0]), x.allreduce_async(bufs[1]),
             x.allreduce_async(bufs[2], xina.MAX), x.allreduce_async(bufs[3])]
-    threads = __import__("threading").active_count()
+    threads = threading.active_count()
     if x.rank == 0:
         if any(f.done() for f in futs):
             fail("an async call was done before its peers had joined")
@@ -338,21 +338,35 @@ def error_checks(env):
            "after a failure", errno.ENOTRECOVERABLE)
     x.close()
 
-    x = xina.open_from_env(job=lonely, timeout_ms=300, join_timeout_ms=300)
+    # One call in flight at most: the second waits (futures) or raises
+    # (asyncio, which must not block its loop).
+    import asyncio
+    x = xina.open_from_env(job=lonely, timeout_ms=1000, join_timeout_ms=1000,
+                           max_requests=1)
     fut = x.allreduce_async(np.ones(4, dtype=np.float32))
+
+    async def aio_one():
+        return await x.allreduce_aio(np.ones(4, dtype=np.int32))
+    expect(xina.XinaError, "requests in flight already (opts.max_requests)",
+           lambda: asyncio.run(aio_one()),
+           "max_requests 1: allreduce_aio with a call in flight raises",
+           errno.EAGAIN)
+    t0 = time.monotonic()
     fut2 = x.allreduce_async(np.ones(4, dtype=np.int32))
+    took = time.monotonic() - t0
+    if not fut.done() or took < 0.3:
+        fail(f"max_requests 1: a second allreduce_async returned after "
+             f"{took:.2f} s, the first {'' if fut.done() else 'not '}done")
+    print(f"ok: max_requests 1: a second allreduce_async waited {took:.2f} s "
+          "for the first to end")
     expect(xina.XinaError, "no result from switch", fut.result,
            "a peer that never comes: async timeout through the future",
            errno.ETIMEDOUT)
     expect(xina.XinaError, "handle unusable after an earlier failure",
            fut2.result, "the call queued behind it: its own error",
            errno.ENOTRECOVERABLE)
-
-    async def aio_after():
-        return await x.allreduce_aio(np.ones(4, dtype=np.int32))
-    import asyncio
     expect(xina.XinaError, "handle unusable after an earlier failure",
-           lambda: asyncio.run(aio_after()),
+           lambda: asyncio.run(aio_one()),
            "allreduce_aio after a failure raises from the await",
            errno.ENOTRECOVERABLE)
     x.close()

@@ -296,9 +296,25 @@ class Xina:
             self._sweep()
         return buf
 
-    def _start(self, buf, op: str, resolve: _Resolve) -> None:
+    def _start(self, buf, op: str, resolve: _Resolve,
+               block: bool = False) -> None:
         """xina_allreduce_*_start(), the request registered with
-        @resolve, which the sweep calls (rc, message) once it is done."""
+        @resolve, which the sweep calls (rc, message) once it is done.
+        With @block, a full handle (EAGAIN: max_requests in flight) waits
+        for its oldest call and tries again."""
+        while True:
+            try:
+                return self._start1(buf, op, resolve)
+            except XinaError as e:
+                if not block or e.errno != _errno.EAGAIN:
+                    raise
+            with self._plock:
+                oldest = next(iter(self._pending.values()), None)
+            if oldest is not None:
+                self._lib.xina_req_wait(oldest[0], -1)
+            self._sweep()
+
+    def _start1(self, buf, op: str, resolve: _Resolve) -> None:
         f32 = self._check(buf, op)
         h = self._handle()
         req = ctypes.c_void_p()
@@ -365,6 +381,8 @@ class Xina:
         completed by the handle's waiter thread when the completion fd
         says so.  Argument errors raise here; errors of libxina (the
         request's own, xina_req_error()) come out of future.result().
+        With max_requests calls in flight, waits for the oldest to
+        complete first (back-pressure, e.g. on DDP's backward pass).
         """
         fut: concurrent.futures.Future = concurrent.futures.Future()
         fut.set_running_or_notify_cancel()
@@ -384,7 +402,7 @@ class Xina:
                         target=self._wait_loop, daemon=True,
                         name=f"xina-r{self.rank}-wait")
                     self._waiter.start()
-        self._start(buf, op, resolve)
+        self._start(buf, op, resolve, block=True)
         return fut
 
     def allreduce_aio(self, buf, op: str = SUM) -> "asyncio.Future":
@@ -393,6 +411,8 @@ class Xina:
         For asyncio: call it from a coroutine of the running loop.  The
         loop watches the handle's completion fd (loop.add_reader) and
         completes the future itself; no thread of Python's is involved.
+        With max_requests calls in flight it raises XinaError(EAGAIN)
+        rather than block the loop: await one of them first.
         """
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
