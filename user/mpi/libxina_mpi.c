@@ -64,6 +64,7 @@
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -246,7 +247,9 @@ static void xm_log(void *ctx, enum xina_log_level level, const char *msg)
  */
 static void xm_activate(MPI_Comm comm)
 {
-	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN);
+	/* As many MPI_Iallreduce in flight as libxina takes. */
+	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN,
+		  .max_requests = XINA_MAX_REQUESTS);
 	int world_size, ok = 0, all = 0, err;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
@@ -478,15 +481,22 @@ static int xm_cancel(void *extra, int complete)
 	return MPI_SUCCESS;
 }
 
-/* Under xmi.lock: the completer, once. */
+/* Under xmi.lock: the completer, once, with the program's signals blocked. */
 static int xm_completer_start(void)
 {
+	sigset_t all, old;
+	int err;
+
 	if (xmi.running)
 		return 0;
 	xmi.cfd = xina_completion_fd(xm.x);
 	if (xmi.cfd < 0 || pipe2(xmi.stop, O_CLOEXEC))
 		return -1;
-	if (pthread_create(&xmi.thread, NULL, xm_completer, NULL)) {
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&xmi.thread, NULL, xm_completer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
 		close(xmi.stop[0]);
 		close(xmi.stop[1]);
 		return -1;
