@@ -153,6 +153,7 @@ def worker(a):
             "replicas_identical": len(set(digests)) == 1,
             "buckets_through_xina": state.buckets if state else 0,
             "elements_through_xina": state.elements if state else 0,
+            "max_buckets_in_flight": state.max_in_flight if state else 0,
         }), flush=True)
     if state:
         state.handle.close()

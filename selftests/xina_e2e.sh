@@ -6,6 +6,9 @@
 # 64 MiB, including sizes that leave the last packet part-full.  Every worker
 # checks every element itself (int32 bit-exact, float32 within the bound and
 # bitwise identical on every worker); the switch's counters must add up.
+# At 4 workers, also as 8 calls in flight at once (xina-allreduce
+# --inflight 8: libxina's non-blocking calls, waited for on the completion
+# fd), checked the same way.
 #
 # XINA_E2E_MAX_BYTES caps the sizes (the VM run uses a smaller cap).
 
@@ -56,18 +59,19 @@ complete_get()
 	fi
 }
 
-# run_case N DTYPE BYTES
+# run_case N DTYPE BYTES [XINA-ALLREDUCE ARGS...]
 run_case()
 {
 	local n=$1 dtype=$2 bytes=$3 dir contrib complete
 
+	shift 3
 	JOB=$((JOB + 1))
 	dir=$TMP/$JOB
 	rack_job_add "$RACK" "$n" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN"
 	check_err $? "job add $JOB failed"
 	rack_allreduce "$RACK" "$n" "$dir" --job "$JOB" --key-file "$KEYFILE" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
-		--bytes "$bytes" --iters 2 --timeout-ms 5000
+		--bytes "$bytes" --iters 2 --timeout-ms 5000 "$@"
 	check_err $? "$? of $n workers failed: $(for f in "$dir"/w*.err; do
 		[ -s "$f" ] && echo "[$(basename "$f" .err)] $(tail -n1 "$f")"; done | tr '\n' ' ')"
 	[ "$ret" -ne 0 ] && log_info "switch: $(xctl -j stats job "$JOB")"
@@ -81,8 +85,12 @@ run_case()
 		[ "$contrib" -eq $((n * complete)) ]
 	check_err $? "switch counters: contrib=$contrib complete=$complete, want contrib = $n x complete"
 	log_info "$(jq -r '"\(.workers // "") goodput \(.goodput_Bps // 0 | . / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
+	if [ "${1:-}" = --inflight ]; then
+		[ "$(jq -r .inflight "$dir/w0.json" 2>/dev/null)" = "$2" ]
+		check_err $? "worker 0 did not run $2 calls in flight"
+	fi
 	xctl job del "$JOB"
-	log_test "allreduce $n workers $dtype $bytes bytes"
+	log_test "allreduce $n workers $dtype $bytes bytes${1:+ $*}"
 }
 
 sizes="4 1020 1028 $(((1 << 20) + 12)) $((64 << 20))"
@@ -92,6 +100,10 @@ for n in 2 4 8; do
 		[ "$s" -le "$MAX_BYTES" ] && ncases=$((ncases + 2))
 	done
 done
+# 4 workers, 8 calls in flight: 64 blocks of 256 elements, the last one
+# part-full (within the VM's cap too)
+INFLIGHT_BYTES=$((64 * 256 * 4 - 4))
+[ "$INFLIGHT_BYTES" -le "$MAX_BYTES" ] && ncases=$((ncases + 2))
 tap_begin $((ncases + 3))
 
 for n in 2 4 8; do
@@ -107,6 +119,11 @@ for n in 2 4 8; do
 			run_case "$n" "$dtype" "$s"
 		done
 	done
+	if [ "$n" -eq 4 ] && [ "$INFLIGHT_BYTES" -le "$MAX_BYTES" ]; then
+		for dtype in i32 f32; do
+			run_case "$n" "$dtype" "$INFLIGHT_BYTES" --inflight 8
+		done
+	fi
 
 	if [ "$n" -eq 2 ]; then
 		# The box keeps routing: non-xina traffic crosses the switch

@@ -15,7 +15,11 @@
  *	of a lost join, forged replies ignored (see test_joins()); foreign,
  *	duplicate, misplaced and malformed results are ignored and counted
  *	exactly, and never placed (see fs_answer()); then float32 blocks of
- *	subnormals only against a mirror switch (test_subnormal()).
+ *	subnormals only against a mirror switch (test_subnormal()); then
+ *	calls in flight (test_async_reverse(), test_async_errors()): several
+ *	at once whose blocks complete out of order, the completion fd in a
+ *	poll() loop, waits with a timeout, errors delivered per request, the
+ *	limit of requests in flight, xina_close() with requests in flight.
  *   xina-libtest call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS
  *		       BLOCKS ok|broken
  *	one worker of a real job (see test_call()); "broken" checks that a
@@ -1369,6 +1373,464 @@ out:
 	return failed;
 }
 
+/* ---- calls in flight: requests, the completion fd ------------------------ */
+
+/*
+ * The async switch: SUM answered with 2 v, MAX with v.  AS_REVERSE holds
+ * up to AS_SLOTS contributions (a whole window) or 5 ms, then answers them
+ * last first, so that a call's blocks complete out of order.  AS_DEAF_MAX
+ * answers SUM at once and never MAX; the first MAX it sees, it says so on
+ * @seen.
+ */
+#define AS_SLOTS	4
+#define AS_ELEMS	16
+#define AS_WORKERS	2
+
+enum as_mode { AS_REVERSE, AS_DEAF_MAX };
+
+static int as_run(int fd, int ctl, int seen, enum as_mode mode)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN },
+	};
+	static struct pkt held[AS_SLOTS];
+	struct sockaddr_in from[AS_SLOTS];
+	unsigned int nheld = 0, i;
+	bool told = false;
+	socklen_t fl;
+	struct pkt *c;
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		ret = poll(pfd, 2, nheld ? 5 : 20000);
+		if (ret < 0 || pfd[1].revents)
+			break;
+		if (ret && (pfd[0].revents & POLLIN)) {
+			c = &held[nheld];
+			fl = sizeof(from[nheld]);
+			n = recvfrom(fd, c, sizeof(*c), 0,
+				     (struct sockaddr *)&from[nheld], &fl);
+			if (js_join_ok(c, n, AS_SLOTS, AS_ELEMS)) {
+				js_ok(fd, &from[nheld], c, AS_SLOTS, AS_ELEMS);
+				continue;
+			}
+			if (n < (ssize_t)sizeof(c->h) ||
+			    c->h.type != XINA_T_CONTRIB ||
+			    n != (ssize_t)PLEN(ntohs(c->h.count)) ||
+			    ntohl(c->h.slot) >= AS_SLOTS ||
+			    ntohl(c->h.epoch) != JS_EPOCH)
+				return 1;
+			if (mode == AS_DEAF_MAX && c->h.op == XINA_OP_MAX) {
+				if (!told && write(seen, "m", 1) == 1)
+					told = true;
+				continue;
+			}
+			c->h.type = XINA_T_RESULT;
+			c->h.flags = 0;
+			c->h.rank = 0;
+			for (i = 0; c->h.op == XINA_OP_SUM &&
+				    i < ntohs(c->h.count); i++)
+				c->v[i] = htonl(ntohl(c->v[i]) * AS_WORKERS);
+			c->h.tag = tag_of(k_res, &c->h, ntohs(c->h.count));
+			nheld++;
+			if (mode == AS_REVERSE && nheld < AS_SLOTS)
+				continue;
+		} else if (!ret && !nheld) {
+			break;		/* 20 s without a word */
+		}
+		while (nheld) {
+			nheld--;
+			fs_send(fd, &from[nheld], &held[nheld],
+				PLEN(ntohs(held[nheld].h.count)));
+		}
+	}
+	return 0;
+}
+
+struct as_proc {
+	pid_t		pid;
+	int		ctl;	/* closing it ends the switch */
+	int		seen;	/* AS_DEAF_MAX: a byte at the first MAX */
+	char		ip[INET_ADDRSTRLEN];
+	uint16_t	port;
+};
+
+static int as_start(struct as_proc *as, const char *ip, enum as_mode mode)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd, ctl[2], seen[2];
+
+	fd = udp_from(ip);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) ||
+	    pipe(seen)) {
+		perror("xina-libtest: async switch");
+		return -1;
+	}
+	as->pid = fork();
+	if (as->pid < 0) {
+		perror("xina-libtest: fork");
+		return -1;
+	}
+	if (!as->pid) {
+		close(ctl[1]);
+		close(seen[0]);
+		_exit(as_run(fd, ctl[0], seen[1], mode));
+	}
+	close(ctl[0]);
+	close(seen[1]);
+	close(fd);
+	as->ctl = ctl[1];
+	as->seen = seen[0];
+	inet_ntop(AF_INET, &sa.sin_addr, as->ip, sizeof(as->ip));
+	as->port = ntohs(sa.sin_port);
+	return 0;
+}
+
+static int as_stop(struct as_proc *as)
+{
+	int status;
+
+	close(as->ctl);
+	close(as->seen);
+	waitpid(as->pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static struct xina *as_open(const struct as_proc *as, uint32_t timeout_ms,
+			    uint32_t max_requests)
+{
+	struct xina *x = NULL;
+	int err;
+	XINA_OPTS(o, .job = 7, .key_file = key_file(), .rank = 0,
+		  .workers = AS_WORKERS, .slots = AS_SLOTS, .elems = AS_ELEMS,
+		  .timeout_ms = timeout_ms, .join_timeout_ms = timeout_ms,
+		  .switch_addr = as->ip, .switch_port = as->port,
+		  .max_requests = max_requests, .bind_addr = "127.0.0.1");
+
+	err = xina_open(&o, &x);
+	CHECK(!err, "open against the async switch at %s:%u (%d)", as->ip,
+	      as->port, err);
+	return err ? NULL : x;
+}
+
+#define AS_REQS		8
+
+/* Sizes of the calls in flight: empty, short, whole and partial windows. */
+static const size_t as_len[AS_REQS] = { 1, 16, 17, 0, 100, 333, 64, 1000 };
+
+struct as_call {
+	struct xina_req	*r;
+	bool		f32;
+	enum xina_op	op;
+	size_t		n;
+	void		*buf;
+	bool		done;
+};
+
+static void as_fill(struct as_call *c, unsigned int k)
+{
+	size_t i;
+
+	c->f32 = k % 3 == 1;
+	c->op = !c->f32 && k % 4 == 2 ? XINA_OP_MAX : XINA_OP_SUM;
+	c->n = as_len[k];
+	c->buf = calloc(c->n ? c->n : 1, 4);
+	for (i = 0; i < c->n; i++) {
+		if (c->f32)
+			((float *)c->buf)[i] = (float)(k + 1) * 0.75f *
+					       ((i % 2) ? -1.0f : 1.0f) *
+					       (float)(i + 1);
+		else
+			((int32_t *)c->buf)[i] = (int32_t)(k * 100000 + i) - 5000;
+	}
+}
+
+/* Elements of call @c (the @k-th) that are not its result. */
+static unsigned int as_wrong(const struct as_call *c, unsigned int k)
+{
+	unsigned int bad = 0, mul = c->op == XINA_OP_SUM ? AS_WORKERS : 1;
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		if (c->f32)
+			bad += ((float *)c->buf)[i] != AS_WORKERS *
+				(float)(k + 1) * 0.75f * ((i % 2) ? -1.0f : 1.0f) *
+				(float)(i + 1);
+		else
+			bad += ((int32_t *)c->buf)[i] !=
+			       (int32_t)(((int32_t)(k * 100000 + i) - 5000) * mul);
+	}
+	return bad;
+}
+
+static int as_start_call(struct xina *x, struct as_call *c)
+{
+	c->done = false;
+	if (c->f32)
+		return xina_allreduce_f32_start(x, c->buf, c->n, &c->r);
+	return xina_allreduce_i32_start(x, c->buf, c->n, c->op, &c->r);
+}
+
+static uint64_t as_blocks(const struct as_call *c)
+{
+	uint64_t b = (c->n + AS_ELEMS - 1) / AS_ELEMS;
+
+	/* float32: one exponent per block first, AS_ELEMS to a packet */
+	return c->f32 ? b + (b + AS_ELEMS - 1) / AS_ELEMS : b;
+}
+
+/*
+ * AS_REQS calls of several sizes, int32 SUM and MAX and float32, in flight
+ * at once; their blocks complete out of order.  Completions through the
+ * completion fd, in poll(), as an event loop does; then the same calls
+ * waited for last first; a blocking call behind requests; a NaN failing
+ * its own request only.
+ */
+static void test_async_reverse(const char *ip)
+{
+	struct as_call c[AS_REQS];
+	unsigned int k, j, wrong, done = 0, wakes = 0, order_bad = 0;
+	uint64_t sum = 0, cnt, blocks = 0;
+	struct xina_req *r[3];
+	struct pollfd pfd;
+	struct as_proc as;
+	XINA_STATS(st);
+	struct xina *x;
+	int32_t one[20];
+	float nan_buf[40];
+	int fd, err, e[3];
+
+	if (as_start(&as, ip, AS_REVERSE))
+		return;
+	x = as_open(&as, 10000, 0);
+	if (!x)
+		goto out;
+	fd = xina_completion_fd(x);
+	CHECK(fd >= 0 && fd == xina_completion_fd(x),
+	      "completion fd %d, the same on every call", fd);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 0) == 0, "completion fd not readable before any request");
+
+	for (k = 0; k < AS_REQS; k++) {
+		as_fill(&c[k], k);
+		blocks += as_blocks(&c[k]);
+		err = as_start_call(x, &c[k]);
+		CHECK(!err, "start call %u: %s %s of %zu elements (%d)", k,
+		      c[k].f32 ? "f32" : "i32",
+		      c[k].op == XINA_OP_SUM ? "sum" : "max", c[k].n, err);
+		if (err)
+			goto out_close;
+	}
+	/* The event loop: poll the fd, read it, test what is pending. */
+	while (done < AS_REQS && poll(&pfd, 1, 10000) == 1) {
+		wakes++;
+		if (read(fd, &cnt, sizeof(cnt)) == sizeof(cnt))
+			sum += cnt;
+		for (k = 0; k < AS_REQS; k++) {
+			if (c[k].done || xina_req_test(c[k].r) == -EINPROGRESS)
+				continue;
+			c[k].done = true;
+			done++;
+			/* In start order: every earlier one is done too. */
+			for (j = 0; j < k; j++)
+				order_bad += xina_req_test(c[j].r) == -EINPROGRESS;
+		}
+	}
+	CHECK(done == AS_REQS && sum == AS_REQS,
+	      "%u of %u requests completed, the fd counted %llu completions in %u wakeups",
+	      done, AS_REQS, (unsigned long long)sum, wakes);
+	CHECK(!order_bad, "requests complete in the order they were started (%u seen before an earlier one)",
+	      order_bad);
+	CHECK(poll(&pfd, 1, 0) == 0, "completion fd not readable once read and nothing is in flight");
+	for (k = 0; k < AS_REQS; k++) {
+		e[0] = xina_req_test(c[k].r);
+		wrong = e[0] ? ~0u : as_wrong(&c[k], k);
+		CHECK(!e[0] && !wrong && !strcmp(xina_req_error(c[k].r), "no error"),
+		      "call %u (%zu elements) result: %d, %u elements wrong, '%s'",
+		      k, c[k].n, e[0], wrong, xina_req_error(c[k].r));
+		xina_req_free(c[k].r);
+	}
+	xina_get_stats(x, &st);
+	CHECK(st.calls == AS_REQS && st.results == blocks && st.sent == blocks,
+	      "stats of the requests: %llu calls, %llu sent, %llu results (want %u, %llu, %llu)",
+	      (unsigned long long)st.calls, (unsigned long long)st.sent,
+	      (unsigned long long)st.results, AS_REQS,
+	      (unsigned long long)blocks, (unsigned long long)blocks);
+
+	/* Again, waited for last first: each wait ends when its call does. */
+	for (k = 0; k < AS_REQS; k++) {
+		free(c[k].buf);
+		as_fill(&c[k], k);
+		if (as_start_call(x, &c[k]))
+			c[k].r = NULL;
+	}
+	for (wrong = 0, k = AS_REQS; k-- > 0;) {
+		err = c[k].r ? xina_req_wait(c[k].r, -1) : -1;
+		wrong += err ? 1000000 : as_wrong(&c[k], k);
+		xina_req_free(c[k].r);
+	}
+	CHECK(!wrong, "%u calls in flight waited for last first: all right (%u wrong)",
+	      AS_REQS, wrong);
+
+	/* A blocking call queues behind the requests in flight. */
+	for (k = 0; k < 20; k++)
+		one[k] = k + 1;
+	err = xina_allreduce_i32_start(x, one, 10, XINA_OP_SUM, &r[0]);
+	e[0] = xina_allreduce_i32(x, one + 10, 10, XINA_OP_SUM);
+	e[1] = err ? err : xina_req_wait(r[0], -1);
+	for (wrong = 0, k = 0; k < 20; k++)
+		wrong += one[k] != (int32_t)(k + 1) * AS_WORKERS;
+	CHECK(!e[0] && !e[1] && !wrong,
+	      "a blocking call behind a request in flight: %d, %d, %u wrong", e[0],
+	      e[1], wrong);
+	if (!err)
+		xina_req_free(r[0]);
+	CHECK(xina_req_test(NULL) == -EINVAL && xina_req_wait(NULL, 0) == -EINVAL,
+	      "NULL request: -EINVAL");
+
+	/* Errors are per request: a NaN fails its own call, not the others. */
+	for (k = 0; k < 40; k++)
+		nan_buf[k] = k;
+	nan_buf[37] = NAN;
+	e[0] = xina_allreduce_i32_start(x, one, 20, XINA_OP_MAX, &r[0]);
+	e[1] = xina_allreduce_f32_start(x, nan_buf, 40, &r[1]);
+	e[2] = xina_allreduce_f32_start(x, nan_buf, 20, &r[2]);
+	CHECK(!e[0] && !e[1] && !e[2], "three requests started");
+	if (e[0] || e[1] || e[2])
+		goto out_close;
+	e[2] = xina_req_wait(r[2], -1);
+	e[1] = xina_req_wait(r[1], 0);
+	e[0] = xina_req_wait(r[0], 0);
+	CHECK(!e[0] && e[1] == -EINVAL && !e[2] &&
+	      strstr(xina_req_error(r[1]), "element 37 is NaN") &&
+	      !strcmp(xina_req_error(r[0]), "no error") &&
+	      !strcmp(xina_req_error(r[2]), "no error") && nan_buf[19] == 38.0f,
+	      "a NaN fails its own request only: %d %d %d, '%s'", e[0], e[1],
+	      e[2], xina_req_error(r[1]));
+	CHECK(!strcmp(xina_last_error(x), "no error"),
+	      "a request's failure is its own: xina_last_error() says '%s'",
+	      xina_last_error(x));
+	for (k = 0; k < 3; k++)
+		xina_req_free(r[k]);
+	/* Argument errors at the start: nothing queued. */
+	r[0] = (struct xina_req *)1;
+	err = xina_allreduce_i32_start(x, NULL, 5, XINA_OP_SUM, &r[0]);
+	CHECK(err == -EINVAL && !r[0] && strstr(xina_last_error(x), "NULL buffer"),
+	      "NULL buffer refused at the start: %d, '%s'", err, xina_last_error(x));
+	err = xina_allreduce_i32_start(x, one, 5, 99, &r[0]);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "op 99"),
+	      "bad op refused at the start: %d, '%s'", err, xina_last_error(x));
+out_close:
+	xina_close(x);
+	for (k = 0; k < AS_REQS; k++)
+		free(c[k].buf);
+out:
+	CHECK(!as_stop(&as), "async switch saw only well-formed contributions");
+}
+
+/* Wait up to @ms for @fd to be readable. */
+static void pfd_wait(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	poll(&pfd, 1, ms);
+}
+
+/*
+ * A call that times out fails alone with -ETIMEDOUT and the calls queued
+ * behind it with -ENOTRECOVERABLE, each with its own message; a wait
+ * with a timeout returns -EINPROGRESS; the limit of requests in flight;
+ * xina_close() with a call running and one queued.
+ */
+static void test_async_errors(const char *ip)
+{
+	int32_t a[40], b[40], d[40];
+	struct xina_req *r[3], *r4;
+	unsigned int i, wrong, ms;
+	struct as_proc as;
+	struct xina *x;
+	uint64_t t0;
+	int e[3];
+	char m;
+
+	for (i = 0; i < 40; i++)
+		a[i] = b[i] = d[i] = i;
+	if (as_start(&as, ip, AS_DEAF_MAX))
+		return;
+	x = as_open(&as, 1000, 0);
+	if (!x) {
+		as_stop(&as);
+		return;
+	}
+	e[0] = xina_allreduce_i32_start(x, a, 40, XINA_OP_SUM, &r[0]);
+	e[1] = xina_allreduce_i32_start(x, b, 40, XINA_OP_MAX, &r[1]);
+	e[2] = xina_allreduce_i32_start(x, d, 40, XINA_OP_SUM, &r[2]);
+	CHECK(!e[0] && !e[1] && !e[2], "SUM, MAX (never answered), SUM started");
+	if (e[0] || e[1] || e[2])
+		goto out_close;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	e[1] = xina_req_wait(r[1], 100);
+	ms = ms_since(t0);
+	CHECK(e[1] == -EINPROGRESS && ms >= 100 && ms < 1000,
+	      "wait with a timeout of 100 ms on a call in flight: %d after %u ms",
+	      e[1], ms);
+	e[2] = xina_req_wait(r[2], -1);
+	e[1] = xina_req_test(r[1]);
+	e[0] = xina_req_test(r[0]);
+	for (wrong = 0, i = 0; i < 40; i++)
+		wrong += a[i] != (int32_t)i * AS_WORKERS;
+	CHECK(!e[0] && !wrong, "the call before the failure: %d, %u wrong", e[0],
+	      wrong);
+	CHECK(e[1] == -ETIMEDOUT && strstr(xina_req_error(r[1]), "no result from switch"),
+	      "the unanswered call: %d '%s'", e[1], xina_req_error(r[1]));
+	CHECK(e[2] == -ENOTRECOVERABLE &&
+	      strstr(xina_req_error(r[2]), "unusable after an earlier failure"),
+	      "the call queued behind it: %d '%s'", e[2], xina_req_error(r[2]));
+	for (i = 0; i < 3; i++)
+		xina_req_free(r[i]);
+out_close:
+	xina_close(x);
+	CHECK(!as_stop(&as), "async switch saw only well-formed contributions");
+
+	/* A limit of 2 in flight, and a close with both in flight. */
+	if (as_start(&as, ip, AS_DEAF_MAX))
+		return;
+	x = as_open(&as, 10000, 2);
+	if (!x)
+		goto out;
+	e[0] = xina_allreduce_i32_start(x, a, 40, XINA_OP_MAX, &r[0]);
+	e[1] = xina_allreduce_i32_start(x, b, 40, XINA_OP_MAX, &r[1]);
+	e[2] = xina_allreduce_i32_start(x, d, 40, XINA_OP_MAX, &r4);
+	CHECK(!e[0] && !e[1] && e[2] == -EAGAIN &&
+	      strstr(xina_last_error(x), "max_requests"),
+	      "max_requests 2: a third start fails with -EAGAIN: %d '%s'", e[2],
+	      xina_last_error(x));
+	if (e[0] || e[1]) {
+		xina_close(x);
+		goto out;
+	}
+	/* The first is on the wire once the switch saw a MAX. */
+	pfd_wait(as.seen, 5000);
+	CHECK(read(as.seen, &m, 1) == 1, "the first call reached the switch");
+	t0 = now_ns(CLOCK_MONOTONIC);
+	xina_close(x);
+	ms = ms_since(t0);
+	CHECK(ms < 1000, "close with a call running and one queued took %u ms (its timeout is 10000 ms)",
+	      ms);
+	e[0] = xina_req_wait(r[0], -1);
+	e[1] = xina_req_test(r[1]);
+	CHECK(e[0] == -ECANCELED && strstr(xina_req_error(r[0]), "while the call was in flight"),
+	      "the running call after close: %d '%s'", e[0], xina_req_error(r[0]));
+	CHECK(e[1] == -ECANCELED && strstr(xina_req_error(r[1]), "before the call started"),
+	      "the queued call after close: %d '%s'", e[1], xina_req_error(r[1]));
+	xina_req_free(r[0]);
+	xina_req_free(r[1]);
+out:
+	CHECK(!as_stop(&as), "async switch saw only well-formed contributions");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
@@ -1387,7 +1849,11 @@ int main(int argc, char **argv)
 		return test_packets(argv[2], argv[3], argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "fakesw")) {
 		test_joins(argv[2]);
-		return test_fake_switch(argv[2]) | test_subnormal(argv[2]);
+		test_fake_switch(argv[2]);
+		test_subnormal(argv[2]);
+		test_async_reverse(argv[2]);
+		test_async_errors(argv[2]);
+		return failed;
 	}
 	if (argc == 9 && !strcmp(argv[1], "call") &&
 	    (!strcmp(argv[8], "ok") || !strcmp(argv[8], "broken")))

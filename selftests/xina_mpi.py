@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""An mpi4py program for selftests/xina_mpi.sh: plain comm.Allreduce calls
-of Debian's python3-mpi4py, each result checked against numpy's reduction
-of every rank's input (each rank computes all inputs itself).  It knows
-nothing of xina; the test runs it with libxina-mpi.so in LD_PRELOAD.
+"""An mpi4py program for selftests/xina_mpi.sh: plain comm.Allreduce (and
+comm.Iallreduce) calls of Debian's python3-mpi4py, each result checked
+against numpy's reduction of every rank's input (each rank computes all
+inputs itself).  It knows nothing of xina; the test runs it with
+libxina-mpi.so in LD_PRELOAD.
 
     xina_mpi.py ELEMS [single]
 
@@ -105,6 +106,47 @@ case("int32 sum on a duplicate of COMM_WORLD", np.int32, 700, MPI.SUM,
 dup.Free()
 # and the switch again, after the fallbacks
 case("int32 sum again", np.int32, 5000, MPI.SUM, wrapping_sum, "xina")
+
+
+def icases():
+    """comm.Iallreduce: three calls in flight at once, waited for
+    together; through the switch under MPI_THREAD_MULTIPLE only (the
+    interposer completes MPI's request from a thread of its own)."""
+    via = "xina" if MPI.Query_thread() == MPI.THREAD_MULTIPLE else "pmpi"
+    specs = [("int32 sum", np.int32, 3000, MPI.SUM, wrapping_sum, False),
+             ("float32 sum", np.float32, 2500, MPI.SUM, np.sum, False),
+             ("int32 min in place", np.int32, 1000, MPI.MIN, np.min, True)]
+    reqs, bufs, srcs = [], [], []
+    for what, dtype, n, op, npop, in_place in specs:
+        src = data(rank, n, dtype)
+        if in_place:
+            buf = src.copy()
+            reqs.append(comm.Iallreduce(MPI.IN_PLACE, buf, op=op))
+        else:
+            buf = np.full(n, -7, dtype=dtype)
+            reqs.append(comm.Iallreduce(src, buf, op=op))
+        srcs.append(src)
+        bufs.append(buf)
+    MPI.Request.Waitall(reqs)
+    for (what, dtype, n, op, npop, in_place), buf, src in zip(specs, bufs,
+                                                              srcs):
+        want = npop([data(r, n, dtype) for r in range(size)], axis=0)
+        if not np.array_equal(buf, want.astype(dtype)):
+            raise SystemExit(f"FAIL: Iallreduce {what}: "
+                             f"{np.count_nonzero(buf != want)} of {n} wrong")
+        if not in_place and not np.array_equal(src, data(rank, n, dtype)):
+            raise SystemExit(f"FAIL: Iallreduce {what}: the send buffer "
+                             "changed")
+        counts[via + "_calls"] += 1
+        if via == "xina":
+            b = blocks(n)
+            counts["switch_slots"] += b + (blocks(b) if dtype == np.float32
+                                           else 0)
+    print(f"ok: 3 Iallreduce calls in flight at once: int32 sum, float32 "
+          f"sum, int32 min in place ({via})", flush=True)
+
+
+icases()
 
 for k, v in counts.items():
     print(f"{k} {v}")

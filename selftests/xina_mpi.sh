@@ -125,7 +125,7 @@ mpi4py_case()
 }
 
 mpi4py_case 1
-log_test "mpi4py comm.Allreduce: sum/max/min/float sum through the switch, the rest through PMPI, all right"
+log_test "mpi4py comm.Allreduce and Iallreduce: sum/max/min/float sum through the switch, the rest through PMPI, all right"
 
 # MPI_THREAD_SINGLE: the duplicate of COMM_WORLD goes through the switch too
 mpi4py_case 3 single

@@ -112,7 +112,7 @@ check_err $? "pkg-config --libs libxina failed"
 [ "$libs" = "-L$ROOTDIR$PC_PREFIX/lib -lxina" ]
 check_err $? "pkg-config --libs: '$libs'"
 slibs=$(pc --libs --static libxina | sed "s/ *$//")
-[ "$slibs" = "-L$ROOTDIR$PC_PREFIX/lib -lxina -lxdp -lbpf -lelf -lz -lm" ]
+[ "$slibs" = "-L$ROOTDIR$PC_PREFIX/lib -lxina -lxdp -lbpf -lelf -lz -lm -lpthread" ]
 check_err $? "pkg-config --libs --static: '$slibs'"
 # shellcheck disable=SC2046
 gcc -std=c11 -Wall -Wextra -Werror -o "$TMP/sum-pc" "$EX.c" \

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import xina
@@ -131,28 +132,10 @@ def sync_checks(x, world, elems, n):
           f"(worst error/bound {worst:.3f}) digest {digest(f)}")
 
 
-def async_checks(x, world, elems, n):
+def check_results(bufs, world, elems, n):
+    """The four calls of async_checks(): int32 sum, float32 sum, int32
+    max, int32 sum of 7 (a call of one partial block)."""
     np = xina._np()
-    # Rank 0 starts while its peers still sleep: the call cannot have
-    # finished when allreduce_async() returns.
-    if x.rank != 0:
-        time.sleep(1.0)
-    bufs = [inputs(x.rank, n, "i32"), inputs(x.rank, n, "f32"),
-            inputs(x.rank, n + 1, "i32")]
-    futs = [x.allreduce_async(bufs[0]), x.allreduce_async(bufs[1]),
-            x.allreduce_async(bufs[2], xina.MAX)]
-    if x.rank == 0:
-        if any(f.done() for f in futs):
-            fail("an async call was done before its peers had joined")
-        print("ok: allreduce_async returned before the result existed")
-    # A sync call made meanwhile runs after them, in submission order.
-    s = inputs(x.rank, 3, "i32")
-    x.allreduce(s)
-    if not all(f.done() for f in futs):
-        fail("a sync call overtook async calls made before it")
-    for f, b in zip(futs, bufs):
-        if f.result() is not b:
-            fail("a future's result is not the array it was given")
     want = np.sum([inputs(r, n, "i32").astype(np.int64)
                    for r in range(world)], axis=0)
     want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
@@ -161,8 +144,96 @@ def async_checks(x, world, elems, n):
     wmax = np.max([inputs(r, n + 1, "i32") for r in range(world)], axis=0)
     if not np.array_equal(bufs[2], wmax):
         fail("async int32 max wrong")
-    worst = check_f32(bufs[1], world, elems)
-    print(f"ok: 3 async calls in flight and a sync one after them: "
+    w7 = np.sum([inputs(r, 7, "i32") for r in range(world)], axis=0)
+    if not np.array_equal(bufs[3], w7.astype(np.int32)):
+        fail("async int32 sum of 7 wrong")
+    return check_f32(bufs[1], world, elems)
+
+
+def async_aio(x, world, elems, n):
+    """asyncio: four calls in flight, awaited together; the loop keeps
+    running other work meanwhile, and Python starts no thread for them."""
+    import asyncio
+    threads = threading.active_count()
+    bufs = [inputs(x.rank, n, "i32"), inputs(x.rank, n, "f32"),
+            inputs(x.rank, n + 1, "i32"), inputs(x.rank, 7, "i32")]
+    ticks = [0]
+
+    async def ticker(stop):
+        while not stop.is_set():
+            ticks[0] += 1
+            await asyncio.sleep(0.01)
+
+    async def run():
+        stop = asyncio.Event()
+        t = asyncio.create_task(ticker(stop))
+        futs = [x.allreduce_aio(bufs[0]), x.allreduce_aio(bufs[1]),
+                x.allreduce_aio(bufs[2], xina.MAX),
+                x.allreduce_aio(bufs[3])]
+        early = [f.done() for f in futs]
+        inflight = x.in_flight()
+        res = await asyncio.gather(*futs)
+        stop.set()
+        await t
+        return futs, res, early, inflight
+
+    # Rank 0 starts while its peers still sleep: nothing can be done yet.
+    if x.rank != 0:
+        time.sleep(1.0)
+    futs, res, early, inflight = asyncio.run(run())
+    if any(r is not b for r, b in zip(res, bufs)):
+        fail("an awaited result is not the array it was given")
+    worst = check_results(bufs, world, elems, n)
+    if threading.active_count() != threads:
+        fail("allreduce_aio started a Python thread")
+    if x.rank == 0:
+        if any(early) or inflight != 4:
+            fail(f"asyncio calls done before the peers had joined: {early}, "
+                 f"{inflight} in flight")
+        if ticks[0] < 20:
+            fail(f"the event loop ran {ticks[0]} times while the calls were "
+                 "in flight: it was blocked")
+        print(f"ok: allreduce_aio: 4 calls in flight at once, the loop ran "
+              f"{ticks[0]} ticks of 10 ms meanwhile, no Python thread "
+              f"started ({threads} before and after)")
+    print(f"ok: 4 asyncio calls: results exact / within the bound "
+          f"(worst {worst:.3f})")
+    return digest(bufs[1])
+
+
+def async_checks(x, world, elems, n):
+    aio_digest = async_aio(x, world, elems, n)
+    # Rank 0 starts while its peers still sleep: the call cannot have
+    # finished when allreduce_async() returns.
+    if x.rank != 0:
+        time.sleep(1.0)
+    bufs = [inputs(x.rank, n, "i32"), inputs(x.rank, n, "f32"),
+            inputs(x.rank, n + 1, "i32"), inputs(x.rank, 7, "i32")]
+    futs = [x.allreduce_async(bufs[0]), x.allreduce_async(bufs[1]),
+            x.allreduce_async(bufs[2], xina.MAX), x.allreduce_async(bufs[3])]
+    threads = threading.active_count()
+    if x.rank == 0:
+        if any(f.done() for f in futs):
+            fail("an async call was done before its peers had joined")
+        print("ok: allreduce_async returned before the result existed")
+    # One waiter thread per handle, not one per call.
+    if threads > 2:
+        fail(f"{threads} Python threads with 4 calls in flight (want the "
+             "main thread and the handle's one waiter)")
+    # A sync call made meanwhile runs after them, in submission order.
+    s = inputs(x.rank, 3, "i32")
+    x.allreduce(s)
+    if not all(f.done() for f in futs):
+        fail("a sync call overtook async calls made before it")
+    for f, b in zip(futs, bufs):
+        if f.result() is not b:
+            fail("a future's result is not the array it was given")
+    worst = check_results(bufs, world, elems, n)
+    if digest(bufs[1]) != aio_digest:
+        fail("float32 sum through allreduce_async differs from the same "
+             "sum through allreduce_aio")
+    print(f"ok: 4 async calls in flight ({threads} Python threads) and a "
+          f"sync one after them: "
           f"results exact / within the bound (worst {worst:.3f}) "
           f"digest {digest(bufs[1])}")
 
@@ -267,11 +338,37 @@ def error_checks(env):
            "after a failure", errno.ENOTRECOVERABLE)
     x.close()
 
-    x = xina.open_from_env(job=lonely, timeout_ms=300, join_timeout_ms=300)
+    # One call in flight at most: the second waits (futures) or raises
+    # (asyncio, which must not block its loop).
+    import asyncio
+    x = xina.open_from_env(job=lonely, timeout_ms=1000, join_timeout_ms=1000,
+                           max_requests=1)
     fut = x.allreduce_async(np.ones(4, dtype=np.float32))
+
+    async def aio_one():
+        return await x.allreduce_aio(np.ones(4, dtype=np.int32))
+    expect(xina.XinaError, "requests in flight already (opts.max_requests)",
+           lambda: asyncio.run(aio_one()),
+           "max_requests 1: allreduce_aio with a call in flight raises",
+           errno.EAGAIN)
+    t0 = time.monotonic()
+    fut2 = x.allreduce_async(np.ones(4, dtype=np.int32))
+    took = time.monotonic() - t0
+    if not fut.done() or took < 0.3:
+        fail(f"max_requests 1: a second allreduce_async returned after "
+             f"{took:.2f} s, the first {'' if fut.done() else 'not '}done")
+    print(f"ok: max_requests 1: a second allreduce_async waited {took:.2f} s "
+          "for the first to end")
     expect(xina.XinaError, "no result from switch", fut.result,
            "a peer that never comes: async timeout through the future",
            errno.ETIMEDOUT)
+    expect(xina.XinaError, "handle unusable after an earlier failure",
+           fut2.result, "the call queued behind it: its own error",
+           errno.ENOTRECOVERABLE)
+    expect(xina.XinaError, "handle unusable after an earlier failure",
+           lambda: asyncio.run(aio_one()),
+           "allreduce_aio after a failure raises from the await",
+           errno.ENOTRECOVERABLE)
     x.close()
     expect(xina.XinaError, "handle is closed",
            lambda: x.allreduce(np.ones(4, dtype=np.int32)), "closed handle")

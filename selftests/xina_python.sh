@@ -129,7 +129,8 @@ switch_completes 1 $((3 * b + $(blocks "$b")))
 log_info "$(grep -h '^ok: float32' "$TMP/sync/w0.out")"
 log_test "sync: int32 sum and max exact, float32 sum within the bound, $N workers"
 
-# async: three calls in flight, then a sync one that must wait for them.
+# async: four asyncio calls in flight, then four futures and a sync call
+# that must wait for them.
 rack_job_add "$RACK" "$N" 2 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
 py_ranks 2 "$N" "$TMP/async" async "$n"
 rc=$?
@@ -137,8 +138,10 @@ ranks_ok "$N" "$TMP/async" && same_digests "$TMP/async"
 check_err $rc "$rc of $N ranks failed"
 grep -q '^ok: allreduce_async returned before the result existed' "$TMP/async/w0.out"
 check_err $? "rank 0 did not show the async call returning early"
-switch_completes 2 $((b + b + $(blocks "$b") + $(blocks $((n + 1))) + 1))
-log_test "async: futures in flight, in order with a sync call, results right"
+grep -q '^ok: allreduce_aio: 4 calls in flight at once' "$TMP/async/w0.out"
+check_err $? "rank 0 did not show the asyncio calls in flight together"
+switch_completes 2 $((2 * (b + b + $(blocks "$b") + $(blocks $((n + 1))) + 1) + 1))
+log_test "async: asyncio and futures in flight, in order with a sync call, results right"
 
 # errors: one worker alone in job 3 (argument errors, then a call that
 # works), job 103, which the switch does not have (no answer to the

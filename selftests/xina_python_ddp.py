@@ -18,11 +18,21 @@ all ranks (Gloo all_gather) and checks, element by element:
 so that the two differ by at most the sum of both.  It also counts the
 packets the hook's calls must have cost the switch (printed for the
 shell test to compare with the switch's counters).
+
+The xina model is cut into buckets of 8 KiB (the Gloo model keeps DDP's
+default, one bucket): from the second step on (DDP's first iteration
+uses one bucket, then rebuilds them in the order gradients became ready)
+several hook calls a step.  In the second step the other ranks start
+their backward pass 0.5 s after rank 0, so rank 0's buckets cannot
+complete before its backward pass has started all of them: all of them
+are in flight at once, each started without a thread.
 """
 
 import argparse
 import os
 import sys
+import threading
+import time
 
 import numpy as np
 import torch
@@ -64,10 +74,16 @@ def main(argv):
     mg = net()
     mx.load_state_dict(ref.state_dict())
     mg.load_state_dict(ref.state_dict())
-    dx = DDP(mx)
     dg = DDP(mg)
+    # "User can set dist._DEFAULT_FIRST_BUCKET_BYTES to tune DDP first
+    # bucket" (torch 1.13's DDP): small buckets, several a step
+    first = dist._DEFAULT_FIRST_BUCKET_BYTES
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 8192
+    dx = DDP(mx, bucket_cap_mb=8192 / 2 ** 20)
+    dist._DEFAULT_FIRST_BUCKET_BYTES = first
     state = xina.ddp.register(dx)
     sizes = []
+    threads = threading.active_count()
     opt = torch.optim.SGD(dg.parameters(), lr=0.1)
     loss_fn = torch.nn.CrossEntropyLoss()
     L = xina.headroom_bits(world)
@@ -83,12 +99,28 @@ def main(argv):
         calls, elements = state.buckets, state.elements
         for m in (ref, dx, dg):
             m.zero_grad(set_to_none=True)
-            loss_fn(m(x), y).backward()
-        # this small model is one bucket: one hook call per step
-        if state.buckets != calls + 1:
-            raise SystemExit(f"FAIL: step {step}: {state.buckets - calls} "
-                             "hook calls, want 1")
-        sizes.append(state.elements - elements)
+            out = loss_fn(m(x), y)
+            if m is dx and step == 1 and rank != 0:
+                time.sleep(0.5)
+            out.backward()
+        nb = state.buckets - calls
+        if nb < (2 if step else 1):
+            raise SystemExit(f"FAIL: step {step}: {nb} hook calls, want "
+                             "several (8 KiB buckets)")
+        if sum(list(state.bucket_elems)[-nb:]) != state.elements - elements:
+            raise SystemExit(f"FAIL: step {step}: bucket sizes do not add up")
+        sizes += list(state.bucket_elems)[-nb:]
+        if step == 1 and rank == 0:
+            if state.max_in_flight != nb:
+                raise SystemExit(f"FAIL: step 1: {state.max_in_flight} of "
+                                 f"{nb} buckets in flight at once, want all")
+            if threading.active_count() > threads + 1:
+                raise SystemExit(f"FAIL: {threading.active_count()} threads "
+                                 f"after {nb} buckets, {threads} before: "
+                                 "more than the handle's one waiter")
+            print(f"ok: step 1: all {nb} buckets of rank 0 in flight at "
+                  f"once, {threading.active_count() - threads} Python "
+                  "thread started for them", flush=True)
 
         local = flat_grads(ref)
         every = [torch.empty_like(local) for _ in range(world)]
@@ -128,8 +160,8 @@ def main(argv):
         worst_d = max(worst_d, float(np.max(d)))
         opt.step()
 
-    # every hook call is one float32 call of the bucket: its blocks plus
-    # one int32 max call of their exponents
+    # every hook call (bucket) is one float32 call: its blocks plus one
+    # int32 max call of their exponents
     slots = 0
     for n in sizes:
         b = -(-n // elems)

@@ -7,6 +7,8 @@
 # - allreduces verified bit for bit (i32) and against the bound (f32), with
 #   jumbo frames in several buffers (MTU 9000, 2048 elements) and in one
 #   buffer (MTU 1500, 256 elements), the switch's counters adding up;
+# - the same as 8 calls in flight at once (xina-allreduce --inflight 8,
+#   libxina's non-blocking calls on its progress thread);
 # - a first flush while the kernel does not know the switch's MAC yet;
 # - results that reach the stack instead (program detached) read from the
 #   UDP socket the handle keeps;
@@ -112,7 +114,7 @@ xdp_off()
 	[ -z "$(xdp_id "$1")" ]
 }
 
-tap_begin 11
+tap_begin 12
 
 # ---- the AF_XDP path --------------------------------------------------------
 N=4
@@ -126,6 +128,14 @@ for dtype in i32 f32; do
 	log_info "$dtype: $(wj "$DIR" 0 io_reason), $(wj "$DIR" 0 goodput_Bps | awk '{ printf "%d", $1 / 1e6 }') MB/s per worker"
 	log_test "AF_XDP, MTU 9000, 2048 elements (multi-buffer), $N workers, $dtype"
 done
+for dtype in i32 f32; do
+	run "$N" 32 2048 "$dtype" $(((4 << 20) + 12)) xsk --inflight 8
+	check_run "$N" "$DIR" xsk
+	check_switch "$N" "$JOB"
+	[ "$(wj "$DIR" 0 inflight)" = 8 ]
+	check_err $? "worker 0 did not run 8 calls in flight"
+done
+log_test "AF_XDP, 8 calls in flight at once (non-blocking API), $N workers, i32 and f32"
 
 # ---- other traffic while the program is attached ----------------------------
 # A long allreduce in the background; ping and a UDP flow from the switch's

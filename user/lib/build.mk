@@ -16,13 +16,13 @@
 .PHONY: user
 
 LIBXINA_SRCS := $(addprefix user/lib/,libxina.c libxina_io.c libxina_join.c libxina_f32.c \
-		  libxina_pack.c libxina_xsk.c libxina_rtnl.c) \
+		  libxina_pack.c libxina_xsk.c libxina_rtnl.c libxina_req.c) \
 		user/common/xina_keyfile.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
 LIBXINA_HDRS := $(addprefix user/lib/,libxina.h libxina_int.h libxina_rtnl.h) \
 		user/common/xina_keyfile.h bpf/xina_auth.h include/uapi/linux/xina.h
-LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm
+LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm -lpthread
 OBJCOPY ?= objcopy
 
 $(O)/user/lib/libxina_xsk.o $(O)/user/lib/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.skel.h

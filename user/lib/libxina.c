@@ -61,7 +61,12 @@ void xina_log(struct xina *x, enum xina_log_level lvl, const char *fmt, ...)
 
 const char *xina_last_error(const struct xina *x)
 {
-	return x && x->err[0] ? x->err : "no error";
+	const char *e;
+
+	if (!x)
+		return "no error";
+	e = __atomic_load_n(&x->threaded, __ATOMIC_ACQUIRE) ? x->cerr : x->err;
+	return e[0] ? e : "no error";
 }
 
 const char *xina_io_reason(const struct xina *x)
@@ -76,7 +81,10 @@ int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
 
 	if (!x || !st || st->sz < offsetofend(struct xina_worker_stats, sz))
 		return -EINVAL;
-	all = x->st;
+	/* The lock is the handle's, not part of its value: const stays. */
+	pthread_mutex_lock((pthread_mutex_t *)&x->lock);
+	all = x->threaded ? x->st_snap : x->st;
+	pthread_mutex_unlock((pthread_mutex_t *)&x->lock);
 	if (x->io && x->io->stats)
 		x->io->stats(x, &all);
 	/* an older caller's struct is shorter: fill what it has */
@@ -154,6 +162,11 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 			 o->flags & ~XINA_OPT_F_ALL);
 		return -EINVAL;
 	}
+	if (o->max_requests > XINA_MAX_REQUESTS) {
+		snprintf(err, len, "max_requests %u out of range 0..%u",
+			 o->max_requests, XINA_MAX_REQUESTS);
+		return -EINVAL;
+	}
 	if (o->io != XINA_IO_AUTO && o->io != XINA_IO_UDP &&
 	    o->io != XINA_IO_XSK) {
 		snprintf(err, len, "io %d is none of XINA_IO_AUTO, XINA_IO_UDP, XINA_IO_XSK",
@@ -170,6 +183,8 @@ static int xina_opts_check(struct xina_opts *o, char *err, size_t len)
 		o->rto_max_us = XINA_DEF_RTO_MAX_US;
 	if (o->rto_max_us < o->rto_us)
 		o->rto_max_us = o->rto_us;
+	if (!o->max_requests)
+		o->max_requests = XINA_DEF_MAX_REQUESTS;
 	return 0;
 }
 
@@ -189,6 +204,7 @@ void xina_close(struct xina *x)
 {
 	if (!x)
 		return;
+	xina_req_shutdown(x);
 	xina_io_close(x);
 	if (x->fd >= 0)
 		close(x->fd);
@@ -254,6 +270,7 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 	if (!x)
 		return -ENOMEM;
 	x->fd = -1;
+	xina_req_init(x);
 	err = xina_opts_copy(&x->o, opts);
 	if (err) {
 		xina_fail(x, err == -EOPNOTSUPP ?
@@ -663,6 +680,10 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
 				     xina_on_result, &c);
 		if (err < 0)
 			return err;
+		if (xina_stopping(x)) {
+			xina_fail(x, "handle closed with the call in flight");
+			return -ECANCELED;
+		}
 		now = xina_now_ns();
 		if (c.done < c.nblocks &&
 		    now - c.progress_ns >= xina_call_timeout_ns(x, &c))
@@ -691,8 +712,7 @@ int xina_call_check(struct xina *x, const void *buf, size_t n)
 	return 0;
 }
 
-int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op)
+int xina_run_i32(struct xina *x, int32_t *buf, size_t n, enum xina_op op)
 {
 	int err;
 
@@ -710,4 +730,10 @@ int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
 	}
 	x->st.calls++;
 	return 0;
+}
+
+int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
+		       enum xina_op op)
+{
+	return x ? xina_call(x, buf, n, op, false) : -EINVAL;
 }

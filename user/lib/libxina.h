@@ -7,10 +7,44 @@
  * call returns the element-wise aggregate of the same call on all the job's
  * workers, computed by the switch (the XDP fast path or xina-swagg).
  *
- * Thread safety: none inside a handle.  A handle is used by one thread at a
- * time; different handles share nothing (the library's only global state
- * is the last join nonce it used, an atomic) and may be used concurrently
- * from different threads.
+ * Calls in flight.  xina_allreduce_i32_start() and xina_allreduce_f32_start()
+ * queue a call and return a request at once; xina_req_test(),
+ * xina_req_wait() and the handle's completion file descriptor
+ * (xina_completion_fd()) say when it is done ("Non-blocking calls" below).
+ *
+ * Thread safety.  Different handles share nothing (the library's only
+ * global state is the last join nonce it used, an atomic) and may be used
+ * concurrently from different threads.  Within one handle:
+ *
+ *  - xina_allreduce_*_start(), xina_req_test(), xina_req_wait(),
+ *    xina_req_error(), xina_req_free(), xina_completion_fd(),
+ *    xina_get_stats() and xina_io_reason() may be called from any thread,
+ *    concurrently: the handle's mutex serialises what needs it, and
+ *    xina_req_test() takes no lock at all.
+ *  - The blocking xina_allreduce_i32() and xina_allreduce_f32() may be
+ *    called from any thread too: they hold the handle's mutex for the
+ *    whole call (before the handle's first _start) or are a _start and a
+ *    wait (after it), so they never run beside another call of the
+ *    handle; a _start from another thread waits for a blocking call to
+ *    return.
+ *  - Calls are matched with the peers' in the order the handle receives
+ *    them (the order of the _start calls and blocking calls, as they take
+ *    the mutex).  Threads that start calls of one handle concurrently must
+ *    order them among themselves, the same way on every worker.
+ *  - xina_last_error() gives the last failure of a blocking call, of a
+ *    _start, or of xina_open; read it from the thread whose call failed
+ *    before that thread calls again.  A request's own failure is in
+ *    xina_req_error().
+ *  - xina_close() must not run concurrently with any other call of the
+ *    handle or of its requests (and not from the log callback).  It may be
+ *    called with requests in flight (see xina_close() below).  Requests
+ *    outlive their handle: xina_req_test/wait/error/free of them remain
+ *    valid after xina_close(), from any thread.
+ *  - The log callback runs on the thread that does the I/O: the caller's
+ *    for a blocking call before the first _start, the handle's progress
+ *    thread for everything after it.  It must not call into the handle.
+ *  - A handle is not carried across fork(): the child gets neither its
+ *    progress thread nor a usable socket state.
  *
  * Errors are negative errno values; xina_last_error() gives the details of
  * the last failure of a handle in words (xina_open(), which returns no
@@ -132,6 +166,9 @@ extern "C" {
  */
 #define XINA_DEF_RTO_US		5000
 #define XINA_DEF_RTO_MAX_US	200000
+/* Requests in flight per handle (opts.max_requests): default, limit. */
+#define XINA_DEF_MAX_REQUESTS	64
+#define XINA_MAX_REQUESTS	65536
 
 enum xina_opt_flags {
 	XINA_OPT_F_NO_GSO = 1 << 0,	/* one datagram per packet on send */
@@ -229,6 +266,12 @@ struct xina_opts {
 	 */
 	uint32_t	join_timeout_ms;
 	enum xina_io	io;		/* packet I/O; 0: XINA_IO_AUTO */
+	/*
+	 * Requests started and not yet completed, at most (queued and the
+	 * one running); a _start beyond it fails with -EAGAIN.  0:
+	 * XINA_DEF_MAX_REQUESTS; at most XINA_MAX_REQUESTS.
+	 */
+	uint32_t	max_requests;
 	size_t		:0;
 };
 
@@ -309,6 +352,14 @@ struct xina_worker_stats {
 struct xina;
 
 LIBXINA_API int xina_open(const struct xina_opts *opts, struct xina **out);
+
+/*
+ * Close the handle.  Requests still queued or running complete with
+ * -ECANCELED ("handle closed ..." in xina_req_error()): a running one
+ * stops at once (its buffer is then part input, part result, and the
+ * peers' call times out, as if this worker died); the caller still frees
+ * each request with xina_req_free(), before or after xina_close().
+ */
 LIBXINA_API void xina_close(struct xina *x);
 
 /*
@@ -320,6 +371,80 @@ LIBXINA_API int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
 				   enum xina_op op);
 LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);
 
+/*
+ * Non-blocking calls.
+ *
+ * xina_allreduce_i32_start() and xina_allreduce_f32_start() check their
+ * arguments (-EINVAL and the message in xina_last_error(), nothing queued),
+ * queue the call and return at once with *@req set.  The call then runs
+ * on the handle's progress thread, which the first _start creates (a
+ * handle used only with blocking calls never has one): it sends, receives,
+ * retransmits and times out exactly as the blocking call does, whatever
+ * the application's threads are doing meanwhile, so that a call completes
+ * while the caller computes (a DDP hook's future completes during the
+ * backward pass without anyone polling).  Progress never depends on
+ * xina_req_test() or xina_req_wait() being called.
+ *
+ * Several calls in flight: up to opts.max_requests started and not yet
+ * completed; one more fails with -EAGAIN (nothing queued; wait for one of
+ * them and start again).  They run in the order they were started, one
+ * after the other, each over the job's whole window of slots: the slots
+ * are shared by the calls in time, not partitioned between them.  Every
+ * worker must start the same calls in the same order (as with the
+ * blocking calls, and as MPI's non-blocking collectives): block b of the
+ * k-th call then meets block b of every peer's k-th call in the same slot
+ * and round.  Partitioning the window would shrink each call's window and
+ * need all workers to agree on the partition of every call; running them
+ * back to back keeps the full window busy except for the last window's
+ * worth of blocks of each call, whose slots idle until its last result
+ * (the next call starts then).
+ *
+ * @buf belongs to the call until it completes: it is read and written by
+ * the progress thread (float32: also the pass that finds the block
+ * exponents and refuses NaN and infinities, which fails the request with
+ * -EINVAL and leaves the handle usable).
+ *
+ * xina_req_test(): -EINPROGRESS while the call is queued or running, else
+ * its result, 0 or the negative errno the blocking call would have
+ * returned; lock-free.  xina_req_wait(): the same, after waiting up to
+ * @timeout_ms (negative: until it completes; 0: does not wait); still
+ * -EINPROGRESS when the wait timed out (the call goes on).  The call's own
+ * timeouts (opts.timeout_ms, join_timeout_ms) bound every call, so an
+ * unbounded wait ends too.  Errors are per request: xina_req_error() gives
+ * the words of the request's own failure ("no error" for a success,
+ * "in progress" before it completes), valid until xina_req_free().  A
+ * failure in the middle of a call breaks the handle as for a blocking
+ * call: the calls queued behind it fail with -ENOTRECOVERABLE.
+ *
+ * xina_req_free(): releases a request; one still in flight is waited for
+ * first.  Every request is freed exactly once, whatever its result.
+ *
+ * xina_completion_fd(): an eventfd (EFD_NONBLOCK, EFD_CLOEXEC) owned by
+ * the handle, created on first use and closed by xina_close().  Every
+ * completed request adds one to it, so it is readable (poll, epoll,
+ * select: POLLIN) once a request completed since it was last read: an
+ * event loop reads it (8 bytes; the value is the number of completions)
+ * and then tests the requests it waits for.  Read it before testing, so
+ * that a completion after the test makes it readable again.  Returns the
+ * descriptor or a negative errno.
+ */
+struct xina_req;
+
+LIBXINA_API int xina_allreduce_i32_start(struct xina *x, int32_t *buf,
+					 size_t n, enum xina_op op,
+					 struct xina_req **req);
+LIBXINA_API int xina_allreduce_f32_start(struct xina *x, float *buf,
+					 size_t n, struct xina_req **req);
+LIBXINA_API int xina_req_test(const struct xina_req *req);
+LIBXINA_API int xina_req_wait(struct xina_req *req, int timeout_ms);
+LIBXINA_API const char *xina_req_error(const struct xina_req *req);
+LIBXINA_API void xina_req_free(struct xina_req *req);
+LIBXINA_API int xina_completion_fd(struct xina *x);
+
+/*
+ * Counters.  With a progress thread they are those of the last completed
+ * request (a snapshot taken when each request completes).
+ */
 LIBXINA_API int xina_get_stats(const struct xina *x,
 			       struct xina_worker_stats *st);
 LIBXINA_API const char *xina_last_error(const struct xina *x);

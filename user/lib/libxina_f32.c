@@ -126,7 +126,7 @@ static int xina_check_exps(struct xina *x, const int32_t *exps,
 	return 0;
 }
 
-int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
+int xina_run_f32(struct xina *x, float *buf, size_t n)
 {
 	uint64_t nblocks;
 	int err;
@@ -159,6 +159,11 @@ int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 err_broken:
 	x->broken = true;
 	return err;
+}
+
+int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
+{
+	return x ? xina_call(x, buf, n, XINA_OP_SUM, true) : -EINVAL;
 }
 
 double xina_f32_bound(float r, int block_exp, unsigned int workers)

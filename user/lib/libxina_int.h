@@ -3,6 +3,7 @@
 #ifndef LIBXINA_INT_H
 #define LIBXINA_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -59,6 +60,25 @@ extern const struct xina_io_ops xina_io_xsk;
 
 struct xina_xsk;
 
+/*
+ * One call started with xina_allreduce_*_start() (libxina_req.c).  @status
+ * is -EINPROGRESS until the progress thread completes the call; it is
+ * stored last, with release order, and everything else is then fixed, so
+ * xina_req_test() reads it without a lock.  @x is NULL once xina_close()
+ * detached the request (a request outlives its handle).
+ */
+struct xina_req {
+	struct xina	*x;
+	struct xina_req	*prev, *next;	/* x->reqs: not yet freed */
+	struct xina_req	*qnext;		/* x->q_head: not yet running */
+	void		*buf;
+	size_t		n;
+	enum xina_op	op;
+	bool		f32;
+	int		status;
+	char		err[768];
+};
+
 struct xina {
 	int			fd;	/* the UDP socket, whatever the I/O */
 	struct sockaddr_in	local;	/* its address and port once connected */
@@ -101,6 +121,29 @@ struct xina {
 
 	struct xina_worker_stats st;
 	char			err[768];
+
+	/*
+	 * Requests (libxina_req.c).  @lock guards every field below and
+	 * serialises the API calls that touch the engine's state; the
+	 * engine itself (the fields above) belongs to whoever runs a call:
+	 * a blocking caller holding @lock before the first _start, the
+	 * progress thread afterwards.  @stop is also read by the engine
+	 * without @lock (an atomic) and @wake_fd wakes its poll().
+	 */
+	pthread_mutex_t		lock;
+	pthread_cond_t		work_cv;	/* queued, or stop */
+	pthread_cond_t		done_cv;	/* a request completed */
+	pthread_t		thread;
+	bool			threaded;	/* the progress thread runs */
+	bool			stop;		/* xina_close() asked it to end */
+	int			wake_fd;	/* eventfd, -1 until threaded */
+	int			cfd;		/* completion eventfd, -1 */
+	struct xina_req		*reqs;		/* every request not freed */
+	struct xina_req		*q_head, *q_tail;	/* waiting to run */
+	struct xina_req		*running;
+	uint32_t		inflight;	/* queued + running */
+	struct xina_worker_stats st_snap;	/* at the last completion */
+	char			cerr[768];	/* caller-side failure, threaded */
 };
 
 __attribute__((format(printf, 2, 3)))
@@ -146,6 +189,24 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
  * or fails with the reason in x->err.
  */
 int xina_join(struct xina *x);
+
+/* The calls themselves, on whatever thread runs them. */
+int xina_run_i32(struct xina *x, int32_t *buf, size_t n, enum xina_op op);
+int xina_run_f32(struct xina *x, float *buf, size_t n);
+
+/*
+ * libxina_req.c: requests and the progress thread.  xina_req_init() at
+ * open (before anything can fail past it: xina_close() undoes it),
+ * xina_req_shutdown() first thing in xina_close().  xina_call() is a
+ * blocking call: inline under the lock, or a request and its wait.
+ */
+void xina_req_init(struct xina *x);
+void xina_req_shutdown(struct xina *x);
+int xina_call(struct xina *x, void *buf, size_t n, enum xina_op op, bool f32);
+static inline bool xina_stopping(struct xina *x)
+{
+	return __atomic_load_n(&x->stop, __ATOMIC_RELAXED);
+}
 
 /* libxina_pack.c: one block to and from the wire. */
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,

@@ -413,15 +413,19 @@ int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx)
 static int xina_udp_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn,
 			    void *ctx)
 {
-	struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+	/* wake_fd: xina_close() of a handle with a progress thread (or -1) */
+	struct pollfd pfd[2] = {
+		{ .fd = x->fd, .events = POLLIN },
+		{ .fd = x->wake_fd, .events = POLLIN },
+	};
 	int ret;
 
 	if (x->txq_len)
-		pfd.events |= POLLOUT;
-	ret = poll(&pfd, 1, timeout_ms);
+		pfd[0].events |= POLLOUT;
+	ret = poll(pfd, 2, timeout_ms);
 	if (ret < 0)
 		return errno == EINTR ? 0 : -errno;
-	if (!(pfd.revents & (POLLIN | POLLERR)))
+	if (!(pfd[0].revents & (POLLIN | POLLERR)))
 		return 0;
 	return xina_udp_drain(x, fn, ctx);
 }

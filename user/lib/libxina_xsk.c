@@ -723,9 +723,10 @@ static int xina_xsk_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn,
 			    void *ctx)
 {
 	struct xina_xsk *xs = x->xsk;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = xsk_socket__fd(xs->sock), .events = POLLIN },
 		{ .fd = x->fd, .events = POLLIN },
+		{ .fd = x->wake_fd, .events = POLLIN },	/* xina_close(), or -1 */
 	};
 	int ret;
 
@@ -733,7 +734,7 @@ static int xina_xsk_rx_poll(struct xina *x, int timeout_ms, xina_rx_fn fn,
 		return 0;
 	if (x->txq_len)
 		pfd[0].events |= POLLOUT;
-	ret = poll(pfd, 2, timeout_ms);
+	ret = poll(pfd, 3, timeout_ms);
 	if (ret < 0)
 		return errno == EINTR ? 0 : -errno;
 	x->st.rx_syscalls++;

@@ -25,6 +25,18 @@
  * count 0, goes to PMPI_Allreduce unchanged, as does everything when
  * XINA_SWITCH is not set.
  *
+ * MPI_Iallreduce of the same, under MPI_THREAD_MULTIPLE, goes through the
+ * switch as a libxina request (libxina.h, "Non-blocking calls": it makes
+ * progress on libxina's own thread, whether or not the program calls
+ * into MPI) behind an MPI generalized request, which a thread of this
+ * library completes (PMPI_Grequest_complete) when libxina's completion fd
+ * says so.  Completing a request from a thread of our own is only allowed
+ * under MPI_THREAD_MULTIPLE (OpenMPI 4.1 as Debian builds it has no
+ * polling extension of generalized requests), so under lower thread
+ * levels MPI_Iallreduce goes to PMPI_Iallreduce.  Blocking and
+ * non-blocking calls reach the switch in the order the program made
+ * them, as MPI orders collectives on a communicator.
+ *
  * The job: XINA_SWITCH (IPv4[:PORT]), XINA_JOB, the key (xm_key()),
  * XINA_SLOTS, XINA_ELEMS as the job was added on the switch, XINA_BIND
  * ([IPv4]:PORT) where the switch knows the ranks (the same port on every
@@ -47,15 +59,19 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libxina.h"
 
@@ -231,7 +247,9 @@ static void xm_log(void *ctx, enum xina_log_level level, const char *msg)
  */
 static void xm_activate(MPI_Comm comm)
 {
-	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN);
+	/* As many MPI_Iallreduce in flight as libxina takes. */
+	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN,
+		  .max_requests = XINA_MAX_REQUESTS);
 	int world_size, ok = 0, all = 0, err;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
@@ -370,13 +388,230 @@ pmpi:
 	return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
+/*
+ * MPI_Iallreduce: one libxina request per call, behind a generalized
+ * request.  @lock guards @pending; it is held from the libxina start to
+ * the insertion, and the completer reads the completion fd before it
+ * takes it, so no completion is read off the fd before its request is
+ * in the list.
+ */
+struct xm_ireq {
+	struct xm_ireq	*next;
+	struct xina_req	*r;
+	MPI_Request	greq;
+	enum xm_kind	kind;
+	void		*buf;
+	size_t		n;
+	int		err;	/* MPI error class, once completed */
+};
+
+static struct {
+	pthread_mutex_t	lock;
+	struct xm_ireq	*pending;
+	pthread_t	thread;
+	bool		running;
+	int		cfd;		/* libxina's completion fd */
+	int		stop[2];	/* a pipe: MPI_Finalize ends the thread */
+} xmi = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static void *xm_completer(void *arg)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = xmi.cfd, .events = POLLIN },
+		{ .fd = xmi.stop[0], .events = POLLIN },
+	};
+	struct xm_ireq **pp, *q;
+	uint64_t cnt;
+	int st;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		if (read(xmi.cfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			break;
+		pthread_mutex_lock(&xmi.lock);
+		for (pp = &xmi.pending; (q = *pp);) {
+			st = xina_req_test(q->r);
+			if (st == -EINPROGRESS) {
+				pp = &q->next;
+				continue;
+			}
+			*pp = q->next;
+			if (st) {
+				xm_say("MPI_Iallreduce of %zu elements through xina: %s",
+				       q->n, xina_req_error(q->r));
+				q->err = MPI_ERR_OTHER;
+			} else if (q->kind == XM_I32_MIN) {
+				xm_not(q->buf, q->n);
+			}
+			PMPI_Grequest_complete(q->greq);
+		}
+		pthread_mutex_unlock(&xmi.lock);
+	}
+	return NULL;
+}
+
+static int xm_query(void *extra, MPI_Status *status)
+{
+	struct xm_ireq *q = extra;
+
+	PMPI_Status_set_elements(status, MPI_BYTE, 0);
+	PMPI_Status_set_cancelled(status, 0);
+	status->MPI_SOURCE = MPI_UNDEFINED;
+	status->MPI_TAG = MPI_UNDEFINED;
+	return q->err;
+}
+
+static int xm_free(void *extra)
+{
+	struct xm_ireq *q = extra;
+
+	xina_req_free(q->r);
+	free(q);
+	return MPI_SUCCESS;
+}
+
+/* A call on the wire cannot be taken back: it completes as it will. */
+static int xm_cancel(void *extra, int complete)
+{
+	return MPI_SUCCESS;
+}
+
+/* Under xmi.lock: the completer, once, with the program's signals blocked. */
+static int xm_completer_start(void)
+{
+	sigset_t all, old;
+	int err;
+
+	if (xmi.running)
+		return 0;
+	xmi.cfd = xina_completion_fd(xm.x);
+	if (xmi.cfd < 0 || pipe2(xmi.stop, O_CLOEXEC))
+		return -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&xmi.thread, NULL, xm_completer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(xmi.stop[0]);
+		close(xmi.stop[1]);
+		return -1;
+	}
+	xmi.running = true;
+	return 0;
+}
+
+static void xm_completer_stop(void)
+{
+	if (!xmi.running)
+		return;
+	if (write(xmi.stop[1], "x", 1) != 1)
+		xm_say("cannot stop the MPI_Iallreduce completer");
+	pthread_join(xmi.thread, NULL);
+	close(xmi.stop[0]);
+	close(xmi.stop[1]);
+	xmi.running = false;
+}
+
+/* Under xm.lock, xm.state XM_ON: start @q's call, or say why not. */
+static int xm_istart(struct xm_ireq *q, MPI_Comm comm)
+{
+	int err;
+
+	pthread_mutex_lock(&xmi.lock);
+	if (xm_completer_start()) {
+		pthread_mutex_unlock(&xmi.lock);
+		xm_say("MPI_Iallreduce: cannot start the completion thread");
+		return -1;
+	}
+	if (q->kind == XM_I32_MIN)
+		xm_not(q->buf, q->n);
+	if (q->kind == XM_F32_SUM)
+		err = xina_allreduce_f32_start(xm.x, q->buf, q->n, &q->r);
+	else
+		err = xina_allreduce_i32_start(xm.x, q->buf, q->n,
+					       q->kind == XM_I32_SUM ?
+					       XINA_OP_SUM : XINA_OP_MAX, &q->r);
+	if (err) {
+		pthread_mutex_unlock(&xmi.lock);
+		xm_say("MPI_Iallreduce of %zu elements through xina: %s", q->n,
+		       xina_last_error(xm.x));
+		return -1;
+	}
+	PMPI_Grequest_start(xm_query, xm_free, xm_cancel, q, &q->greq);
+	q->next = xmi.pending;
+	xmi.pending = q;
+	pthread_mutex_unlock(&xmi.lock);
+	return 0;
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+		   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+		   MPI_Request *request)
+{
+	enum xm_kind kind = xm_kind(datatype, op);
+	struct xm_ireq *q;
+	int provided;
+
+	if (kind == XM_NONE || count <= 0 ||
+	    __atomic_load_n(&xm.state, __ATOMIC_RELAXED) == XM_OFF ||
+	    PMPI_Query_thread(&provided) != MPI_SUCCESS ||
+	    provided != MPI_THREAD_MULTIPLE || !xm_job_comm(comm))
+		goto pmpi;
+
+	pthread_mutex_lock(&xm.lock);
+	if (xm.state == XM_UNSET)
+		xm_activate(comm);
+	if (xm.state == XM_OFF) {
+		pthread_mutex_unlock(&xm.lock);
+		goto pmpi;
+	}
+	q = calloc(1, sizeof(*q));
+	if (xm.state == XM_FAILED || !q) {
+		pthread_mutex_unlock(&xm.lock);
+		free(q);
+		xm_say("MPI_Iallreduce after a failed call: the xina handle is unusable");
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+		return MPI_ERR_OTHER;
+	}
+	if (sendbuf != MPI_IN_PLACE)
+		memcpy(recvbuf, sendbuf, (size_t)count * 4);
+	q->kind = kind;
+	q->buf = recvbuf;
+	q->n = count;
+	q->err = MPI_SUCCESS;
+	if (xm_istart(q, comm)) {
+		xm.state = XM_FAILED;
+		pthread_mutex_unlock(&xm.lock);
+		free(q);
+		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+		return MPI_ERR_OTHER;
+	}
+	*request = q->greq;
+	xm.taken++;
+	pthread_mutex_unlock(&xm.lock);
+	return MPI_SUCCESS;
+
+pmpi:
+	__atomic_fetch_add(&xm.passed, 1, __ATOMIC_RELAXED);
+	return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+			       request);
+}
+
 int MPI_Finalize(void)
 {
 	const char *verbose = getenv("XINA_MPI_VERBOSE");
 
+	/* Every request completed before MPI_Finalize (MPI's rule). */
+	xm_completer_stop();
 	pthread_mutex_lock(&xm.lock);
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
 	if (verbose && strcmp(verbose, "0"))
+		/* MPI_Iallreduce counted with them (xina_mpi.sh reads this) */
 		xm_say("%llu MPI_Allreduce calls through xina, %llu to PMPI_Allreduce",
 		       xm.taken, xm.passed);
 	xina_close(xm.x);

@@ -21,18 +21,26 @@
  *				first timed call began and when the last
  *				one returned: runs of different jobs can be
  *				shown to overlap in time
+ *   inflight			calls each iteration is cut into (--inflight)
  *   error			why the run failed, if it did
+ *
+ * --inflight K cuts each iteration's tensor into K calls at whole blocks
+ * (so every block is the one a single call sends, and the checks are the
+ * same), starts them all with xina_allreduce_*_start() and waits for them
+ * on the handle's completion fd: libxina's calls in flight, end to end.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libxina.h"
 
@@ -46,7 +54,10 @@ struct ar_cfg {
 	enum xina_op	op;
 	uint64_t	bytes;
 	uint32_t	iters;
+	uint32_t	inflight;	/* calls per iteration, started at once */
 };
+
+#define AR_MAX_INFLIGHT	XINA_DEF_MAX_REQUESTS
 
 struct ar_result {
 	double		max_abs_err;
@@ -68,7 +79,7 @@ static void ar_usage(FILE *f)
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
-		"                      [--io auto|udp|xsk]\n"
+		"                      [--io auto|udp|xsk] [--inflight K]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
 }
 
@@ -118,7 +129,7 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
-	OPT_JOIN_TIMEOUT, OPT_IO,
+	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT,
 };
 
 static int ar_io(const char *arg, enum xina_io *io)
@@ -225,6 +236,10 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		break;
 	case OPT_IO:
 		return ar_io(arg, &o->io);
+	case OPT_INFLIGHT:
+		err = ar_u64("--inflight", arg, 1, AR_MAX_INFLIGHT, &v);
+		c->inflight = v;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -254,6 +269,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "io", required_argument, NULL, OPT_IO },
+		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -264,6 +280,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	c->op = XINA_OP_SUM;
 	c->bytes = 4 << 20;
 	c->iters = 5;
+	c->inflight = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		if (opt == 'h') {
 			ar_usage(stdout);
@@ -648,6 +665,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.bad_tag, st.epoch,
 	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
+	printf(",\"inflight\":%u", c->inflight);
 	if (error) {
 		printf(",\"error\":\"");
 		for (; *error; error++)
@@ -655,6 +673,64 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 		printf("\"");
 	}
 	printf("}\n");
+}
+
+/* Why the last --inflight call failed: its request's own message. */
+static char ar_req_msg[1024];
+
+/*
+ * One iteration as c->inflight calls in flight at once, cut at whole
+ * blocks, waited for through the completion fd as an event loop would.
+ */
+static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
+			    size_t n)
+{
+	size_t per = ((n + c->o.elems - 1) / c->o.elems + c->inflight - 1) /
+		     c->inflight * c->o.elems;
+	struct xina_req *r[AR_MAX_INFLIGHT];
+	unsigned int k, started = 0, pending;
+	struct pollfd pfd;
+	size_t off, len;
+	uint64_t cnt;
+	int err = 0, st;
+
+	pfd.fd = xina_completion_fd(x);
+	pfd.events = POLLIN;
+	if (pfd.fd < 0) {
+		snprintf(ar_req_msg, sizeof(ar_req_msg), "%s", xina_last_error(x));
+		return pfd.fd;
+	}
+	for (k = 0; k < c->inflight; k++) {
+		off = (size_t)k * per < n ? (size_t)k * per : n;
+		len = n - off < per ? n - off : per;
+		err = c->f32 ? xina_allreduce_f32_start(x, (float *)buf + off, len, &r[k]) :
+		      xina_allreduce_i32_start(x, (int32_t *)buf + off, len, c->op, &r[k]);
+		if (err) {
+			snprintf(ar_req_msg, sizeof(ar_req_msg), "start of call %u of %u: %s",
+				 k + 1, c->inflight, xina_last_error(x));
+			break;
+		}
+		started++;
+	}
+	/* Each call ends within libxina's timeouts: so does this loop. */
+	for (pending = started; pending;) {
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			break;
+		if (read(pfd.fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			break;
+		for (pending = 0, k = 0; k < started; k++)
+			pending += xina_req_test(r[k]) == -EINPROGRESS;
+	}
+	for (k = 0; k < started; k++) {
+		st = xina_req_wait(r[k], -1);
+		if (st && !err) {
+			err = st;
+			snprintf(ar_req_msg, sizeof(ar_req_msg), "call %u of %u: %s",
+				 k + 1, c->inflight, xina_req_error(r[k]));
+		}
+		xina_req_free(r[k]);
+	}
+	return err;
 }
 
 static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
@@ -679,8 +755,11 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		if (!it)
 			res->t_start = ar_now(CLOCK_REALTIME);
 		t0 = ar_now(CLOCK_MONOTONIC);
-		err = c->f32 ? xina_allreduce_f32(x, buf, n) :
-		      xina_allreduce_i32(x, buf, n, c->op);
+		if (c->inflight > 1)
+			err = ar_call_inflight(c, x, buf, n);
+		else
+			err = c->f32 ? xina_allreduce_f32(x, buf, n) :
+			      xina_allreduce_i32(x, buf, n, c->op);
 		secs[it] = ar_now(CLOCK_MONOTONIC) - t0;
 		res->t_end = ar_now(CLOCK_REALTIME);
 		if (err)
@@ -739,7 +818,8 @@ int main(int argc, char **argv)
 	err = ar_run(&c, x, buf, n, in, secs, &done, &res);
 	if (err && err != -EBADMSG)
 		snprintf(error, sizeof(error), "allreduce %u of %u: %s: %s",
-			 done + 1, c.iters, strerror(-err), xina_last_error(x));
+			 done + 1, c.iters, strerror(-err),
+			 ar_req_msg[0] ? ar_req_msg : xina_last_error(x));
 	else if (err)
 		snprintf(error, sizeof(error), "result mismatch in iteration %u",
 			 done - 1);

@@ -10,6 +10,9 @@
         fut = x.allreduce_async(b, "max")  # concurrent.futures.Future
         fut.result()
 
+    async def step(x, grads):              # asyncio: awaitable calls
+        await asyncio.gather(*(x.allreduce_aio(g) for g in grads))
+
 A handle is one worker's membership of one job on the switch (see
 "xinactl job add").  Every worker of the job makes the same calls in the
 same order; each returns the element-wise SUM (int32, float32) or MAX
@@ -42,13 +45,17 @@ The environment (open_from_env()):
     XINA_BIND        local IPv4[:PORT] the switch knows this rank by
     XINA_TIMEOUT_MS  optional: give up without progress after this long
     XINA_IO          optional: auto, udp or xsk (see libxina.h)
+    XINA_MAX_REQUESTS optional: calls in flight at most (default 64)
 """
 
+import asyncio
 import concurrent.futures
+import ctypes
 import errno as _errno
 import os
+import select
 import threading
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import _capi
 
@@ -101,17 +108,31 @@ def _apply_key(opts: _capi.XinaOpts, key_file: Optional[str]) -> None:
     opts.key_file = os.fsencode(key_file)
 
 
+_Resolve = Callable[[int, str], None]
+
+
 class Xina:
     """One worker's handle of one xina job.
 
-    The C library's allreduce is blocking: it has no non-blocking call yet.
-    allreduce_async() therefore runs the blocking call on a worker thread
-    of this handle (one thread; ctypes drops the GIL for the call) and
-    returns a concurrent.futures.Future; the Python thread that asked goes
-    on with its work meanwhile.  Calls of one handle, sync and async, run
-    one at a time in the order they were made, which is the order every
-    worker of the job must make them in.  An array handed to an async call
-    must not be touched until its future is done.
+    Calls in flight use libxina's non-blocking API (libxina.h,
+    "Non-blocking calls"): allreduce_async() and allreduce_aio() start
+    the call in C (xina_allreduce_*_start) and return at once; libxina's
+    progress thread of the handle moves the packets, whatever Python is
+    doing, and the handle's completion file descriptor (an eventfd) says
+    when a call is done.  No Python thread runs per call:
+
+    - allreduce_aio(): an asyncio future, completed by the event loop
+      itself, which watches the completion fd (loop.add_reader).
+    - allreduce_async(): a concurrent.futures.Future, completed by one
+      thread per handle that waits on the completion fd (started with the
+      first such call; it only completes futures, callbacks run on it).
+
+    Calls of one handle, sync and async, run one at a time in the order
+    they were made, which is the order every worker of the job must make
+    them in; at most max_requests (libxina's opts.max_requests, 64 by
+    default) may be in flight, one more raises XinaError(EAGAIN).  An
+    array handed to an async call must not be touched until its future is
+    done (the handle keeps a reference to it until then).
     """
 
     def __init__(self, switch: str, job: int, rank: int, world_size: int,
@@ -119,11 +140,18 @@ class Xina:
                  key_file: Optional[str] = None,
                  bind: Optional[str] = None,
                  timeout_ms: int = 0, join_timeout_ms: int = 0,
-                 io: str = "auto"):
+                 io: str = "auto", max_requests: int = 0):
         self._lib = _capi.lib()
         self._h = _capi.ctypes.c_void_p()
         self._lock = threading.Lock()
-        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        # Requests in flight: address -> (request, array, resolve).  The
+        # array stays referenced until the call is done.
+        self._pending: Dict[int, Tuple[ctypes.c_void_p, Any, _Resolve]] = {}
+        self._plock = threading.Lock()
+        self._cfd = -1
+        self._waiter: Optional[threading.Thread] = None
+        self._wake_r = self._wake_w = -1
+        self._loops: List[asyncio.AbstractEventLoop] = []
         self._log_msgs = []
         # libxina reports why xina_open() failed through the log callback
         # only (there is no handle to ask): keep what it says.
@@ -145,7 +173,8 @@ class Xina:
                             ("elems", elems, 0xffff),
                             ("timeout_ms", timeout_ms, (1 << 32) - 1),
                             ("join_timeout_ms", join_timeout_ms,
-                             (1 << 32) - 1)):
+                             (1 << 32) - 1),
+                            ("max_requests", max_requests, 65536)):
             if not isinstance(v, int) or not 0 <= v <= hi:
                 raise ValueError(f"{name} {v!r} out of range 0..{hi}")
         o.job = job
@@ -155,6 +184,7 @@ class Xina:
         o.elems = elems
         o.timeout_ms = timeout_ms
         o.join_timeout_ms = join_timeout_ms
+        o.max_requests = max_requests
         if io not in _IOS:
             raise ValueError(f"io '{io}' is none of {', '.join(_IOS)}")
         o.io = _IOS[io]
@@ -188,14 +218,32 @@ class Xina:
             pass
 
     def close(self) -> None:
-        """Wait for calls in flight, then free the handle."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        """Wait for calls in flight (their futures complete), then free
+        the handle."""
+        with self._plock:
+            reqs = [r for r, _, _ in self._pending.values()]
+        for r in reqs:          # each bounded by libxina's own timeouts
+            self._lib.xina_req_wait(r, -1)
+        self._sweep()
+        if self._waiter is not None:
+            os.write(self._wake_w, b"x")
+            if self._waiter is not threading.current_thread():
+                self._waiter.join()
+            self._waiter = None
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = self._wake_w = -1
+        for loop in self._loops:
+            try:
+                loop.remove_reader(self._cfd)
+            except (RuntimeError, ValueError):
+                pass        # closed, or another thread's running loop
+        self._loops = []
         with self._lock:
             if self._h.value:
                 self._lib.xina_close(self._h)
                 self._h = _capi.ctypes.c_void_p()
+                self._cfd = -1
 
     def _check(self, buf, op: str):
         np = _np()
@@ -223,41 +271,177 @@ class Xina:
                              "has no max")
         return f32
 
-    def _call(self, buf, f32: bool, op: str):
-        with self._lock:
-            if not self._h.value:
-                raise XinaError(_errno.EBADF, "handle is closed")
-            ptr = buf.ctypes.data_as(_capi.ctypes.c_void_p)
-            if f32:
-                rc = self._lib.xina_allreduce_f32(self._h, ptr, buf.size)
-            else:
-                rc = self._lib.xina_allreduce_i32(self._h, ptr, buf.size,
-                                                  _OPS[op])
-            if rc:
-                raise XinaError(-rc, self.last_error())
-        return buf
+    def _handle(self) -> ctypes.c_void_p:
+        if not self._h.value:
+            raise XinaError(_errno.EBADF, "handle is closed")
+        return self._h
 
     def allreduce(self, buf, op: str = SUM):
         """Reduce @buf (int32 or float32 numpy array) in place over the
-        job's workers and return it.  Waits for calls of this handle still
-        in flight first (their order is the job's)."""
+        job's workers and return it.  Runs after the calls of this handle
+        still in flight (their order is the job's); ctypes drops the GIL
+        for the call."""
         f32 = self._check(buf, op)
-        if self._pool is not None:
-            return self._pool.submit(self._call, buf, f32, op).result()
-        return self._call(buf, f32, op)
+        h = self._handle()
+        ptr = buf.ctypes.data_as(ctypes.c_void_p)
+        if f32:
+            rc = self._lib.xina_allreduce_f32(h, ptr, buf.size)
+        else:
+            rc = self._lib.xina_allreduce_i32(h, ptr, buf.size, _OPS[op])
+        if rc:
+            raise XinaError(-rc, self.last_error())
+        # The calls started before this one are done in libxina: their
+        # futures are done too when this returns.
+        if self._pending:
+            self._sweep()
+        return buf
+
+    def _start(self, buf, op: str, resolve: _Resolve,
+               block: bool = False) -> None:
+        """xina_allreduce_*_start(), the request registered with
+        @resolve, which the sweep calls (rc, message) once it is done.
+        With @block, a full handle (EAGAIN: max_requests in flight) waits
+        for its oldest call and tries again."""
+        while True:
+            try:
+                return self._start1(buf, op, resolve)
+            except XinaError as e:
+                if not block or e.errno != _errno.EAGAIN:
+                    raise
+            with self._plock:
+                oldest = next(iter(self._pending.values()), None)
+            if oldest is not None:
+                self._lib.xina_req_wait(oldest[0], -1)
+            self._sweep()
+
+    def _start1(self, buf, op: str, resolve: _Resolve) -> None:
+        f32 = self._check(buf, op)
+        h = self._handle()
+        req = ctypes.c_void_p()
+        ptr = buf.ctypes.data_as(ctypes.c_void_p)
+        # Started and registered as one step against _sweep(): a
+        # completion is then never read off the fd before its request is
+        # in _pending (the sweep reads the fd first, then looks).
+        with self._plock:
+            if f32:
+                rc = self._lib.xina_allreduce_f32_start(
+                    h, ptr, buf.size, ctypes.byref(req))
+            else:
+                rc = self._lib.xina_allreduce_i32_start(
+                    h, ptr, buf.size, _OPS[op], ctypes.byref(req))
+            if rc:
+                raise XinaError(-rc, self.last_error())
+            self._pending[req.value] = (req, buf, resolve)
+
+    def _sweep(self) -> None:
+        """Read the completion fd, then resolve every request done."""
+        if self._cfd >= 0:
+            try:
+                os.read(self._cfd, 8)
+            except BlockingIOError:
+                pass
+        with self._plock:
+            done = []
+            for key, (req, buf, resolve) in list(self._pending.items()):
+                rc = self._lib.xina_req_test(req)
+                if rc == -_errno.EINPROGRESS:
+                    continue
+                msg = self._lib.xina_req_error(req).decode(errors="replace")
+                self._lib.xina_req_free(req)
+                del self._pending[key]
+                done.append((resolve, rc, msg))
+        for resolve, rc, msg in done:   # outside the lock: callbacks
+            resolve(rc, msg)
+
+    def completion_fd(self) -> int:
+        """libxina's completion eventfd of the handle (xina_completion_fd)."""
+        with self._lock:
+            if self._cfd < 0:
+                fd = self._lib.xina_completion_fd(self._handle())
+                if fd < 0:
+                    raise XinaError(-fd, self.last_error())
+                self._cfd = fd
+            return self._cfd
+
+    def _wait_loop(self) -> None:
+        """The handle's one waiter thread: completes concurrent futures."""
+        p = select.poll()
+        p.register(self._cfd, select.POLLIN)
+        p.register(self._wake_r, select.POLLIN)
+        while True:
+            ev = dict(p.poll())
+            if self._wake_r in ev:
+                return
+            self._sweep()
 
     def allreduce_async(self, buf, op: str = SUM) -> concurrent.futures.Future:
         """Start reducing @buf in place; the future's result is @buf.
 
-        An honest future, not a non-blocking C call: the blocking
-        xina_allreduce runs on this handle's worker thread.  Argument
-        errors raise here; errors of libxina come out of future.result().
+        The call runs in libxina (xina_allreduce_*_start); the future is
+        completed by the handle's waiter thread when the completion fd
+        says so.  Argument errors raise here; errors of libxina (the
+        request's own, xina_req_error()) come out of future.result().
+        With max_requests calls in flight, waits for the oldest to
+        complete first (back-pressure, e.g. on DDP's backward pass).
         """
-        f32 = self._check(buf, op)
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix=f"xina-r{self.rank}")
-        return self._pool.submit(self._call, buf, f32, op)
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        fut.set_running_or_notify_cancel()
+
+        def resolve(rc: int, msg: str) -> None:
+            if rc:
+                fut.set_exception(XinaError(-rc, msg))
+            else:
+                fut.set_result(buf)
+
+        self.completion_fd()
+        if self._waiter is None:
+            with self._lock:
+                if self._waiter is None:
+                    self._wake_r, self._wake_w = os.pipe()
+                    self._waiter = threading.Thread(
+                        target=self._wait_loop, daemon=True,
+                        name=f"xina-r{self.rank}-wait")
+                    self._waiter.start()
+        self._start(buf, op, resolve, block=True)
+        return fut
+
+    def allreduce_aio(self, buf, op: str = SUM) -> "asyncio.Future":
+        """Start reducing @buf in place; await the result (@buf).
+
+        For asyncio: call it from a coroutine of the running loop.  The
+        loop watches the handle's completion fd (loop.add_reader) and
+        completes the future itself; no thread of Python's is involved.
+        With max_requests calls in flight it raises XinaError(EAGAIN)
+        rather than block the loop: await one of them first.
+        """
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def set_(rc: int, msg: str) -> None:
+            if fut.cancelled():
+                return
+            if rc:
+                fut.set_exception(XinaError(-rc, msg))
+            else:
+                fut.set_result(buf)
+
+        def resolve(rc: int, msg: str) -> None:
+            # The sweep may run on the waiter thread of allreduce_async().
+            if loop.is_closed():
+                return
+            loop.call_soon_threadsafe(set_, rc, msg)
+
+        fd = self.completion_fd()
+        if loop not in self._loops:
+            loop.add_reader(fd, self._sweep)
+            self._loops.append(loop)
+        self._start(buf, op, resolve)
+        return fut
+
+    def in_flight(self) -> int:
+        """Calls started and not yet seen completed by a sweep."""
+        with self._plock:
+            return len(self._pending)
 
     def last_error(self) -> str:
         """libxina's words for the handle's last failure."""
@@ -271,8 +455,7 @@ class Xina:
         """The handle's counters (struct xina_worker_stats) as a dict."""
         st = _capi.XinaWorkerStats()
         st.sz = _capi.ctypes.sizeof(st)
-        with self._lock:
-            rc = self._lib.xina_get_stats(self._h, _capi.ctypes.byref(st))
+        rc = self._lib.xina_get_stats(self._handle(), _capi.ctypes.byref(st))
         if rc:
             raise XinaError(-rc, "xina_get_stats failed")
         return {name: getattr(st, name) for name, _ in st._fields_
@@ -315,6 +498,7 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "bind": env.get("XINA_BIND") or None,
         "timeout_ms": _env_int(env, "XINA_TIMEOUT_MS") or 0,
         "io": env.get("XINA_IO") or "auto",
+        "max_requests": _env_int(env, "XINA_MAX_REQUESTS") or 0,
     }
     args.update(override)
     names = {"switch": "XINA_SWITCH", "job": "XINA_JOB", "rank": "XINA_RANK",

@@ -25,6 +25,7 @@ XINA_LOG_DEBUG = 1
 XINA_IO_AUTO = 0
 XINA_IO_UDP = 1
 XINA_IO_XSK = 2
+XINA_DEF_MAX_REQUESTS = 64
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
                           ctypes.c_char_p)
@@ -54,6 +55,7 @@ class XinaOpts(ctypes.Structure):
         ("log_level", ctypes.c_int),
         ("join_timeout_ms", ctypes.c_uint32),
         ("io", ctypes.c_int),
+        ("max_requests", ctypes.c_uint32),
         # size_t :0 in C: the struct ends aligned to size_t, as here
     ]
 
@@ -154,6 +156,24 @@ def lib() -> ctypes.CDLL:
     handle.xina_last_error.restype = ctypes.c_char_p
     handle.xina_io_reason.argtypes = [p]
     handle.xina_io_reason.restype = ctypes.c_char_p
+    pp = ctypes.POINTER(p)
+    handle.xina_allreduce_i32_start.argtypes = [p, ctypes.c_void_p,
+                                                ctypes.c_size_t, ctypes.c_int,
+                                                pp]
+    handle.xina_allreduce_i32_start.restype = ctypes.c_int
+    handle.xina_allreduce_f32_start.argtypes = [p, ctypes.c_void_p,
+                                                ctypes.c_size_t, pp]
+    handle.xina_allreduce_f32_start.restype = ctypes.c_int
+    handle.xina_req_test.argtypes = [p]
+    handle.xina_req_test.restype = ctypes.c_int
+    handle.xina_req_wait.argtypes = [p, ctypes.c_int]
+    handle.xina_req_wait.restype = ctypes.c_int
+    handle.xina_req_error.argtypes = [p]
+    handle.xina_req_error.restype = ctypes.c_char_p
+    handle.xina_req_free.argtypes = [p]
+    handle.xina_req_free.restype = None
+    handle.xina_completion_fd.argtypes = [p]
+    handle.xina_completion_fd.restype = ctypes.c_int
     handle.xina_f32_bound.argtypes = [ctypes.c_float, ctypes.c_int,
                                       ctypes.c_uint]
     handle.xina_f32_bound.restype = ctypes.c_double

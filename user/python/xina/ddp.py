@@ -17,16 +17,21 @@ parameters' broadcast at construction, buffers): only the buckets take
 the switch.
 
 Overlap: DDP calls the hook when a bucket is ready, in the middle of the
-backward pass.  libxina's allreduce is blocking (the C library has no
-non-blocking call yet), so the hook runs it on the handle's worker thread
-(Xina.allreduce_async) and returns at once: the backward pass goes on
-computing the next buckets while the switch reduces this one, and the
-buckets go through the switch one after the other, in DDP's bucket order,
+backward pass.  The hook starts the bucket's allreduce with libxina's
+non-blocking call (Xina.allreduce_async over xina_allreduce_f32_start)
+and returns at once; no Python thread runs per bucket.  libxina's
+progress thread of the handle moves the packets while Python computes the
+next buckets, so a bucket's call completes during the backward pass
+without anyone polling; the handle's one waiter thread, woken by the
+completion fd, divides the bucket and completes DDP's future.  Several
+buckets are in flight at once (up to XINA_MAX_REQUESTS, 64 by default);
+they go through the switch one after the other, in DDP's bucket order,
 the same on every rank.
 """
 
+import collections
 import os
-from typing import Optional
+from typing import Deque, Optional
 
 import torch
 import torch.distributed as dist
@@ -44,6 +49,9 @@ class XinaHookState:
         self.world_size = handle.world_size
         self.buckets = 0        # buckets reduced, for tests and logs
         self.elements = 0       # their elements
+        # elements of the latest buckets, one entry per hook call
+        self.bucket_elems: Deque[int] = collections.deque(maxlen=1024)
+        self.max_in_flight = 0  # most calls of the handle in flight at once
 
     def __getstate__(self):
         raise TypeError("a xina handle cannot be pickled")
@@ -71,7 +79,9 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
 
     state.buckets += 1
     state.elements += arr.size
+    state.bucket_elems.append(arr.size)
     state.handle.allreduce_async(arr).add_done_callback(done)
+    state.max_in_flight = max(state.max_in_flight, state.handle.in_flight())
     return fut
 
 
