@@ -169,9 +169,20 @@ struct xina_part {
 	__s32	v[XINA_MAX_ELEMS];	/* host order */
 };
 
-/* Per-CPU staging buffer for the elements beyond a frame's first buffer. */
+/*
+ * Per-CPU staging buffer: a contribution's elements, pair p as q[p] (two
+ * host order values, the first in the high half), between the pass that
+ * hashes them and the commit into a partial once the tag verified
+ * (xina.bpf.c, "element loops"); and a
+ * result's chunks on their way into a frame's further buffers.  XINA_CHUNK
+ * more than XINA_MAX_ELEMS: a chunk copied in at any element below
+ * XINA_MAX_ELEMS is within it, as the verifier checks.
+ */
 struct xina_scratch {
-	__be32	w[XINA_CHUNK];
+	union {
+		__u32	w[XINA_MAX_ELEMS + XINA_CHUNK];
+		__u64	q[(XINA_MAX_ELEMS + XINA_CHUNK) / 2];	/* pairs */
+	};
 };
 
 struct xina_counters {
