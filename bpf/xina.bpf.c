@@ -23,10 +23,14 @@
  * into its own partial (xina_vals is per-CPU: plain adds, no atomics); the
  * CPU whose contribution is the last one to be added folds the other CPUs'
  * partials into its own and sends the result.  Shared per-version state
- * (struct xina_meta) is changed under meta->lock, except meta->done, which
- * counts contributions already added into a partial and is bumped with an
- * atomic fetch-add after the add: the CPU that brings it to the number of
- * workers knows that every partial of the round is final.
+ * (struct xina_meta) is changed under meta->lock; meta->done counts the
+ * contributions already added into a partial, bumped under the lock after
+ * the add and only while the version is still in the add's epoch and round
+ * (xina_done()): the CPU that brings it to the number of workers knows
+ * that every partial of the round is final.  A partial's epoch and round
+ * are published before its values (a fully ordered exchange), so that the
+ * answer to a retransmission, copied without the lock, can tell a torn
+ * copy (xina_answer()).
  *
  * Slot memory is reached only through xina_meta_of(), xina_part_mine()
  * and xina_part_of(): the module backend (slot memory in xina.ko, reached
@@ -1150,7 +1154,12 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		m->epoch = c->epoch;
 		m->round = c->round;
 		m->claimed = 0;
-		m->done = 0;	/* no add of the old round is in flight */
+		/*
+		 * No add of the old round is in flight (round r + 2 opens
+		 * only on a complete round r); one of another epoch may be,
+		 * and xina_done() will not count it here.
+		 */
+		m->done = 0;
 		m->complete = 0;
 		m->op = c->op;
 		m->count = c->count;
@@ -1191,9 +1200,43 @@ unlock:
 }
 
 /*
+ * Count this CPU's add into round @c->round of epoch @c->epoch as done:
+ * returns 1 if it was the round's last (this CPU then folds and completes
+ * it), else 0.
+ *
+ * Under the lock, and only while the version is still in that epoch and
+ * round.  Between this CPU's claim and its add's end, a restart's first
+ * contribution of a new epoch may have opened the same version afresh on
+ * another CPU (xina_claim() zeroes done and claimed there).  An add of the
+ * old epoch counted into the new round would complete it one contribution
+ * short (its own partial is skipped by the fold: another epoch); now it
+ * is not counted.  Within one epoch the version cannot move on while an
+ * add of its round is in flight: round r + 2 opens it only once round r is
+ * complete, which needs every one of its adds done.
+ *
+ * Ordering: each CPU's adds into its partial precede its unlock; the CPU
+ * whose count is the last took the lock after every other counter of the
+ * round released it, so every partial it folds is final.
+ */
+static __always_inline int xina_done(struct xina_meta *m,
+				     const struct xina_contrib *c,
+				     __u32 workers)
+{
+	int last = 0;
+
+	bpf_spin_lock(&m->lock);
+	if (m->epoch == c->epoch && m->round == c->round) {
+		m->done++;
+		last = m->done == workers;
+	}
+	bpf_spin_unlock(&m->lock);
+	return last;
+}
+
+/*
  * The last contribution of the round: fold every other CPU's partial into
- * this CPU's.  All of them are final: their owners bumped meta->done (a
- * full barrier) after adding.  Partials of other rounds, or of the same
+ * this CPU's.  All of them are final: their owners counted their adds done
+ * under meta->lock after adding (xina_done()).  Partials of other rounds, or of the same
  * round of another epoch, are skipped: they were never written in this
  * round.
  */
@@ -1267,12 +1310,24 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 		goto stale;
 	/*
 	 * Round r + 2, or a round of a new epoch, may have begun on this
-	 * version since the lock was dropped, overwriting the result (its
-	 * first add sets ->round and ->epoch before the values).  Re-check: a
-	 * torn copy is never sent.
+	 * version since the lock was dropped, overwriting the result.  Its
+	 * first add on the result's CPU stores ->epoch, then ->round with a
+	 * fully ordered exchange (BPF_XCHG), before any value
+	 * (xina_aggregate()).  Here the re-check reads ->round with a fetching
+	 * atomic, also fully ordered, after every load of the copy, and
+	 * ->epoch after that.  If the copy read any value of the new round,
+	 * the exchange came before that value's store, which came before the
+	 * copy's load of it, which came before the atomic: the atomic returns
+	 * the new round (or a later one) and the load after it sees the new
+	 * epoch, since both were stored before the exchange.  So a copy that
+	 * passes the re-check holds only the kept round's values, on weakly
+	 * ordered CPUs too (arm64), where a compiler barrier alone lets the
+	 * copy's loads be satisfied after the re-check's plain loads.  An
+	 * atomic add of 0 changes nothing; it only takes the cache line, on
+	 * the path of a retransmission.
 	 */
-	asm volatile("" ::: "memory");
-	if (res->round != kept->round || res->epoch != kept->epoch)
+	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
+	    *(volatile __u32 *)&res->epoch != kept->epoch)
 		goto stale;
 
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
@@ -1377,11 +1432,15 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 
 	xina_learn(ctx, member, pkt);
 
-	/* This CPU's partial: nobody else writes it, no atomics needed. */
+	/*
+	 * This CPU's partial: nobody else writes it, no atomics needed for
+	 * the values.  A new (epoch, round) is published before any value of
+	 * it: ->epoch, then ->round with a fully ordered exchange, a full
+	 * barrier before the commit's stores (see xina_answer()).
+	 */
 	if (mine->epoch != c.epoch || mine->round != c.round) {
-		mine->round = c.round;	/* before the values: see xina_answer */
 		mine->epoch = c.epoch;
-		asm volatile("" ::: "memory");
+		__sync_lock_test_and_set(&mine->round, c.round);
 		mode = XINA_ADD_COPY;
 	} else {
 		mode = c.op == XINA_OP_SUM ? XINA_ADD_SUM : XINA_ADD_MAX;
@@ -1393,7 +1452,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	xina_commit(mine, s, c.count, mode);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
-	if (__sync_fetch_and_add(&m->done, 1) + 1 != job->workers)
+	if (!xina_done(m, &c, job->workers))
 		return XDP_DROP;	/* consumed */
 	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }

@@ -133,9 +133,9 @@ struct xina_member {
 };
 
 /*
- * Shared state of one slot version.  Every field but @done is read and
- * written under @lock; @done is only ever changed with an atomic add by the
- * CPU that added its contribution into its partial (see xina.bpf.c).  A
+ * Shared state of one slot version.  Every field is read and written under
+ * @lock (@done by the CPU that added a contribution into its partial, after
+ * the add: xina_done() in xina.bpf.c).  A
  * version of another epoch than the job's current one (0: never used) is
  * started afresh by the first contribution of the current epoch, for its
  * round 0 or 1 only.
@@ -145,7 +145,7 @@ struct xina_meta {
 	__u32	epoch;		/* epoch of @round; 0: never used */
 	__u32	round;		/* round this version is in */
 	__u32	claimed;	/* contributions accepted in @round */
-	__u32	done;		/* contributions added in @round (atomic) */
+	__u32	done;		/* contributions added in @round */
 	__u32	result_cpu;	/* CPU whose partial holds the result */
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
