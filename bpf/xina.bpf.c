@@ -23,11 +23,12 @@
  * into its own partial (xina_vals is per-CPU: plain adds, no atomics); the
  * CPU whose contribution is the last one to be added folds the other CPUs'
  * partials into its own and sends the result.  Shared per-version state
- * (struct xina_meta) is changed under meta->lock; meta->done counts the
- * contributions already added into a partial, bumped under the lock after
- * the add and only while the version is still in the add's epoch and round
- * (xina_done()): the CPU that brings it to the number of workers knows
- * that every partial of the round is final.  A partial's epoch and round
+ * (struct xina_meta) is changed under meta->lock, except meta->done, which
+ * counts the contributions already added into a partial of the version's
+ * current opening: bumped with a compare-and-swap after the add, and only
+ * if the version was not opened afresh since the add's claim (xina_done()).
+ * The CPU that brings it to the number of workers knows that every partial
+ * of the round is final.  A partial's epoch and round
  * are published before its values (a fully ordered exchange), so that the
  * answer to a retransmission, copied without the lock, can tell a torn
  * copy (xina_answer()).
@@ -1113,8 +1114,10 @@ struct xina_kept {
 	__u32 epoch;
 	__u32 round;
 	__u32 result_cpu;
+	__u32 gen;	/* XINA_DONE_GEN of the opening a claim was made in */
 	__s8 exp;
 };
+
 
 /*
  * Decide what a contribution of the job's current epoch does to its slot
@@ -1155,11 +1158,15 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		m->round = c->round;
 		m->claimed = 0;
 		/*
-		 * No add of the old round is in flight (round r + 2 opens
-		 * only on a complete round r); one of another epoch may be,
-		 * and xina_done() will not count it here.
+		 * A new opening: count 0, next generation.  No add of the
+		 * old round is in flight (round r + 2 opens only on a
+		 * complete round r); one of another epoch may be, and its
+		 * compare-and-swap will not count it here (xina_done()).
+		 * A plain store: such an add's swap either comes before it
+		 * (and is overwritten) or fails on the generation.
 		 */
-		m->done = 0;
+		*(volatile __u32 *)&m->done =
+			(XINA_DONE_GEN(m->done) + 1) << 16;
 		m->complete = 0;
 		m->op = c->op;
 		m->count = c->count;
@@ -1194,49 +1201,57 @@ static __always_inline int xina_claim(struct xina_meta *m,
 	}
 	m->seen[w] |= bit;
 	m->claimed++;
+	kept->gen = XINA_DONE_GEN(m->done);
 unlock:
 	bpf_spin_unlock(&m->lock);
 	return ret;
 }
 
 /*
- * Count this CPU's add into round @c->round of epoch @c->epoch as done:
- * returns 1 if it was the round's last (this CPU then folds and completes
- * it), else 0.
+ * Count this CPU's add, claimed in opening @gen of the version, as done:
+ * returns 1 if it was the last of the round (this CPU then folds and
+ * completes it), else 0.
  *
- * Under the lock, and only while the version is still in that epoch and
- * round.  Between this CPU's claim and its add's end, a restart's first
- * contribution of a new epoch may have opened the same version afresh on
- * another CPU (xina_claim() zeroes done and claimed there).  An add of the
- * old epoch counted into the new round would complete it one contribution
- * short (its own partial is skipped by the fold: another epoch); now it
- * is not counted.  Within one epoch the version cannot move on while an
- * add of its round is in flight: round r + 2 opens it only once round r is
- * complete, which needs every one of its adds done.
+ * Counted only while the version is still in that opening.  Between this
+ * CPU's claim and the end of its add, a restart's first contribution of a
+ * new epoch may have opened the same version afresh on another CPU
+ * (xina_claim() starts a new generation with count 0).  A plain atomic add
+ * of the old epoch's add would count into the new round, which would then
+ * complete one contribution short (its own partial is skipped by the fold:
+ * another epoch); the compare-and-swap fails on the generation instead.
+ * Within one epoch the version cannot move on while an add of its round is
+ * in flight: round r + 2 opens it only once round r is complete, which
+ * needs every one of its adds counted.
  *
- * Ordering: each CPU's adds into its partial precede its unlock; the CPU
- * whose count is the last took the lock after every other counter of the
- * round released it, so every partial it folds is final.
+ * Bounded: a swap fails only when meta->done changed since it was read:
+ * either the generation moved (the next read returns 0) or another add of
+ * the opening was counted, at most workers - 1 <= XINA_MAX_WORKERS - 1 of
+ * them (one claim per rank and opening).  The swap (BPF_CMPXCHG) is fully
+ * ordered, as the atomic add was: every CPU's adds into its partial come
+ * before its count, so the CPU whose count is the last folds final
+ * partials.
  */
-static __always_inline int xina_done(struct xina_meta *m,
-				     const struct xina_contrib *c,
+static __always_inline int xina_done(struct xina_meta *m, __u32 gen,
 				     __u32 workers)
 {
-	int last = 0;
+	__u32 old, new, i;
 
-	bpf_spin_lock(&m->lock);
-	if (m->epoch == c->epoch && m->round == c->round) {
-		m->done++;
-		last = m->done == workers;
+	for (i = 0; i <= XINA_MAX_WORKERS; i++) {
+		old = *(volatile __u32 *)&m->done;
+		if (XINA_DONE_GEN(old) != gen)
+			return 0;
+		new = old + 1;
+		if (__sync_val_compare_and_swap(&m->done, old, new) == old)
+			return XINA_DONE_COUNT(new) == workers;
 	}
-	bpf_spin_unlock(&m->lock);
-	return last;
+	return 0;
 }
 
 /*
  * The last contribution of the round: fold every other CPU's partial into
  * this CPU's.  All of them are final: their owners counted their adds done
- * under meta->lock after adding (xina_done()).  Partials of other rounds, or of the same
+ * with a fully ordered compare-and-swap after adding (xina_done()).
+ * Partials of other rounds, or of the same
  * round of another epoch, are skipped: they were never written in this
  * round.
  */
@@ -1452,7 +1467,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	xina_commit(mine, s, c.count, mode);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
-	if (!xina_done(m, &c, job->workers))
+	if (!xina_done(m, kept.gen, job->workers))
 		return XDP_DROP;	/* consumed */
 	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }

@@ -133,9 +133,11 @@ struct xina_member {
 };
 
 /*
- * Shared state of one slot version.  Every field is read and written under
- * @lock (@done by the CPU that added a contribution into its partial, after
- * the add: xina_done() in xina.bpf.c).  A
+ * Shared state of one slot version.  Every field but @done is read and
+ * written under @lock; @done is counted up with a compare-and-swap by the
+ * CPU that added a contribution into its partial, after the add, and only
+ * in the version's opening the contribution was claimed in (xina_done() in
+ * xina.bpf.c).  A
  * version of another epoch than the job's current one (0: never used) is
  * started afresh by the first contribution of the current epoch, for its
  * round 0 or 1 only.
@@ -145,7 +147,7 @@ struct xina_meta {
 	__u32	epoch;		/* epoch of @round; 0: never used */
 	__u32	round;		/* round this version is in */
 	__u32	claimed;	/* contributions accepted in @round */
-	__u32	done;		/* contributions added in @round */
+	__u32	done;		/* XINA_DONE_GEN, XINA_DONE_COUNT */
 	__u32	result_cpu;	/* CPU whose partial holds the result */
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
@@ -158,6 +160,14 @@ struct xina_meta {
 				 * @complete: answers reuse it */
 	__u64	seen[XINA_MAX_WORKERS / 64];	/* contributor bitmap */
 };
+
+/*
+ * xina_meta.done: the version's opening (a generation, bumped whenever the
+ * version is started afresh or on a new round) in the high 16 bits, the
+ * adds counted in it in the low 16 (at most XINA_MAX_WORKERS).
+ */
+#define XINA_DONE_GEN(d)	((d) >> 16)
+#define XINA_DONE_COUNT(d)	((d) & 0xffff)
 
 /*
  * Per-CPU partial aggregate of one slot version: the values belong to
