@@ -24,9 +24,14 @@
  * CPU whose contribution is the last one to be added folds the other CPUs'
  * partials into its own and sends the result.  Shared per-version state
  * (struct xina_meta) is changed under meta->lock, except meta->done, which
- * counts contributions already added into a partial and is bumped with an
- * atomic fetch-add after the add: the CPU that brings it to the number of
- * workers knows that every partial of the round is final.
+ * counts the contributions already added into a partial of the version's
+ * current opening: bumped with a compare-and-swap after the add, and only
+ * if the version was not opened afresh since the add's claim (xina_done()).
+ * The CPU that brings it to the number of workers knows that every partial
+ * of the round is final.  A partial's epoch and round
+ * are published before its values (a fully ordered exchange), so that the
+ * answer to a retransmission, copied without the lock, can tell a torn
+ * copy (xina_answer()).
  *
  * Slot memory is reached only through xina_meta_of(), xina_part_mine()
  * and xina_part_of(): the module backend (slot memory in xina.ko, reached
@@ -466,13 +471,26 @@ static __always_inline __u32 xina_opaque(__u32 v)
 
 /* ---- element loops ------------------------------------------------------
  *
+ * A contribution's elements are read from the frame once, before its tag
+ * is checked: one pass hashes them (NH, for the tag) and stages them in
+ * host order in this CPU's xina_scratch (xina_stage_lin(),
+ * xina_stage_frags()).  Only after the tag verified and the claim was
+ * made are they added into the slot's partial, from the staging buffer
+ * (xina_commit()): a packet whose tag does not verify never reaches slot
+ * memory, and the buffers of a jumbo frame beyond its first are copied out
+ * with bpf_xdp_load_bytes() once, not once for the hash and once for the
+ * add.
+ *
+ * The staging buffer belongs to this CPU as its partials do, and rests on
+ * the same assumption: one run of the fast path on a CPU ends before the
+ * next one on that CPU begins (XDP runs from NAPI or softirq).
+ *
  * Global functions: the verifier checks each once, whatever the caller,
  * instead of walking 2048 iterations at every call site.  The elements in
  * the frame's first buffer are read in place, each block bounds checked
  * against data_end (payload lengths were already validated, so the checks
- * never fail on a packet that got this far); those beyond it are staged
- * XINA_CHUNK at a time through the per-CPU xina_scratch with
- * bpf_xdp_load_bytes(), and written back with bpf_xdp_store_bytes().
+ * never fail on a packet that got this far); those beyond it are copied
+ * XINA_CHUNK at a time.
  */
 
 enum xina_add_mode {
@@ -489,52 +507,200 @@ enum xina_add_mode {
  */
 #define XINA_BLK	8
 
-static __always_inline void xina_blk_copy(__s32 *v, const __be32 *s)
+/*
+ * Chunk @c of the elements @from..@count-1 beyond the first buffer: its
+ * first element in *@i (below XINA_MAX_ELEMS), its length (1..XINA_CHUNK)
+ * returned; 0 past the last chunk.  The one form of this computation the
+ * 6.1 verifier follows: clang would index with a running pointer (its
+ * bound lost) unless the element goes through xina_opaque(); the verifier
+ * loses clang's bounds of a min(), and learns no lower bound from a test
+ * against 0, so the length is bounded through xina_opaque(n - 1); a
+ * caller's test of the result against 0 is then on a path of its own.
+ */
+static __always_inline __u32 xina_chunk_len(__u32 from, __u32 count, __u32 c,
+					    __u32 *i)
 {
-#pragma unroll
-	for (int k = 0; k < XINA_BLK; k++)
-		v[k] = bpf_ntohl(s[k]);
+	__u32 n;
+
+	*i = xina_opaque(from + c * XINA_CHUNK);
+	if (*i >= count || *i >= XINA_MAX_ELEMS)
+		return 0;
+	n = count - *i;
+	if (n > XINA_CHUNK)
+		n = XINA_CHUNK;
+	n = xina_opaque(n - 1);
+	if (n >= XINA_CHUNK)
+		return 0;
+	return n + 1;
 }
 
-static __always_inline void xina_blk_sum(__s32 *v, const __be32 *s)
+/*
+ * The staging buffer holds a contribution's elements by pairs: pair p is
+ * the 64-bit word q[p] = e[2p] << 32 | e[2p + 1] (host order values), the
+ * eight payload bytes of the pair read as one big-endian number.  On a
+ * little-endian machine that is one 64-bit load and one byte swap per
+ * pair, for the hash and the staging both; the commit splits it again.
+ */
+static __always_inline __u64 xina_pair_of(__u64 raw)
 {
-	/* wrapping two's complement add, done unsigned */
-#pragma unroll
-	for (int k = 0; k < XINA_BLK; k++)
-		v[k] = (__u32)v[k] + bpf_ntohl(s[k]);
+	return bpf_be64_to_cpu(raw);
 }
 
-static __always_inline void xina_blk_max(__s32 *v, const __be32 *s)
+/* NH of one staged pair @q with the key words @k[0], @k[1]. */
+static __always_inline __u64 xina_nh_q(__u64 q, const __u32 *k)
 {
-#pragma unroll
-	for (int k = 0; k < XINA_BLK; k++) {
-		__s32 x = bpf_ntohl(s[k]);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* both key words in one load: k[0] is the low half */
+	__u64 kk = *(const __u64 *)k;
 
-		if (x > v[k])
-			v[k] = x;
+	return xina_nh_pair(q >> 32, q, kk, kk >> 32);
+#else
+	return xina_nh_pair(q >> 32, q, k[0], k[1]);
+#endif
+}
+
+/*
+ * XINA_BLK elements at @src (network order; may be @dst) staged into
+ * @dst (XINA_BLK / 2 pairs), with key words @k: their NH.  The packet is
+ * only 2-byte aligned; the 64-bit loads need no alignment on the machines
+ * that set CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS (x86, arm64), and the
+ * verifier only asks for it where that is not set.  The empty asm after
+ * each pair keeps clang from hoisting every load of the block first: with
+ * BPF's ten registers that spilled half the block to the stack.
+ */
+static __always_inline __u64 xina_stage_blk(const __u32 *k, const void *src,
+					    __u64 *dst)
+{
+	const __u64 *s2 = src;
+	__u64 sum = 0, q;
+
+#pragma unroll
+	for (int p = 0; p < XINA_BLK / 2; p++) {
+		q = xina_pair_of(s2[p]);
+		dst[p] = q;
+		sum += xina_nh_q(q, &k[2 * p]);
+		asm volatile("" : "+r"(sum));
 	}
+	return sum;
 }
 
-static __always_inline void xina_blk(__s32 *v, const __be32 *s,
-				     const __u32 mode)
+/*
+ * The first @count elements, all in the frame's first buffer: staged into
+ * @s (pairs 0..(@count-1)/2, an odd count's last pair padded with a zero
+ * element), and their NH returned.  On an error (which cannot happen to a
+ * packet whose lengths were checked) 0: the tag then fails to verify.
+ */
+__noinline __u64 xina_stage_lin(struct xdp_md *ctx,
+				const struct xina_nhkey *nhk,
+				struct xina_scratch *s, __u32 count)
 {
-	if (mode == XINA_ADD_COPY)
-		xina_blk_copy(v, s);
-	else if (mode == XINA_ADD_SUM)
-		xina_blk_sum(v, s);
-	else
-		xina_blk_max(v, s);
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	__u32 i, j, k, m0, m1;
+	__u64 sum = 0, q;
+	__be32 *src;
+
+	if (!nhk || !s || count > XINA_MAX_ELEMS)
+		return 0;
+	src = data + XINA_PAYLOAD_OFF;
+	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
+		if (i + XINA_BLK > count)
+			break;
+		if ((void *)(src + i + XINA_BLK) > end)
+			return 0;
+		sum += xina_stage_blk(&nhk->k[i], &src[i], &s->q[i / 2]);
+	}
+	/* the tail, by pairs; an odd count is padded with a zero word */
+	for (k = 0; k < XINA_BLK; k += 2) {
+		j = i + k;
+		if (j >= count || j >= XINA_MAX_ELEMS - 1)
+			break;
+		if ((void *)(src + j + 1) > end)
+			return 0;
+		m0 = bpf_ntohl(src[j]);
+		m1 = 0;
+		if (j + 1 < count) {
+			if ((void *)(src + j + 2) > end)
+				return 0;
+			m1 = bpf_ntohl(src[j + 1]);
+		}
+		q = (__u64)m0 << 32 | m1;
+		s->q[j / 2] = q;
+		sum += xina_nh_q(q, &nhk->k[j]);
+	}
+	return sum;
 }
 
-static __always_inline void xina_el(__s32 *v, __be32 s, __u32 mode)
+/*
+ * @n elements copied from the frame into @s at element @base (even), still
+ * as the frame's bytes: staged in place, and their NH returned.
+ */
+__noinline __u64 xina_stage_chunk(struct xina_scratch *s,
+				  const struct xina_nhkey *nhk, __u32 base,
+				  __u32 n)
 {
-	__s32 x = bpf_ntohl(s);
+	__u32 i, j, k;
+	__u64 sum = 0, q;
 
+	if (!s || !nhk)
+		return 0;
+	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
+		if (i + XINA_BLK > n)
+			break;
+		j = xina_opaque(base + i);
+		if (j > XINA_MAX_ELEMS - XINA_BLK)
+			return 0;
+		sum += xina_stage_blk(&nhk->k[j], &s->q[j / 2], &s->q[j / 2]);
+	}
+	for (k = 0; k < XINA_BLK; k += 2) {
+		if (i + k >= n || i + k >= XINA_CHUNK - 1)
+			break;
+		j = xina_opaque(base + i + k);
+		if (j >= XINA_MAX_ELEMS - 1)
+			return 0;
+		q = xina_pair_of(s->q[j / 2]);
+		if (i + k + 1 >= n)
+			q &= ~0xffffffffULL;	/* an odd count: zero pad */
+		s->q[j / 2] = q;
+		sum += xina_nh_q(q, &nhk->k[j]);
+	}
+	return sum;
+}
+
+/*
+ * Elements @from (even)..@count-1, beyond the first buffer: copied into
+ * @s at element @from once, staged, and their NH returned (0 on an error).
+ */
+__noinline __u64 xina_stage_frags(struct xdp_md *ctx,
+				  const struct xina_nhkey *nhk,
+				  struct xina_scratch *s, __u32 from,
+				  __u32 count)
+{
+	__u32 c, i, n;
+	__u64 sum = 0;
+
+	if (!s || !nhk)
+		return 0;
+	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
+		n = xina_chunk_len(from, count, c, &i);
+		if (!n)
+			break;
+		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, &s->w[i],
+				       n * 4))
+			return 0;
+		sum += xina_stage_chunk(s, nhk, i, n);
+	}
+	return sum;
+}
+
+/* Element @x into @v, by @mode (a constant after inlining). */
+static __always_inline void xina_el(__s32 *v, __u32 x, const __u32 mode)
+{
 	if (mode == XINA_ADD_COPY)
 		*v = x;
 	else if (mode == XINA_ADD_SUM)
-		*v = (__u32)*v + (__u32)x;
-	else if (x > *v)
+		*v = (__u32)*v + x;	/* wrapping two's complement add */
+	else if ((__s32)x > *v)
 		*v = x;
 }
 
@@ -543,18 +709,22 @@ static __always_inline void xina_el(__s32 *v, __be32 s, __u32 mode)
  * on it is left inside the loops (the 6.1 verifier cannot carry "mode is
  * not COPY" from one iteration to the next and would walk every mix).
  */
-static __always_inline int xina_add_loop(__be32 *src, void *end,
-					 struct xina_part *part, __u32 count,
-					 const __u32 mode)
+static __always_inline void xina_commit_loop(struct xina_part *part,
+					     const struct xina_scratch *s,
+					     __u32 count, const __u32 mode)
 {
 	__u32 i, j, k;
+	__u64 q;
 
 	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
 		if (i + XINA_BLK > count)
 			break;
-		if ((void *)(src + i + XINA_BLK) > end)
-			return -1;
-		xina_blk(&part->v[i], &src[i], mode);
+#pragma unroll
+		for (k = 0; k < XINA_BLK; k += 2) {
+			q = s->q[(i + k) / 2];
+			xina_el(&part->v[i + k], q >> 32, mode);
+			xina_el(&part->v[i + k + 1], q, mode);
+		}
 	}
 	/*
 	 * The tail is shorter than a block: bounding its loop by XINA_BLK,
@@ -565,69 +735,28 @@ static __always_inline int xina_add_loop(__be32 *src, void *end,
 		j = i + k;
 		if (j >= count || j >= XINA_MAX_ELEMS)
 			break;
-		if ((void *)(src + j + 1) > end)
-			return -1;
-		xina_el(&part->v[j], src[j], mode);
-	}
-	return 0;
-}
-
-/* The first @count elements, all in the frame's first buffer. */
-__noinline int xina_part_add(struct xdp_md *ctx, struct xina_part *part,
-			     __u32 count, __u32 mode)
-{
-	void *end = (void *)(long)ctx->data_end;
-	void *data = (void *)(long)ctx->data;
-	__be32 *src;
-
-	if (!part || count > XINA_MAX_ELEMS)
-		return -1;
-	src = data + XINA_PAYLOAD_OFF;
-	if (mode == XINA_ADD_COPY)
-		return xina_add_loop(src, end, part, count, XINA_ADD_COPY);
-	if (mode == XINA_ADD_SUM)
-		return xina_add_loop(src, end, part, count, XINA_ADD_SUM);
-	return xina_add_loop(src, end, part, count, XINA_ADD_MAX);
-}
-
-/* @n staged elements into part->v[@base...]. */
-static __always_inline void xina_chunk_loop(struct xina_part *part,
-					    const struct xina_scratch *s,
-					    __u32 base, __u32 n,
-					    const __u32 mode)
-{
-	__u32 i, j, k;
-
-	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
-		if (i + XINA_BLK > n)
-			break;
-		j = xina_opaque(base + i);
-		if (j > XINA_MAX_ELEMS - XINA_BLK)
-			return;
-		xina_blk(&part->v[j], &s->w[i], mode);
-	}
-	for (k = 0; k < XINA_BLK - 1; k++) {
-		if (i + k >= n || i + k >= XINA_CHUNK)
-			break;
-		j = xina_opaque(base + i + k);
-		if (j >= XINA_MAX_ELEMS)
-			return;
-		xina_el(&part->v[j], s->w[i + k], mode);
+		q = s->q[j / 2];
+		xina_el(&part->v[j], j & 1 ? q : q >> 32, mode);
 	}
 }
 
-__noinline int xina_chunk_add(struct xina_part *part,
-			      const struct xina_scratch *s, __u32 base,
-			      __u32 n, __u32 mode)
+/*
+ * The staged @count elements of a contribution whose tag verified and
+ * whose claim was made, into @part: the only write of a contribution's
+ * elements to slot memory.
+ */
+__noinline int xina_commit(struct xina_part *part,
+			   const struct xina_scratch *s, __u32 count,
+			   __u32 mode)
 {
-	if (!part || !s)
+	if (!part || !s || count > XINA_MAX_ELEMS)
 		return -1;
 	if (mode == XINA_ADD_COPY)
-		xina_chunk_loop(part, s, base, n, XINA_ADD_COPY);
+		xina_commit_loop(part, s, count, XINA_ADD_COPY);
 	else if (mode == XINA_ADD_SUM)
-		xina_chunk_loop(part, s, base, n, XINA_ADD_SUM);
+		xina_commit_loop(part, s, count, XINA_ADD_SUM);
 	else
-		xina_chunk_loop(part, s, base, n, XINA_ADD_MAX);
+		xina_commit_loop(part, s, count, XINA_ADD_MAX);
 	return 0;
 }
 
@@ -665,56 +794,6 @@ static __always_inline struct xina_scratch *xina_scratch_get(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&xina_scratch, &zero);
-}
-
-/*
- * Elements @from..@count-1, those beyond the frame's first buffer, staged
- * through xina_scratch.
- */
-__noinline int xina_part_add_frags(struct xdp_md *ctx, struct xina_part *part,
-				   __u32 from, __u32 count, __u32 mode)
-{
-	struct xina_scratch *s = xina_scratch_get();
-	__u32 c, i, n;
-
-	if (!part || !s)
-		return -1;
-	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
-		i = from + c * XINA_CHUNK;
-		if (i >= count || i >= XINA_MAX_ELEMS)
-			break;
-		n = count - i;
-		if (n > XINA_CHUNK)
-			n = XINA_CHUNK;
-		/*
-		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
-		 * follow: it loses clang's bounds, and learns no lower
-		 * bound from a test against 0.
-		 */
-		n = xina_opaque(n - 1);
-		if (n >= XINA_CHUNK)
-			break;
-		n++;
-		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
-				       n * 4))
-			return -1;
-		if (xina_chunk_add(part, s, i, n, mode))
-			return -1;
-	}
-	return 0;
-}
-
-/* The whole payload of the packet into @part. */
-static __always_inline int xina_add(struct xdp_md *ctx,
-				    const struct xina_pkt *pkt,
-				    struct xina_part *part, __u32 mode)
-{
-	if (xina_part_add(ctx, part, pkt->lin, mode))
-		return -1;
-	if (pkt->lin < pkt->count)
-		return xina_part_add_frags(ctx, part, pkt->lin, pkt->count,
-					   mode);
-	return 0;
 }
 
 __noinline int xina_part_fold(struct xina_part *dst, struct xina_part *src,
@@ -763,7 +842,7 @@ __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 		for (k = 0; k < XINA_BLK; k++)
 			dst[i + k] = bpf_htonl(part->v[i + k]);
 	}
-	for (k = 0; k < XINA_BLK - 1; k++) {	/* tail: see xina_add_loop() */
+	for (k = 0; k < XINA_BLK - 1; k++) {	/* tail: see xina_commit_loop() */
 		j = i + k;
 		if (j >= count || j >= XINA_MAX_ELEMS)
 			break;
@@ -784,21 +863,9 @@ __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
 	if (!part || !s)
 		return -1;
 	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
-		i = from + c * XINA_CHUNK;
-		if (i >= count || i >= XINA_MAX_ELEMS)
+		n = xina_chunk_len(from, count, c, &i);
+		if (!n)
 			break;
-		n = count - i;
-		if (n > XINA_CHUNK)
-			n = XINA_CHUNK;
-		/*
-		 * 1 <= n <= XINA_CHUNK in a form the 6.1 verifier can
-		 * follow: it loses clang's bounds, and learns no lower
-		 * bound from a test against 0.
-		 */
-		n = xina_opaque(n - 1);
-		if (n >= XINA_CHUNK)
-			break;
-		n++;
 		if (xina_chunk_out(part, s, i, n))
 			return -1;
 		if (bpf_xdp_store_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
@@ -822,151 +889,7 @@ static __always_inline int xina_put(struct xdp_md *ctx,
 	return 0;
 }
 
-/* ---- authentication -----------------------------------------------------
- *
- * NH (bpf/xina_auth.h) over the payload, by the same walks as the add
- * loops: blocks of XINA_BLK elements in the frame's first buffer, bounds
- * checked per block, then XINA_CHUNK elements at a time staged through
- * xina_scratch.  A pass of its own, before the claim: a packet whose tag
- * does not verify never reaches slot memory.  NH works on pairs of
- * elements, so the staged part always starts at an even element.
- *
- * On an error these return 0: the tag then fails to verify (errors cannot
- * happen to a packet whose lengths were checked).
- */
-
-/*
- * NH of XINA_BLK elements at @s (network order) with key words @k.  On a
- * little-endian machine a pair of elements and a pair of key words are
- * one 64-bit load each (half the loads and byte swaps): the byte swap of
- * the pair puts the first element in the high half, the key's first word
- * is in the low half.  The packet is only 2-byte aligned; the loads need
- * no alignment on the machines that set
- * CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS (x86, arm64), and the verifier
- * only asks for it where that is not set.
- */
-static __always_inline __u64 xina_nh_blk(const __u32 *k, const __be32 *s)
-{
-	__u64 sum = 0;
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const __u64 *k2 = (const __u64 *)k, *s2 = (const __u64 *)s;
-	__u64 m, kk;
-
-#pragma unroll
-	for (int i = 0; i < XINA_BLK / 2; i++) {
-		m = __builtin_bswap64(s2[i]);
-		kk = k2[i];
-		sum += xina_nh_pair(m >> 32, m, kk, kk >> 32);
-	}
-#else
-#pragma unroll
-	for (int i = 0; i < XINA_BLK; i += 2)
-		sum += xina_nh_pair(bpf_ntohl(s[i]), bpf_ntohl(s[i + 1]),
-				    k[i], k[i + 1]);
-#endif
-	return sum;
-}
-
-/* NH of the first @count elements, all in the frame's first buffer. */
-__noinline __u64 xina_nh_lin(struct xdp_md *ctx, const struct xina_nhkey *nhk,
-			     __u32 count)
-{
-	void *end = (void *)(long)ctx->data_end;
-	void *data = (void *)(long)ctx->data;
-	__u32 i, j, k, m1;
-	__u64 sum = 0;
-	__be32 *src;
-
-	if (!nhk || count > XINA_MAX_ELEMS)
-		return 0;
-	src = data + XINA_PAYLOAD_OFF;
-	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
-		if (i + XINA_BLK > count)
-			break;
-		if ((void *)(src + i + XINA_BLK) > end)
-			return 0;
-		sum += xina_nh_blk(&nhk->k[i], &src[i]);
-	}
-	/* the tail, by pairs; an odd count is padded with a zero word */
-	for (k = 0; k < XINA_BLK; k += 2) {
-		j = i + k;
-		if (j >= count || j >= XINA_MAX_ELEMS - 1)
-			break;
-		if ((void *)(src + j + 1) > end)
-			return 0;
-		m1 = 0;
-		if (j + 1 < count) {
-			if ((void *)(src + j + 2) > end)
-				return 0;
-			m1 = bpf_ntohl(src[j + 1]);
-		}
-		sum += xina_nh_pair(bpf_ntohl(src[j]), m1, nhk->k[j],
-				    nhk->k[j + 1]);
-	}
-	return sum;
-}
-
-/* NH of @n staged elements, element @base of the payload first (even). */
-__noinline __u64 xina_nh_chunk(const struct xina_scratch *s,
-			       const struct xina_nhkey *nhk, __u32 base,
-			       __u32 n)
-{
-	__u32 i, j, k, m1;
-	__u64 sum = 0;
-
-	if (!s || !nhk)
-		return 0;
-	for (i = 0; i < XINA_CHUNK; i += XINA_BLK) {
-		if (i + XINA_BLK > n)
-			break;
-		j = xina_opaque(base + i);
-		if (j > XINA_MAX_ELEMS - XINA_BLK)
-			return 0;
-		sum += xina_nh_blk(&nhk->k[j], &s->w[i]);
-	}
-	for (k = 0; k < XINA_BLK; k += 2) {
-		if (i + k >= n || i + k >= XINA_CHUNK - 1)
-			break;
-		j = xina_opaque(base + i + k);
-		if (j >= XINA_MAX_ELEMS - 1)
-			return 0;
-		m1 = i + k + 1 < n ? bpf_ntohl(s->w[i + k + 1]) : 0;
-		sum += xina_nh_pair(bpf_ntohl(s->w[i + k]), m1, nhk->k[j],
-				    nhk->k[j + 1]);
-	}
-	return sum;
-}
-
-/* NH of elements @from (even)..@count-1, beyond the first buffer. */
-__noinline __u64 xina_nh_frags(struct xdp_md *ctx,
-			       const struct xina_nhkey *nhk, __u32 from,
-			       __u32 count)
-{
-	struct xina_scratch *s = xina_scratch_get();
-	__u32 c, i, n;
-	__u64 sum = 0;
-
-	if (!s || !nhk)
-		return 0;
-	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
-		i = from + c * XINA_CHUNK;
-		if (i >= count || i >= XINA_MAX_ELEMS)
-			break;
-		n = count - i;
-		if (n > XINA_CHUNK)
-			n = XINA_CHUNK;
-		n = xina_opaque(n - 1);	/* see xina_part_add_frags() */
-		if (n >= XINA_CHUNK)
-			break;
-		n++;
-		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
-				       n * 4))
-			return 0;
-		sum += xina_nh_chunk(s, nhk, i, n);
-	}
-	return sum;
-}
+/* ---- authentication ---------------------------------------------------- */
 
 /* NH of the first @count values of @part: the result's payload. */
 __noinline __u64 xina_nh_part(const struct xina_part *part,
@@ -981,7 +904,7 @@ __noinline __u64 xina_nh_part(const struct xina_part *part,
 		if (i + XINA_BLK > count)
 			break;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* pairs as one 64-bit load each, see xina_nh_blk() */
+		/* pairs as one 64-bit load each, see xina_nh_stage_blk() */
 #pragma unroll
 		for (k = 0; k < XINA_BLK; k += 2) {
 			__u64 m = *(const __u64 *)&part->v[i + k];
@@ -1007,23 +930,26 @@ __noinline __u64 xina_nh_part(const struct xina_part *part,
 }
 
 /*
- * The tag of a packet of @pkt->count elements in the frame, keyed with
- * @k: 0 if it matches the header's.  The header is read in place (it is
- * in the first buffer: xina_check_hdr()).
+ * Stage the @pkt->count elements of the frame into @s (see "element
+ * loops") and check the tag over them, keyed with @k: 0 if it matches the
+ * header's.  The header is read in place (it is in the first buffer:
+ * xina_check_hdr()).  NH works on pairs of elements, so the part copied
+ * out of the further buffers always starts at an even element.
  */
 static __always_inline int xina_tag_check(struct xdp_md *ctx,
 					  const struct xina_pkt *pkt,
 					  const __u64 *k,
-					  const struct xina_nhkey *nhk)
+					  const struct xina_nhkey *nhk,
+					  struct xina_scratch *s)
 {
 	__u32 lin = pkt->count;
 	__u64 nh;
 
 	if (pkt->lin < pkt->count)
 		lin = pkt->lin & ~1U;
-	nh = xina_nh_lin(ctx, nhk, lin);
+	nh = xina_stage_lin(ctx, nhk, s, lin);
 	if (lin < pkt->count)
-		nh += xina_nh_frags(ctx, nhk, lin, pkt->count);
+		nh += xina_stage_frags(ctx, nhk, s, lin, pkt->count);
 	return bpf_cpu_to_be64(xina_tag_words(k[0], k[1],
 					      (const __u64 *)pkt->xh, nh)) !=
 	       pkt->xh->tag;
@@ -1114,7 +1040,7 @@ static __always_inline int xina_check_job(struct xdp_md *ctx,
 					  const struct xina_job *job,
 					  const struct xina_nhkey *nhk,
 					  const struct xina_pkt *pkt,
-					  __u32 epoch,
+					  struct xina_scratch *s, __u32 epoch,
 					  struct xina_member **memberp)
 {
 	const struct xina_hdr *xh = pkt->xh;
@@ -1123,7 +1049,7 @@ static __always_inline int xina_check_job(struct xdp_md *ctx,
 	member = xina_member_from(job, pkt);
 	if (!member)
 		return XINA_STAT_DROP_MEMBER;
-	if (xina_tag_check(ctx, pkt, member->key, nhk))
+	if (xina_tag_check(ctx, pkt, member->key, nhk, s))
 		return XINA_STAT_DROP_AUTH;
 	if (!epoch || bpf_ntohl(xh->epoch) != epoch)
 		return XINA_STAT_DROP_EPOCH;
@@ -1188,8 +1114,10 @@ struct xina_kept {
 	__u32 epoch;
 	__u32 round;
 	__u32 result_cpu;
+	__u32 gen;	/* XINA_DONE_GEN of the opening a claim was made in */
 	__s8 exp;
 };
+
 
 /*
  * Decide what a contribution of the job's current epoch does to its slot
@@ -1229,7 +1157,16 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		m->epoch = c->epoch;
 		m->round = c->round;
 		m->claimed = 0;
-		m->done = 0;	/* no add of the old round is in flight */
+		/*
+		 * A new opening: count 0, next generation.  No add of the
+		 * old round is in flight (round r + 2 opens only on a
+		 * complete round r); one of another epoch may be, and its
+		 * compare-and-swap will not count it here (xina_done()).
+		 * A plain store: such an add's swap either comes before it
+		 * (and is overwritten) or fails on the generation.
+		 */
+		*(volatile __u32 *)&m->done =
+			(XINA_DONE_GEN(m->done) + 1) << 16;
 		m->complete = 0;
 		m->op = c->op;
 		m->count = c->count;
@@ -1264,15 +1201,57 @@ static __always_inline int xina_claim(struct xina_meta *m,
 	}
 	m->seen[w] |= bit;
 	m->claimed++;
+	kept->gen = XINA_DONE_GEN(m->done);
 unlock:
 	bpf_spin_unlock(&m->lock);
 	return ret;
 }
 
 /*
+ * Count this CPU's add, claimed in opening @gen of the version, as done:
+ * returns 1 if it was the last of the round (this CPU then folds and
+ * completes it), else 0.
+ *
+ * Counted only while the version is still in that opening.  Between this
+ * CPU's claim and the end of its add, a restart's first contribution of a
+ * new epoch may have opened the same version afresh on another CPU
+ * (xina_claim() starts a new generation with count 0).  A plain atomic add
+ * of the old epoch's add would count into the new round, which would then
+ * complete one contribution short (its own partial is skipped by the fold:
+ * another epoch); the compare-and-swap fails on the generation instead.
+ * Within one epoch the version cannot move on while an add of its round is
+ * in flight: round r + 2 opens it only once round r is complete, which
+ * needs every one of its adds counted.
+ *
+ * Bounded: a swap fails only when meta->done changed since it was read:
+ * either the generation moved (the next read returns 0) or another add of
+ * the opening was counted, at most workers - 1 <= XINA_MAX_WORKERS - 1 of
+ * them (one claim per rank and opening).  The swap (BPF_CMPXCHG) is fully
+ * ordered, as the atomic add was: every CPU's adds into its partial come
+ * before its count, so the CPU whose count is the last folds final
+ * partials.
+ */
+static __always_inline int xina_done(struct xina_meta *m, __u32 gen,
+				     __u32 workers)
+{
+	__u32 old, new, i;
+
+	for (i = 0; i <= XINA_MAX_WORKERS; i++) {
+		old = *(volatile __u32 *)&m->done;
+		if (XINA_DONE_GEN(old) != gen)
+			return 0;
+		new = old + 1;
+		if (__sync_val_compare_and_swap(&m->done, old, new) == old)
+			return XINA_DONE_COUNT(new) == workers;
+	}
+	return 0;
+}
+
+/*
  * The last contribution of the round: fold every other CPU's partial into
- * this CPU's.  All of them are final: their owners bumped meta->done (a
- * full barrier) after adding.  Partials of other rounds, or of the same
+ * this CPU's.  All of them are final: their owners counted their adds done
+ * with a fully ordered compare-and-swap after adding (xina_done()).
+ * Partials of other rounds, or of the same
  * round of another epoch, are skipped: they were never written in this
  * round.
  */
@@ -1346,12 +1325,24 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 		goto stale;
 	/*
 	 * Round r + 2, or a round of a new epoch, may have begun on this
-	 * version since the lock was dropped, overwriting the result (its
-	 * first add sets ->round and ->epoch before the values).  Re-check: a
-	 * torn copy is never sent.
+	 * version since the lock was dropped, overwriting the result.  Its
+	 * first add on the result's CPU stores ->epoch, then ->round with a
+	 * fully ordered exchange (BPF_XCHG), before any value
+	 * (xina_aggregate()).  Here the re-check reads ->round with a fetching
+	 * atomic, also fully ordered, after every load of the copy, and
+	 * ->epoch after that.  If the copy read any value of the new round,
+	 * the exchange came before that value's store, which came before the
+	 * copy's load of it, which came before the atomic: the atomic returns
+	 * the new round (or a later one) and the load after it sees the new
+	 * epoch, since both were stored before the exchange.  So a copy that
+	 * passes the re-check holds only the kept round's values, on weakly
+	 * ordered CPUs too (arm64), where a compiler barrier alone lets the
+	 * copy's loads be satisfied after the re-check's plain loads.  An
+	 * atomic add of 0 changes nothing; it only takes the cache line, on
+	 * the path of a retransmission.
 	 */
-	asm volatile("" ::: "memory");
-	if (res->round != kept->round || res->epoch != kept->epoch)
+	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
+	    *(volatile __u32 *)&res->epoch != kept->epoch)
 		goto stale;
 
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
@@ -1405,6 +1396,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  const struct xina_epoch *ep,
 					  struct xina_member *member,
 					  struct xina_pkt *pkt,
+					  const struct xina_scratch *s,
 					  struct xina_counters *ctr)
 {
 	struct xina_hdr *xh = pkt->xh;
@@ -1455,11 +1447,15 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 
 	xina_learn(ctx, member, pkt);
 
-	/* This CPU's partial: nobody else writes it, no atomics needed. */
+	/*
+	 * This CPU's partial: nobody else writes it, no atomics needed for
+	 * the values.  A new (epoch, round) is published before any value of
+	 * it: ->epoch, then ->round with a fully ordered exchange, a full
+	 * barrier before the commit's stores (see xina_answer()).
+	 */
 	if (mine->epoch != c.epoch || mine->round != c.round) {
-		mine->round = c.round;	/* before the values: see xina_answer */
 		mine->epoch = c.epoch;
-		asm volatile("" ::: "memory");
+		__sync_lock_test_and_set(&mine->round, c.round);
 		mode = XINA_ADD_COPY;
 	} else {
 		mode = c.op == XINA_OP_SUM ? XINA_ADD_SUM : XINA_ADD_MAX;
@@ -1468,10 +1464,10 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	 * Cannot fail (the payload length was checked); and the claim is
 	 * made, so done must be bumped in any case or the round would hang.
 	 */
-	xina_add(ctx, pkt, mine, mode);
+	xina_commit(mine, s, c.count, mode);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
-	if (__sync_fetch_and_add(&m->done, 1) + 1 != job->workers)
+	if (!xina_done(m, kept.gen, job->workers))
 		return XDP_DROP;	/* consumed */
 	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }
@@ -1626,6 +1622,7 @@ int xina_xdp(struct xdp_md *ctx)
 {
 	struct xina_member *member = NULL;
 	struct xina_counters *ctr;
+	struct xina_scratch *s;
 	struct xina_nhkey *nhk;
 	struct xina_pkt pkt = {};
 	struct xina_epoch *ep;
@@ -1657,12 +1654,14 @@ int xina_xdp(struct xdp_md *ctx)
 	if (pkt.xh->type == XINA_T_JOIN)
 		return xina_join(ctx, job, ep, &pkt, ctr);
 
-	err = xina_check_job(ctx, job, nhk, &pkt, xina_epoch_now(ep), &member);
+	s = xina_scratch_get();	/* NULL: the tag fails to verify */
+	err = xina_check_job(ctx, job, nhk, &pkt, s, xina_epoch_now(ep),
+			     &member);
 	if (err >= 0) {
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, ctr);
+	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, s, ctr);
 }
 
 /* ---- result fan-out (TC) -------------------------------------------------

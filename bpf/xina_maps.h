@@ -134,8 +134,10 @@ struct xina_member {
 
 /*
  * Shared state of one slot version.  Every field but @done is read and
- * written under @lock; @done is only ever changed with an atomic add by the
- * CPU that added its contribution into its partial (see xina.bpf.c).  A
+ * written under @lock; @done is counted up with a compare-and-swap by the
+ * CPU that added a contribution into its partial, after the add, and only
+ * in the version's opening the contribution was claimed in (xina_done() in
+ * xina.bpf.c).  A
  * version of another epoch than the job's current one (0: never used) is
  * started afresh by the first contribution of the current epoch, for its
  * round 0 or 1 only.
@@ -145,7 +147,7 @@ struct xina_meta {
 	__u32	epoch;		/* epoch of @round; 0: never used */
 	__u32	round;		/* round this version is in */
 	__u32	claimed;	/* contributions accepted in @round */
-	__u32	done;		/* contributions added in @round (atomic) */
+	__u32	done;		/* XINA_DONE_GEN, XINA_DONE_COUNT */
 	__u32	result_cpu;	/* CPU whose partial holds the result */
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
@@ -160,6 +162,14 @@ struct xina_meta {
 };
 
 /*
+ * xina_meta.done: the version's opening (a generation, bumped whenever the
+ * version is started afresh or on a new round) in the high 16 bits, the
+ * adds counted in it in the low 16 (at most XINA_MAX_WORKERS).
+ */
+#define XINA_DONE_GEN(d)	((d) >> 16)
+#define XINA_DONE_COUNT(d)	((d) & 0xffff)
+
+/*
  * Per-CPU partial aggregate of one slot version: the values belong to
  * (@epoch, @round), and only those of the round being folded count.
  */
@@ -169,9 +179,20 @@ struct xina_part {
 	__s32	v[XINA_MAX_ELEMS];	/* host order */
 };
 
-/* Per-CPU staging buffer for the elements beyond a frame's first buffer. */
+/*
+ * Per-CPU staging buffer: a contribution's elements, pair p as q[p] (two
+ * host order values, the first in the high half), between the pass that
+ * hashes them and the commit into a partial once the tag verified
+ * (xina.bpf.c, "element loops"); and a
+ * result's chunks on their way into a frame's further buffers.  XINA_CHUNK
+ * more than XINA_MAX_ELEMS: a chunk copied in at any element below
+ * XINA_MAX_ELEMS is within it, as the verifier checks.
+ */
 struct xina_scratch {
-	__be32	w[XINA_CHUNK];
+	union {
+		__u32	w[XINA_MAX_ELEMS + XINA_CHUNK];
+		__u64	q[(XINA_MAX_ELEMS + XINA_CHUNK) / 2];	/* pairs */
+	};
 };
 
 struct xina_counters {

@@ -579,7 +579,7 @@ static void aggregate(unsigned int workers, __u8 op, __u16 count)
 	ASSERT_OK(meta_of(2, 0, &m));
 	EXPECT_EQ(m.complete, 1);
 	EXPECT_EQ(m.claimed, workers);
-	EXPECT_EQ(m.done, workers);
+	EXPECT_EQ(XINA_DONE_COUNT(m.done), workers);
 	EXPECT_EQ(m.count, count);
 }
 
@@ -1992,6 +1992,7 @@ TEST(join_restart)
 	struct snapshot s;
 	struct jstate st;
 	__u64 t0, t1, t;
+	__u32 gen;
 	struct contrib c;
 	struct run r;
 
@@ -2082,15 +2083,21 @@ TEST(join_restart)
 	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
 	EXPECT_EQ(counted(&before, XINA_STAT_DROP_RANGE), 0);
 	EXPECT_TRUE(snap_same(&s), "a refused round changed slot memory");
+	ASSERT_OK(meta_of(1, 0, &m));
+	gen = XINA_DONE_GEN(m.done);
 	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
 	c.epoch = e1;
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	ASSERT_OK(meta_of(1, 0, &m));
 	EXPECT_TRUE(m.epoch == e1 && m.round == 0 && m.claimed == 1 &&
-		    m.done == 1 && !m.complete && m.seen[0] == 1 && !m.tag,
+		    XINA_DONE_COUNT(m.done) == 1 && !m.complete &&
+		    m.seen[0] == 1 && !m.tag,
 		    "version not started afresh: epoch %#x round %u claimed %u done %u complete %u seen %#llx",
-		    m.epoch, m.round, m.claimed, m.done, m.complete,
-		    (unsigned long long)m.seen[0]);
+		    m.epoch, m.round, m.claimed, XINA_DONE_COUNT(m.done),
+		    m.complete, (unsigned long long)m.seen[0]);
+	/* a new opening: an add of the old one still in flight on another
+	 * CPU cannot count into it (xina_done()) */
+	EXPECT_EQ(XINA_DONE_GEN(m.done), (gen + 1) & 0xffff);
 	/* its retransmission is a duplicate of the new round, not answered
 	 * from the old epoch's result */
 	c.flags = XINA_F_RETRANS;
