@@ -30,7 +30,6 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
-#include <net/ip.h>
 #include <net/xdp.h>
 #ifdef XINA_HAVE_LINUX_UNALIGNED	/* 6.12 moved it; see kmod/Kbuild */
 #include <linux/unaligned.h>
@@ -394,33 +393,6 @@ static bool xina_job_busy(const struct xina_job *job, u32 epoch)
 }
 
 /*
- * Send the frame back out of the port it came in on: Ethernet, IPv4
- * addresses and UDP ports swapped, the IPv4 checksum recomputed, no UDP
- * checksum (as the results of the TC fan-out).
- */
-static void xina_bounce(struct xdp_buff *xdp)
-{
-	struct ethhdr *eth = xdp->data;
-	struct iphdr *iph = xdp->data + sizeof(*eth);
-	struct udphdr *udph = (void *)(iph + 1);
-	u8 mac[ETH_ALEN] __aligned(2);
-	__be32 addr;
-	__be16 port;
-
-	ether_addr_copy(mac, eth->h_source);
-	ether_addr_copy(eth->h_source, eth->h_dest);
-	ether_addr_copy(eth->h_dest, mac);
-	addr = iph->saddr;
-	iph->saddr = iph->daddr;
-	iph->daddr = addr;
-	ip_send_check(iph);
-	port = udph->source;
-	udph->source = udph->dest;
-	udph->dest = port;
-	udph->check = 0;
-}
-
-/*
  * The JOIN_REPLY to the join in @h, in place (bpf/xina_join.h): the job's
  * slots and elements, @status and @epoch; job, rank, dtype and the nonce
  * stay those of the join.  The tag is the caller's.
@@ -442,7 +414,8 @@ static void xina_join_reply(const struct xina_job *job, struct xina_hdr *h,
  * lock, and answered in place: XINA_KF_ANSWER sends the reply to the
  * member's learned location (the TC fan-out, as an answer to a
  * retransmission), XINA_KF_BOUNCE back out of the ingress port (a
- * BAD_KEY reply for a member never seen).  Bottom halves are off.
+ * BAD_KEY reply for a member never seen; the XDP program swaps the
+ * addresses, as the map backend's does).  Bottom halves are off.
  */
 static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
 			 struct xina_hdr *h, __be32 saddr, __be16 sport)
@@ -472,7 +445,6 @@ static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
 		if (READ_ONCE(job->loc[rank].ifindex) &&
 		    READ_ONCE(job->loc[rank].addr) == m->addr)
 			return XINA_KF_ANSWER;
-		xina_bounce(xdp);
 		return XINA_KF_BOUNCE;
 	}
 

@@ -626,29 +626,71 @@ static uint16_t ip_sum(const struct pkt *p)
 }
 
 /*
+ * The module backend's fast path itself (xina_kf.bpf.o, fresh maps: no
+ * list of the switch's addresses, every address is the switch's).
+ */
+static struct xina *fastpath_load(void)
+{
+	struct xina *skel = xina__open();
+
+	if (!skel)
+		return NULL;
+	skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	if (xina__load(skel)) {
+		xina__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/*
  * A join tagged with another key: drop_auth and a BAD_KEY reply carrying
  * the join's tag, back out of the port it came in on while the member was
- * never seen (addresses and ports swapped), to the member's location once
- * it was; nothing of the job changes.  Joins of a rank not configured, or
- * from another address than the rank's, or of no job, get no answer.
+ * never seen, to the member's location once it was; nothing of the job
+ * changes.  The kfunc writes the reply's header only and says BOUNCE; the
+ * fast path (xina_kf.bpf.o) sends it back with the map backend's
+ * xina_bounce(): MACs, addresses and ports swapped, a fresh TTL, the IPv4
+ * checksum.  Joins of a rank not configured, or from another address
+ * than the rank's, or of no job, get no answer.
  */
 TEST_F(kf, join_bad_key)
 {
 	static const uint8_t other[XINA_SECRET_BYTES] = { 1, 2, 3 };
 	uint32_t e = epoch_of(JOB);
+	struct xina *skel;
 	size_t len;
 
 	JOIN(((struct join){ .rank = 1, .nonce = 50, .secret = other }),
 	     XINA_KF_BOUNCE);
 	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
+	/* The kfunc left Ethernet, IPv4 and UDP as they came. */
+	EXPECT_EQ(0, memcmp(&self->in, &self->out, offsetof(struct pkt, xh)));
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	len = build_join(&self->in, &(struct join){ .rank = 1, .nonce = 51,
+						    .secret = other });
+	self->in.ip.ttl = 3;
+	self->in.ip.check = htons(0x1234);	/* wrong: the bounce sets it */
+	EXPECT_EQ(XDP_TX, run(bpf_program__fd(skel->progs.xina_xdp),
+			      &self->in, len, &self->out, NULL));
+	xina__destroy(skel);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
 	EXPECT_EQ(0, memcmp(self->out.eth.h_dest, MAC_W, ETH_ALEN));
 	EXPECT_EQ(0, memcmp(self->out.eth.h_source, MAC_S, ETH_ALEN));
 	EXPECT_EQ(self->in.ip.saddr, self->out.ip.daddr);
 	EXPECT_EQ(self->in.ip.daddr, self->out.ip.saddr);
+	EXPECT_EQ(64, self->out.ip.ttl);
+	EXPECT_EQ(self->in.ip.tot_len, self->out.ip.tot_len);
 	EXPECT_EQ(0xffff, ip_sum(&self->out));
 	EXPECT_EQ(self->in.udp.source, self->out.udp.dest);
 	EXPECT_EQ(self->in.udp.dest, self->out.udp.source);
-	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	EXPECT_EQ(self->in.udp.len, self->out.udp.len);
+	EXPECT_EQ(0, self->out.udp.check);
+	EXPECT_EQ(2, sysfs_stat("drop_auth"));
 	expect_epoch(_metadata, &self->nl, e, 0);
 
 	/* Its nonce was not recorded: the right key's join of it is fresh. */
@@ -664,7 +706,7 @@ TEST_F(kf, join_bad_key)
 	/* And its join state did not move: 50 is still its latest. */
 	JOIN(((struct join){ .rank = 1, .nonce = 50 }), XINA_KF_ANSWER);
 	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
-	EXPECT_EQ(2, sysfs_stat("drop_auth"));
+	EXPECT_EQ(3, sysfs_stat("drop_auth"));
 	EXPECT_EQ(2, sysfs_stat("join"));
 
 	/* Rank 2 from rank 0's address; a rank beyond the workers. */
