@@ -495,6 +495,23 @@ struct xina_kf_buf {
 static struct xina_kf_buf __percpu *xina_kf_bufs;
 
 /*
+ * Piece @i of the frame: 0 the linear part, then its fragments.  Its
+ * length, and where it starts in *@p.
+ */
+static u32 xina_xdp_piece(struct xdp_buff *xdp, u32 i, void **p)
+{
+	skb_frag_t *f;
+
+	if (!i) {
+		*p = xdp->data;
+		return xdp->data_end - xdp->data;
+	}
+	f = &xdp_get_shared_info_from_buff(xdp)->frags[i - 1];
+	*p = skb_frag_address(f);
+	return skb_frag_size(f);
+}
+
+/*
  * Copy @len bytes between @buf and the frame at @off, across its buffers:
  * into the frame if @to_frame, out of it otherwise.  The caller checked
  * that the frame holds them.
@@ -502,39 +519,22 @@ static struct xina_kf_buf __percpu *xina_kf_bufs;
 static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
 			  bool to_frame)
 {
-	u32 lin = xdp->data_end - xdp->data, n, i;
-	struct skb_shared_info *sinfo;
+	u32 pieces = 1, i, size, n;
 	void *p;
 
-	if (off < lin) {
-		n = min(len, lin - off);
-		p = xdp->data + off;
-		if (to_frame)
-			memcpy(p, buf, n);
-		else
-			memcpy(buf, p, n);
-		buf += n;
-		len -= n;
-		off = 0;
-	} else {
-		off -= lin;
-	}
-	if (!len || !xdp_buff_has_frags(xdp))
-		return;
-	sinfo = xdp_get_shared_info_from_buff(xdp);
-	for (i = 0; i < sinfo->nr_frags && len; i++) {
-		skb_frag_t *f = &sinfo->frags[i];
-
-		if (off >= skb_frag_size(f)) {
-			off -= skb_frag_size(f);
+	if (xdp_buff_has_frags(xdp))
+		pieces += xdp_get_shared_info_from_buff(xdp)->nr_frags;
+	for (i = 0; i < pieces && len; i++) {
+		size = xina_xdp_piece(xdp, i, &p);
+		if (off >= size) {
+			off -= size;
 			continue;
 		}
-		n = min(len, skb_frag_size(f) - off);
-		p = skb_frag_address(f) + off;
+		n = min(len, size - off);
 		if (to_frame)
-			memcpy(p, buf, n);
+			memcpy(p + off, buf, n);
 		else
-			memcpy(buf, p, n);
+			memcpy(buf, p + off, n);
 		buf += n;
 		len -= n;
 		off = 0;

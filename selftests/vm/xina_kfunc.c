@@ -155,15 +155,18 @@ static size_t build(struct pkt *p, const struct contrib *c)
 /* Bytes of the packet that came out of the last run() of this thread. */
 static _Thread_local uint32_t out_len;
 
-/* Run one packet; returns the verdict, the packet as it came out in @out. */
-static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
-	       uint32_t *duration)
+/*
+ * Run one packet; returns the verdict, what came out (XDP metadata, then
+ * the packet) in the @size bytes at @out.
+ */
+static int run_out(int prog_fd, struct pkt *in, size_t len, void *out,
+		   size_t size, uint32_t *duration)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, opts,
 		.data_in = in,
 		.data_size_in = len,
 		.data_out = out,
-		.data_size_out = sizeof(*out),
+		.data_size_out = size,
 		.repeat = 1,
 	);
 	int err;
@@ -175,6 +178,13 @@ static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
 		*duration = opts.duration;
 	out_len = opts.data_size_out;
 	return opts.retval;
+}
+
+/* Run one packet; returns the verdict, the packet as it came out in @out. */
+static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
+	       uint32_t *duration)
+{
+	return run_out(prog_fd, in, len, out, sizeof(*out), duration);
 }
 
 /* JOB_GET of job @id: its epoch and members joined (either may be NULL). */
@@ -998,6 +1008,67 @@ TEST_F(kf, malformed_and_no_job)
 
 	EXPECT_EQ(0, sysfs_stat("rx"));
 	EXPECT_EQ(0, sysfs_stat("contributions"));
+}
+
+/*
+ * A jumbo contribution through the module backend's fast path (xdp.frags):
+ * BPF_PROG_TEST_RUN puts what does not fit a page into further buffers,
+ * so the kfunc gathers the elements across the frame's buffers into its
+ * per-CPU buffer and scatters the result, and later the kept result of a
+ * retransmission, back into them (xina_xdp_copy()).  The frame comes out
+ * behind the fast path's struct xina_mark (XDP metadata).
+ */
+TEST_F(kf, jumbo_frags)
+{
+	static struct { char meta[64]; struct pkt p; } out;
+	static int32_t want[XINA_MAX_ELEMS];
+	struct contrib c = { .rank = 0, .count = XINA_MAX_ELEMS, .base = 1000 };
+	struct pkt *res;
+	struct xina *skel;
+	size_t len, meta;
+	int fd, i, r;
+
+	xnl_job_del(&self->nl, JOB);
+	ASSERT_EQ(0, job_new(&self->nl, JOB, 2, 1, XINA_MAX_ELEMS));
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	fd = bpf_program__fd(skel->progs.xina_xdp);
+	for (i = 0; i < XINA_MAX_ELEMS; i++)
+		want[i] = (1000 + i) + (-3000 + 7 * i);
+
+	len = build(&self->in, &c);
+	ASSERT_GT(len, 8192);
+	EXPECT_EQ(XDP_DROP, run_out(fd, &self->in, len, &out, sizeof(out),
+				    NULL));
+	for (r = 0; r < 2; r++) {
+		if (!r) {	/* rank 1 completes the round */
+			c.rank = 1;
+			len = build(&self->in, &c);
+			for (i = 0; i < XINA_MAX_ELEMS; i++)
+				self->in.el[i] = htonl(-3000 + 7 * i);
+			retag(&self->in);
+		} else {	/* rank 0 again: the kept result */
+			c.rank = 0;
+			len = build(&self->in, &c);
+		}
+		memset(&out, 0x5a, sizeof(out));
+		EXPECT_EQ(XDP_PASS, run_out(fd, &self->in, len, &out,
+					    sizeof(out), NULL));
+		ASSERT_GE(out_len, len);
+		meta = out_len - len;
+		ASSERT_LE(meta, sizeof(out.meta));
+		res = (struct pkt *)((char *)&out + meta);
+		EXPECT_EQ(0, memcmp(&self->in, res, offsetof(struct pkt, xh)));
+		expect_result(_metadata, res, 0, want, XINA_MAX_ELEMS);
+	}
+	xina__destroy(skel);
+	EXPECT_EQ(3, sysfs_stat("rx"));
+	EXPECT_EQ(2, sysfs_stat("contributions"));
+	EXPECT_EQ(1, sysfs_stat("completions"));
+	EXPECT_EQ(1, sysfs_stat("retransmissions"));
+	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 }
 
 static int set_simd(int on)
