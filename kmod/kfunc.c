@@ -178,9 +178,16 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 /*
  * The round state machine of one slot version, under sv->lock; the same
  * decisions in the same order as xina_claim() of the map backend
- * (bpf/xina.bpf.c).  The contribution is of the job's current epoch (the
- * caller checked).  Returns the verdict; *stat is the counter of the
+ * (bpf/xina.bpf.c).  The contribution was of the job's current epoch when
+ * the caller checked.  Returns the verdict; *stat is the counter of the
  * outcome.
+ *
+ * Claiming a contribution (its bit, @claimed), adding it into @val and
+ * deciding that it completes the round are one critical section, and a
+ * version is started afresh (@claimed 0) only under the same lock: no add
+ * of an earlier round or epoch can be counted in a new round, as an add
+ * between its claim and its count could be in the map backend, whose
+ * adds run outside the lock (into per-CPU partials).
  */
 static int xina_slot_contrib(struct xina_job *job,
 			     const struct xina_job_cfg *cfg,
@@ -196,8 +203,18 @@ static int xina_slot_contrib(struct xina_job *job,
 	 * A version of another epoch (or never used, epoch 0) starts afresh,
 	 * but only with one of the epoch's first two rounds: an old
 	 * retransmission of round r must not make the version wait for r.
+	 * And only for the job's epoch, read again under the lock: a
+	 * restart's join may have moved it on since xina_job_check(), and a
+	 * packet of the old epoch must not take back a version that the new
+	 * one opened (its contributions would be lost).  The contribution
+	 * that opened it read the new epoch before it released this lock,
+	 * so this read, after the acquire, sees it too.
 	 */
 	if (sv->epoch != epoch) {
+		if (epoch != READ_ONCE(job->join.epoch)) {
+			*stat = XINA_STAT_DROP_EPOCH;
+			return XINA_KF_DROP;
+		}
 		if (round >= XINA_SLOT_VERSIONS) {
 			*stat = XINA_STAT_DROP_RANGE;
 			return XINA_KF_DROP;
