@@ -358,6 +358,7 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 {
 	const struct xina_job_cfg *cfg = rcu_dereference(job->cfg);
 	u16 rank = get_unaligned_be16(&h->rank);
+	struct xina_counters *c;
 	enum xina_stat stat;
 	struct xina_slotv *sv;
 	u32 idx;
@@ -383,9 +384,14 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 	if (ret == XINA_KF_RESULT) {
 		xina_count(job, XINA_STAT_COMPLETE);
 		/* For XINA_JOIN_BUSY; this CPU's own line, read by joins. */
-		this_cpu_write(job->stats->done_at, jiffies);
-		this_cpu_write(job->stats->done_epoch,
-			       get_unaligned_be32(&h->epoch));
+		c = this_cpu_ptr(job->stats);
+		WRITE_ONCE(c->done_at, jiffies);
+		/*
+		 * The time first, then its epoch with release: a join that
+		 * reads this epoch (acquire, xina_job_busy()) reads this time
+		 * or a later one, also on weakly ordered CPUs.
+		 */
+		smp_store_release(&c->done_epoch, get_unaligned_be32(&h->epoch));
 	}
 	return ret;
 }
@@ -402,7 +408,8 @@ static bool xina_job_busy(const struct xina_job *job, u32 epoch)
 
 	for_each_possible_cpu(cpu) {
 		c = per_cpu_ptr(job->stats, cpu);
-		if (READ_ONCE(c->done_epoch) == epoch &&
+		/* Pairs with the release in xina_job_contrib(). */
+		if (smp_load_acquire(&c->done_epoch) == epoch &&
 		    time_before(now, READ_ONCE(c->done_at) + busy))
 			return true;
 	}
