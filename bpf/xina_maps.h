@@ -4,7 +4,8 @@
  * programs (bpf/) and by user space (xinactl, tests).  Not ABI: the BPF
  * object and xinactl are built and versioned together.
  *
- * Maps (all pinned by name under the pin directory, default XINA_PIN_DIR):
+ * Maps (pinned by name under the pin directory, default XINA_PIN_DIR, all
+ * but xina_addrs, which each port's programs have for themselves):
  *
  *   xina_jobs     ARRAY     bucket               -> struct xina_job
  *                           (open addressing: job id J lives in the first
@@ -37,7 +38,8 @@
  *                           (index XINA_MAX_JOBS holds the switch-wide
  *                            enum xina_gstat counters)
  *   xina_addrs    ARRAY     0                    -> struct xina_addrs
- *                           (the switch's own addresses)
+ *                           (the switch's own addresses, those of the
+ *                            port's network namespace; not pinned)
  *
  * Programs: xina_xdp (XDP, multi-buffer) aggregates on every switch port;
  * a result, and the answer to a retransmission, leave it with XDP_PASS and
@@ -204,7 +206,9 @@ struct xina_counters {
  * xina port is taken only if it is addressed to one of them; any other
  * (a flow routed or bridged through the box) passes to the stack, counted
  * as XINA_GSTAT_PASS.  "xinactl dev attach" writes every IPv4 address of
- * its network namespace at that moment, as one update.  @n == 0: no list,
+ * its network namespace at that moment, as one update, into the map of
+ * the port it attaches (not pinned: switches in several namespaces may
+ * share a pin dir).  @n == 0: no list,
  * every packet to the xina port is taken.  @addr[0..n-1] ascending as
  * __u32 values (network order bytes read as a number): the fast path
  * searches them by bisection.

@@ -30,7 +30,6 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
-#include <net/ip.h>
 #include <net/xdp.h>
 #ifdef XINA_HAVE_LINUX_UNALIGNED	/* 6.12 moved it; see kmod/Kbuild */
 #include <linux/unaligned.h>
@@ -179,9 +178,16 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 /*
  * The round state machine of one slot version, under sv->lock; the same
  * decisions in the same order as xina_claim() of the map backend
- * (bpf/xina.bpf.c).  The contribution is of the job's current epoch (the
- * caller checked).  Returns the verdict; *stat is the counter of the
+ * (bpf/xina.bpf.c).  The contribution was of the job's current epoch when
+ * the caller checked.  Returns the verdict; *stat is the counter of the
  * outcome.
+ *
+ * Claiming a contribution (its bit, @claimed), adding it into @val and
+ * deciding that it completes the round are one critical section, and a
+ * version is started afresh (@claimed 0) only under the same lock: no add
+ * of an earlier round or epoch can be counted in a new round, as an add
+ * between its claim and its count could be in the map backend, whose
+ * adds run outside the lock (into per-CPU partials).
  */
 static int xina_slot_contrib(struct xina_job *job,
 			     const struct xina_job_cfg *cfg,
@@ -197,8 +203,18 @@ static int xina_slot_contrib(struct xina_job *job,
 	 * A version of another epoch (or never used, epoch 0) starts afresh,
 	 * but only with one of the epoch's first two rounds: an old
 	 * retransmission of round r must not make the version wait for r.
+	 * And only for the job's epoch, read again under the lock: a
+	 * restart's join may have moved it on since xina_job_check(), and a
+	 * packet of the old epoch must not take back a version that the new
+	 * one opened (its contributions would be lost).  The contribution
+	 * that opened it read the new epoch before it released this lock,
+	 * so this read, after the acquire, sees it too.
 	 */
 	if (sv->epoch != epoch) {
+		if (epoch != READ_ONCE(job->join.epoch)) {
+			*stat = XINA_STAT_DROP_EPOCH;
+			return XINA_KF_DROP;
+		}
 		if (round >= XINA_SLOT_VERSIONS) {
 			*stat = XINA_STAT_DROP_RANGE;
 			return XINA_KF_DROP;
@@ -342,6 +358,7 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 {
 	const struct xina_job_cfg *cfg = rcu_dereference(job->cfg);
 	u16 rank = get_unaligned_be16(&h->rank);
+	struct xina_counters *c;
 	enum xina_stat stat;
 	struct xina_slotv *sv;
 	u32 idx;
@@ -367,9 +384,14 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 	if (ret == XINA_KF_RESULT) {
 		xina_count(job, XINA_STAT_COMPLETE);
 		/* For XINA_JOIN_BUSY; this CPU's own line, read by joins. */
-		this_cpu_write(job->stats->done_at, jiffies);
-		this_cpu_write(job->stats->done_epoch,
-			       get_unaligned_be32(&h->epoch));
+		c = this_cpu_ptr(job->stats);
+		WRITE_ONCE(c->done_at, jiffies);
+		/*
+		 * The time first, then its epoch with release: a join that
+		 * reads this epoch (acquire, xina_job_busy()) reads this time
+		 * or a later one, also on weakly ordered CPUs.
+		 */
+		smp_store_release(&c->done_epoch, get_unaligned_be32(&h->epoch));
 	}
 	return ret;
 }
@@ -386,38 +408,12 @@ static bool xina_job_busy(const struct xina_job *job, u32 epoch)
 
 	for_each_possible_cpu(cpu) {
 		c = per_cpu_ptr(job->stats, cpu);
-		if (READ_ONCE(c->done_epoch) == epoch &&
+		/* Pairs with the release in xina_job_contrib(). */
+		if (smp_load_acquire(&c->done_epoch) == epoch &&
 		    time_before(now, READ_ONCE(c->done_at) + busy))
 			return true;
 	}
 	return false;
-}
-
-/*
- * Send the frame back out of the port it came in on: Ethernet, IPv4
- * addresses and UDP ports swapped, the IPv4 checksum recomputed, no UDP
- * checksum (as the results of the TC fan-out).
- */
-static void xina_bounce(struct xdp_buff *xdp)
-{
-	struct ethhdr *eth = xdp->data;
-	struct iphdr *iph = xdp->data + sizeof(*eth);
-	struct udphdr *udph = (void *)(iph + 1);
-	u8 mac[ETH_ALEN] __aligned(2);
-	__be32 addr;
-	__be16 port;
-
-	ether_addr_copy(mac, eth->h_source);
-	ether_addr_copy(eth->h_source, eth->h_dest);
-	ether_addr_copy(eth->h_dest, mac);
-	addr = iph->saddr;
-	iph->saddr = iph->daddr;
-	iph->daddr = addr;
-	ip_send_check(iph);
-	port = udph->source;
-	udph->source = udph->dest;
-	udph->dest = port;
-	udph->check = 0;
 }
 
 /*
@@ -442,7 +438,8 @@ static void xina_join_reply(const struct xina_job *job, struct xina_hdr *h,
  * lock, and answered in place: XINA_KF_ANSWER sends the reply to the
  * member's learned location (the TC fan-out, as an answer to a
  * retransmission), XINA_KF_BOUNCE back out of the ingress port (a
- * BAD_KEY reply for a member never seen).  Bottom halves are off.
+ * BAD_KEY reply for a member never seen; the XDP program swaps the
+ * addresses, as the map backend's does).  Bottom halves are off.
  */
 static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
 			 struct xina_hdr *h, __be32 saddr, __be16 sport)
@@ -472,7 +469,6 @@ static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
 		if (READ_ONCE(job->loc[rank].ifindex) &&
 		    READ_ONCE(job->loc[rank].addr) == m->addr)
 			return XINA_KF_ANSWER;
-		xina_bounce(xdp);
 		return XINA_KF_BOUNCE;
 	}
 
@@ -523,6 +519,23 @@ struct xina_kf_buf {
 static struct xina_kf_buf __percpu *xina_kf_bufs;
 
 /*
+ * Piece @i of the frame: 0 the linear part, then its fragments.  Its
+ * length, and where it starts in *@p.
+ */
+static u32 xina_xdp_piece(struct xdp_buff *xdp, u32 i, void **p)
+{
+	skb_frag_t *f;
+
+	if (!i) {
+		*p = xdp->data;
+		return xdp->data_end - xdp->data;
+	}
+	f = &xdp_get_shared_info_from_buff(xdp)->frags[i - 1];
+	*p = skb_frag_address(f);
+	return skb_frag_size(f);
+}
+
+/*
  * Copy @len bytes between @buf and the frame at @off, across its buffers:
  * into the frame if @to_frame, out of it otherwise.  The caller checked
  * that the frame holds them.
@@ -530,39 +543,22 @@ static struct xina_kf_buf __percpu *xina_kf_bufs;
 static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
 			  bool to_frame)
 {
-	u32 lin = xdp->data_end - xdp->data, n, i;
-	struct skb_shared_info *sinfo;
+	u32 pieces = 1, i, size, n;
 	void *p;
 
-	if (off < lin) {
-		n = min(len, lin - off);
-		p = xdp->data + off;
-		if (to_frame)
-			memcpy(p, buf, n);
-		else
-			memcpy(buf, p, n);
-		buf += n;
-		len -= n;
-		off = 0;
-	} else {
-		off -= lin;
-	}
-	if (!len || !xdp_buff_has_frags(xdp))
-		return;
-	sinfo = xdp_get_shared_info_from_buff(xdp);
-	for (i = 0; i < sinfo->nr_frags && len; i++) {
-		skb_frag_t *f = &sinfo->frags[i];
-
-		if (off >= skb_frag_size(f)) {
-			off -= skb_frag_size(f);
+	if (xdp_buff_has_frags(xdp))
+		pieces += xdp_get_shared_info_from_buff(xdp)->nr_frags;
+	for (i = 0; i < pieces && len; i++) {
+		size = xina_xdp_piece(xdp, i, &p);
+		if (off >= size) {
+			off -= size;
 			continue;
 		}
-		n = min(len, skb_frag_size(f) - off);
-		p = skb_frag_address(f) + off;
+		n = min(len, size - off);
 		if (to_frame)
-			memcpy(p, buf, n);
+			memcpy(p + off, buf, n);
 		else
-			memcpy(buf, p, n);
+			memcpy(buf, p + off, n);
 		buf += n;
 		len -= n;
 		off = 0;

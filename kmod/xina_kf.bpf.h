@@ -5,9 +5,9 @@
  * to xina_kf_xdp() instead of its own job checks and aggregation: xina.ko
  * checks the packet against the job it was configured with over netlink,
  * learns where the member is, adds the contribution into module slot
- * memory and counts it (kmod/kfunc.c).  Parsing, the switch-wide counters
- * and the hand-over of results to the TC fan-out are those of the map
- * backend, so the wire behaviour is the same.  Built as xina_kf.bpf.o; it
+ * memory and counts it (kmod/kfunc.c).  Parsing, the switch-wide counters,
+ * the hand-over of results to the TC fan-out and the BAD_KEY bounce are
+ * those of the map backend, so the wire behaviour is the same.  Built as xina_kf.bpf.o; it
  * only loads while xina.ko is loaded (the kfuncs are resolved against the
  * module's BTF).
  */
@@ -56,9 +56,13 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 		return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
 		return xina_pass_marked(ctx, job, rank);
-	/* A join's BAD_KEY reply for a member never seen: back where from. */
+	/*
+	 * A join's BAD_KEY reply for a member never seen: back where from,
+	 * by the map backend's own code (xina_bare() also sets the IPv4 and
+	 * UDP lengths of the bare header the kfunc answered).
+	 */
 	if (v == XINA_KF_BOUNCE)
-		return XDP_TX;
+		return xina_bare(ctx) ? xina_bounce(ctx) : XDP_DROP;
 	return XDP_DROP;
 }
 

@@ -28,11 +28,12 @@
  *	with its XINA_T_JOIN_REPLY (include/uapi/linux/xina.h, "Join
  *	handshake"): XINA_KF_ANSWER, to be sent to the member as an answer
  *	is (the TC fan-out), or XINA_KF_BOUNCE, a BAD_KEY refusal for a
- *	member whose location is not known, which the module has already
- *	addressed back to the sender (MACs, IPv4 addresses and UDP ports
- *	swapped, IPv4 checksum set): send it out of the ingress port
- *	(XDP_TX).  A join the switch does not answer (stale, or failing the
- *	member check) is XINA_KF_DROP or XINA_KF_REJECT.
+ *	member whose location is not known: the module wrote the reply's
+ *	header and left the rest of the frame as it came, the XDP program
+ *	sends it back to the sender out of the ingress port (bpf/xina.bpf.c's
+ *	xina_bare() and xina_bounce(), those of the map backend).  A join
+ *	the switch does not answer (stale, or failing the member check) is
+ *	XINA_KF_DROP or XINA_KF_REJECT.
  *
  * For TC programs (the fan-out of results):
  *
@@ -66,7 +67,8 @@
  *	it to the member.
  * NO_JOB: well formed, but no such job: XINA_GSTAT_NO_JOB.
  * MALFORMED: XINA_GSTAT_MALFORMED.
- * BOUNCE: a join's BAD_KEY reply, addressed back to the sender: XDP_TX.
+ * BOUNCE: a join's BAD_KEY reply, to send back to the sender: XDP_TX
+ *	once the XDP program has swapped the addresses.
  */
 enum xina_kf_verdict {
 	XINA_KF_REJECT = 0,

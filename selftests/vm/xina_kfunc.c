@@ -155,15 +155,18 @@ static size_t build(struct pkt *p, const struct contrib *c)
 /* Bytes of the packet that came out of the last run() of this thread. */
 static _Thread_local uint32_t out_len;
 
-/* Run one packet; returns the verdict, the packet as it came out in @out. */
-static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
-	       uint32_t *duration)
+/*
+ * Run one packet; returns the verdict, what came out (XDP metadata, then
+ * the packet) in the @size bytes at @out.
+ */
+static int run_out(int prog_fd, struct pkt *in, size_t len, void *out,
+		   size_t size, uint32_t *duration)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, opts,
 		.data_in = in,
 		.data_size_in = len,
 		.data_out = out,
-		.data_size_out = sizeof(*out),
+		.data_size_out = size,
 		.repeat = 1,
 	);
 	int err;
@@ -175,6 +178,13 @@ static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
 		*duration = opts.duration;
 	out_len = opts.data_size_out;
 	return opts.retval;
+}
+
+/* Run one packet; returns the verdict, the packet as it came out in @out. */
+static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
+	       uint32_t *duration)
+{
+	return run_out(prog_fd, in, len, out, sizeof(*out), duration);
 }
 
 /* JOB_GET of job @id: its epoch and members joined (either may be NULL). */
@@ -626,29 +636,71 @@ static uint16_t ip_sum(const struct pkt *p)
 }
 
 /*
+ * The module backend's fast path itself (xina_kf.bpf.o, fresh maps: no
+ * list of the switch's addresses, every address is the switch's).
+ */
+static struct xina *fastpath_load(void)
+{
+	struct xina *skel = xina__open();
+
+	if (!skel)
+		return NULL;
+	skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	if (xina__load(skel)) {
+		xina__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+/*
  * A join tagged with another key: drop_auth and a BAD_KEY reply carrying
  * the join's tag, back out of the port it came in on while the member was
- * never seen (addresses and ports swapped), to the member's location once
- * it was; nothing of the job changes.  Joins of a rank not configured, or
- * from another address than the rank's, or of no job, get no answer.
+ * never seen, to the member's location once it was; nothing of the job
+ * changes.  The kfunc writes the reply's header only and says BOUNCE; the
+ * fast path (xina_kf.bpf.o) sends it back with the map backend's
+ * xina_bounce(): MACs, addresses and ports swapped, a fresh TTL, the IPv4
+ * checksum.  Joins of a rank not configured, or from another address
+ * than the rank's, or of no job, get no answer.
  */
 TEST_F(kf, join_bad_key)
 {
 	static const uint8_t other[XINA_SECRET_BYTES] = { 1, 2, 3 };
 	uint32_t e = epoch_of(JOB);
+	struct xina *skel;
 	size_t len;
 
 	JOIN(((struct join){ .rank = 1, .nonce = 50, .secret = other }),
 	     XINA_KF_BOUNCE);
 	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
+	/* The kfunc left Ethernet, IPv4 and UDP as they came. */
+	EXPECT_EQ(0, memcmp(&self->in, &self->out, offsetof(struct pkt, xh)));
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	len = build_join(&self->in, &(struct join){ .rank = 1, .nonce = 51,
+						    .secret = other });
+	self->in.ip.ttl = 3;
+	self->in.ip.check = htons(0x1234);	/* wrong: the bounce sets it */
+	EXPECT_EQ(XDP_TX, run(bpf_program__fd(skel->progs.xina_xdp),
+			      &self->in, len, &self->out, NULL));
+	xina__destroy(skel);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BAD_KEY, 0);
 	EXPECT_EQ(0, memcmp(self->out.eth.h_dest, MAC_W, ETH_ALEN));
 	EXPECT_EQ(0, memcmp(self->out.eth.h_source, MAC_S, ETH_ALEN));
 	EXPECT_EQ(self->in.ip.saddr, self->out.ip.daddr);
 	EXPECT_EQ(self->in.ip.daddr, self->out.ip.saddr);
+	EXPECT_EQ(64, self->out.ip.ttl);
+	EXPECT_EQ(self->in.ip.tot_len, self->out.ip.tot_len);
 	EXPECT_EQ(0xffff, ip_sum(&self->out));
 	EXPECT_EQ(self->in.udp.source, self->out.udp.dest);
 	EXPECT_EQ(self->in.udp.dest, self->out.udp.source);
-	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	EXPECT_EQ(self->in.udp.len, self->out.udp.len);
+	EXPECT_EQ(0, self->out.udp.check);
+	EXPECT_EQ(2, sysfs_stat("drop_auth"));
 	expect_epoch(_metadata, &self->nl, e, 0);
 
 	/* Its nonce was not recorded: the right key's join of it is fresh. */
@@ -664,7 +716,7 @@ TEST_F(kf, join_bad_key)
 	/* And its join state did not move: 50 is still its latest. */
 	JOIN(((struct join){ .rank = 1, .nonce = 50 }), XINA_KF_ANSWER);
 	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
-	EXPECT_EQ(2, sysfs_stat("drop_auth"));
+	EXPECT_EQ(3, sysfs_stat("drop_auth"));
 	EXPECT_EQ(2, sysfs_stat("join"));
 
 	/* Rank 2 from rank 0's address; a rank beyond the workers. */
@@ -956,6 +1008,67 @@ TEST_F(kf, malformed_and_no_job)
 
 	EXPECT_EQ(0, sysfs_stat("rx"));
 	EXPECT_EQ(0, sysfs_stat("contributions"));
+}
+
+/*
+ * A jumbo contribution through the module backend's fast path (xdp.frags):
+ * BPF_PROG_TEST_RUN puts what does not fit a page into further buffers,
+ * so the kfunc gathers the elements across the frame's buffers into its
+ * per-CPU buffer and scatters the result, and later the kept result of a
+ * retransmission, back into them (xina_xdp_copy()).  The frame comes out
+ * behind the fast path's struct xina_mark (XDP metadata).
+ */
+TEST_F(kf, jumbo_frags)
+{
+	static struct { char meta[64]; struct pkt p; } out;
+	static int32_t want[XINA_MAX_ELEMS];
+	struct contrib c = { .rank = 0, .count = XINA_MAX_ELEMS, .base = 1000 };
+	struct pkt *res;
+	struct xina *skel;
+	size_t len, meta;
+	int fd, i, r;
+
+	xnl_job_del(&self->nl, JOB);
+	ASSERT_EQ(0, job_new(&self->nl, JOB, 2, 1, XINA_MAX_ELEMS));
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	fd = bpf_program__fd(skel->progs.xina_xdp);
+	for (i = 0; i < XINA_MAX_ELEMS; i++)
+		want[i] = (1000 + i) + (-3000 + 7 * i);
+
+	len = build(&self->in, &c);
+	ASSERT_GT(len, 8192);
+	EXPECT_EQ(XDP_DROP, run_out(fd, &self->in, len, &out, sizeof(out),
+				    NULL));
+	for (r = 0; r < 2; r++) {
+		if (!r) {	/* rank 1 completes the round */
+			c.rank = 1;
+			len = build(&self->in, &c);
+			for (i = 0; i < XINA_MAX_ELEMS; i++)
+				self->in.el[i] = htonl(-3000 + 7 * i);
+			retag(&self->in);
+		} else {	/* rank 0 again: the kept result */
+			c.rank = 0;
+			len = build(&self->in, &c);
+		}
+		memset(&out, 0x5a, sizeof(out));
+		EXPECT_EQ(XDP_PASS, run_out(fd, &self->in, len, &out,
+					    sizeof(out), NULL));
+		ASSERT_GE(out_len, len);
+		meta = out_len - len;
+		ASSERT_LE(meta, sizeof(out.meta));
+		res = (struct pkt *)((char *)&out + meta);
+		EXPECT_EQ(0, memcmp(&self->in, res, offsetof(struct pkt, xh)));
+		expect_result(_metadata, res, 0, want, XINA_MAX_ELEMS);
+	}
+	xina__destroy(skel);
+	EXPECT_EQ(3, sysfs_stat("rx"));
+	EXPECT_EQ(2, sysfs_stat("contributions"));
+	EXPECT_EQ(1, sysfs_stat("completions"));
+	EXPECT_EQ(1, sysfs_stat("retransmissions"));
+	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 }
 
 static int set_simd(int on)

@@ -56,11 +56,11 @@ void xinactl_dev_usage(FILE *f)
 		"       generic works on any device, slower\n"
 		"Note:  attach adds a clsact qdisc to DEV if it has none, and a TC\n"
 		"       filter that sends results to the workers; detach removes the\n"
-		"       filter and leaves the qdisc.  Attach also records this network\n"
-		"       namespace's IPv4 addresses: only packets to them are xina's,\n"
-		"       others to UDPPORT are routed untouched.  An address added\n"
-		"       later is xina's once a port is attached again (detach and\n"
-		"       attach any port).\n",
+		"       filter and leaves the qdisc.  Attach also records, for DEV,\n"
+		"       the IPv4 addresses of the network namespace DEV is in: only\n"
+		"       packets to them are xina's, others to UDPPORT are routed\n"
+		"       untouched.  An address added later is xina's on DEV once DEV\n"
+		"       is attached again (detach and attach it).\n",
 		XINA_UDP_PORT);
 }
 
@@ -198,7 +198,9 @@ static int dev_addr_cmp(const void *a, const void *b)
  * the switch and lets others to the xina port (routed or bridged through
  * the box) pass: every IPv4 address of this network namespace but
  * loopback ones, read now, sorted as the fast path's bisection needs
- * (struct xina_addrs).  Each attach rewrites the whole list.
+ * (struct xina_addrs).  Into this port's own map (xina_addrs is not
+ * pinned, xmaps_skel_open()): a pin dir shared by switches in several
+ * network namespaces shares no addresses.
  */
 static int dev_addrs_set(const struct xina *skel)
 {

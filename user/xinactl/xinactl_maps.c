@@ -303,7 +303,14 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 	}
 	skel->rodata->nr_cpus = ncpus;
 	bpf_object__for_each_map(map, skel->obj) {
-		if (bpf_map__is_internal(map))
+		/*
+		 * xina_addrs is not pinned: each port's programs get their
+		 * own, with the addresses of the network namespace the port
+		 * is in (dev_addrs_set()), so that switches in several
+		 * namespaces that share a pin dir never take each other's
+		 * packets.
+		 */
+		if (bpf_map__is_internal(map) || map == skel->maps.xina_addrs)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
 			 bpf_map__name(map));
