@@ -164,7 +164,7 @@ static int sw_parse_up(struct swagg *sw, int c, const char *arg)
 		if (!up)
 			return -ENOMEM;
 		up->rank = UINT16_MAX;
-		up->rto_us = 5000;
+		up->rto_us = 20000;
 		up->rto_max_us = 200000;
 		up->timeout_ms = 10000;
 		sw->up = up;

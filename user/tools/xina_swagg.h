@@ -34,8 +34,10 @@ struct sw_ver {
 	bool		complete;
 	/* uplink: the rack's partial is up, its result not back yet */
 	bool		up_pending;
+	bool		up_resent;	/* no RTT sample from it (Karn) */
 	uint32_t	up_rto_us;	/* current (backed off) timeout */
-	uint64_t	up_sent_ns;	/* last sent up (CLOCK_MONOTONIC) */
+	uint64_t	up_first_ns;	/* first sent up (CLOCK_MONOTONIC) */
+	uint64_t	up_sent_ns;	/* last sent up */
 };
 
 struct sw_member {
@@ -62,8 +64,10 @@ struct sw_up {
 	uint32_t		epoch;		/* granted by the upper join */
 	uint32_t		rack_epoch;	/* the rack's epoch it joined for */
 	uint64_t		nonce;		/* of the latest upper join */
-	uint32_t		rto_us;		/* first timeout of a partial */
+	uint32_t		rto_us;		/* first timeout, until measured */
 	uint32_t		rto_max_us;
+	uint32_t		srtt_us;	/* RFC 6298, 0: no sample yet */
+	uint32_t		rttvar_us;
 	uint32_t		timeout_ms;	/* of the upper join */
 	uint64_t		next_scan_ns;	/* timers checked next */
 	uint32_t		*q;		/* versions to send up */

@@ -20,12 +20,18 @@
  * again when a new run of the rack's workers opens a new rack epoch (the
  * rounds start at 0 again on both levels).
  *
- * Loss: a partial not answered within its timeout (--up-rto-us, doubled
- * per resend up to 200 ms) is sent again, flagged XINA_F_RETRANS; the
- * upper switch answers a retransmission to a completed round with the kept
- * result.  A rack member retransmitting to a version whose partial is up
- * sends it up again too (at most once per quarter timeout): the member
- * gets the result with everyone once it comes.
+ * Loss: a partial not answered within its timeout is sent again, flagged
+ * XINA_F_RETRANS; the upper switch answers a retransmission to a completed
+ * round with the kept result.  The timeout is libxina's: RFC 6298's
+ * srtt + 4 rttvar over the partials answered without a resend (Karn), at
+ * least --up-rto-us (20 ms: a round trip up includes waiting for the
+ * slowest member of the upper job, which on a loaded host is often
+ * longer than the network's), doubled per resend up to 200 ms.  A resend
+ * that only races a slow round costs a packet each way on the inter-rack
+ * link, so the floor is higher than a worker's.  A rack member
+ * retransmitting to a version whose partial is up sends it up again if
+ * the partial's timeout has passed (else the timer will); the member gets
+ * the result with everyone once it comes.
  *
  * Weight: the agent sends weight 0, as a worker does; it stands for its
  * rack by membership (Documentation/protocol.md, "Two levels").
@@ -46,6 +52,31 @@
 
 #define SW_UP_JOIN_RTO_US	50000	/* first resend of a join */
 #define SW_UP_BUSY_MS		(XINA_JOIN_BUSY_MS / 5)
+
+/* The timeout of a new partial, as libxina's xina_rto(). */
+static uint32_t sw_up_rto(const struct sw_up *up)
+{
+	uint64_t rto = up->rto_us;
+
+	if (up->srtt_us && up->srtt_us + 4ull * up->rttvar_us > rto)
+		rto = up->srtt_us + 4ull * up->rttvar_us;
+	return rto > up->rto_max_us ? up->rto_max_us : rto;
+}
+
+static void sw_up_rtt_sample(struct sw_up *up, uint64_t ns)
+{
+	uint32_t r = ns / 1000 ? ns / 1000 : 1;
+	uint32_t d;
+
+	if (!up->srtt_us) {
+		up->srtt_us = r;
+		up->rttvar_us = r / 2;
+		return;
+	}
+	d = r > up->srtt_us ? r - up->srtt_us : up->srtt_us - r;
+	up->rttvar_us = up->rttvar_us - up->rttvar_us / 4 + d / 4;
+	up->srtt_us = up->srtt_us - up->srtt_us / 8 + r / 8;
+}
 
 static size_t sw_up_pkt_sz(const struct swagg *sw)
 {
@@ -272,9 +303,11 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	u->tag = htobe64(xina_tag_hdr(up->kmine, u,
 				      xina_nh_net(up->nhk, out, v->count)));
 	v->up_pending = true;
-	v->up_rto_us = up->rto_us;
+	v->up_resent = false;
+	v->up_rto_us = sw_up_rto(up);
 	up->sent++;
 	sw_up_queue(sw, vi);
+	v->up_first_ns = v->up_sent_ns;
 }
 
 /* The partial of @vi once more, flagged as a retransmission. */
@@ -291,6 +324,7 @@ static void sw_up_resend(struct swagg *sw, uint32_t vi)
 							  ntohs(u->count))));
 	}
 	up->resent++;
+	sw->ver[vi].up_resent = true;
 	sw_up_queue(sw, vi);
 }
 
@@ -299,7 +333,7 @@ void sw_up_again(struct swagg *sw, uint32_t vi)
 {
 	struct sw_ver *v = &sw->ver[vi];
 
-	if (sw_now_ns() - v->up_sent_ns >= (uint64_t)v->up_rto_us * 250)
+	if (sw_now_ns() - v->up_sent_ns >= (uint64_t)v->up_rto_us * 1000)
 		sw_up_resend(sw, vi);
 }
 
@@ -424,6 +458,8 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	for (i = 0; i < count; i++)
 		a[i] = (int32_t)ntohl(in[i]);
 	v->up_pending = false;
+	if (!v->up_resent)
+		sw_up_rtt_sample(up, sw_now_ns() - v->up_first_ns);
 	up->results++;
 	/* the rack version's own header: its job, epoch, slot and round */
 	memset(&rh, 0, sizeof(rh));
