@@ -27,6 +27,11 @@
  * as one buffer), and per member one UDP GSO train of all results that
  * completed in a receive batch, all in one sendmmsg().
  *
+ * With --up it is a rack agent (xina_swagg_up.c): its members are a rack's
+ * workers, some of the job's ranks, and a completed version goes up to an
+ * upper switch as the rack's partial instead of being answered; the upper
+ * result comes back down as its result.
+ *
  * Single-threaded by design: one process, one socket, no locks.
  */
 #define _GNU_SOURCE
