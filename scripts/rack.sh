@@ -305,7 +305,13 @@ rack_job_add_at()
 # (its --json line) and OUTDIR/wI.err.  Returns how many workers failed.
 rack_allreduce()
 {
-	rack_allreduce_at rack_worker_ip rack_switch_ip "$@"
+	rack_allreduce_at rack_worker_ns rack_worker_ip rack_switch_ip "$@"
+}
+
+# rack_worker_ns RACK I: the namespace of worker I.
+rack_worker_ns()
+{
+	echo "$1-w$2"
 }
 
 # The switch address every worker of the bridged rack sends to.
@@ -314,21 +320,25 @@ rack_switch_ip()
 	echo "$RACK_SWITCH_IP"
 }
 
-# rack_allreduce_at IPFN SWFN RACK N OUTDIR ARGS...: rack_allreduce with
-# worker i at "IPFN i" sending to "SWFN i".
+# rack_allreduce_at NSFN IPFN SWFN RACK N OUTDIR ARGS...: rack_allreduce
+# with worker i (rank i of N) in namespace "NSFN RACK i", at "IPFN i",
+# sending to "SWFN i".  If RACK_ARGS_FN names a function, worker i also
+# gets the words "RACK_ARGS_FN i" prints (e.g. its rack's key file).
 rack_allreduce_at()
 {
-	local ipfn=$1 swfn=$2 rack=$3 n=$4 out=$5 cpus i pid fails=0
-	local -a pids
+	local nsfn=$1 ipfn=$2 swfn=$3 rack=$4 n=$5 out=$6 cpus i pid fails=0
+	local -a pids more
 
-	shift 5
+	shift 6
 	cpus=$(nproc)
 	mkdir -p "$out"
 	for ((i = 0; i < n; i++)); do
-		ip netns exec "$rack-w$i" taskset -c $((i % cpus)) \
+		more=()
+		[ -n "${RACK_ARGS_FN:-}" ] && read -ra more <<<"$("$RACK_ARGS_FN" "$i")"
+		ip netns exec "$("$nsfn" "$rack" "$i")" taskset -c $((i % cpus)) \
 			"$XINA_O/xina-allreduce" --switch "$("$swfn" "$i")" \
 			--bind "$("$ipfn" "$i"):$RACK_WORKER_PORT" \
-			--rank "$i" --workers "$n" --json "$@" \
+			--rank "$i" --workers "$n" --json "$@" "${more[@]}" \
 			>"$out/w$i.json" 2>"$out/w$i.err" &
 		pids[i]=$!
 	done
@@ -490,5 +500,6 @@ rack_routed_job_add()
 # rack: worker i sends to the address of its own switch port.
 rack_routed_allreduce()
 {
-	rack_allreduce_at rack_routed_worker_ip rack_routed_switch_ip "$@"
+	rack_allreduce_at rack_worker_ns rack_routed_worker_ip \
+		rack_routed_switch_ip "$@"
 }

@@ -21,8 +21,18 @@
 # attaches it to one rack, and a rack left without it only forwards.
 # Global rank of worker i of rack r: r x N + i.  The inter-rack link of
 # rack r is the veth pair up0 (in the rack's switch) and rR (in the spine):
-# its counters are the inter-rack bytes (racks_uplink_bytes).  Nothing
+# its counters are the inter-rack bytes (racks_uplink_bytes), frame by
+# frame (no GSO on these links: every frame counts its headers).  Nothing
 # leaves these namespaces.
+#
+# Two levels (issue 12): racks_agent runs xina-swagg --up in a rack's
+# switch namespace, at the rack's switch address: the rack's workers send
+# to it, and it is one member of an upper job on another rack's switch,
+# standing for them (a rack without an XDP switch: incremental
+# deployment).  racks_allreduce runs the workers of all racks with global
+# ranks, each sending to the switch "SWFN G" names (racks_flat_switch: all
+# to rack 0; racks_hier_switch: each to its own rack's).  racks_loss drops
+# xina packets at random where the racks meet, in the spine.
 #
 # Use as a command:
 #   scripts/racks.sh up NAME R N [mtu M]   create (tearing down a stale one)
@@ -35,6 +45,7 @@ RACKS_SH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RACKS_NET=${RACKS_NET:-10.78}		# rack r: $RACKS_NET.r.0/24
 RACKS_LINK_NET=${RACKS_LINK_NET:-10.79}	# its uplink: $RACKS_LINK_NET.r.0/30
 RACKS_MAX=16
+RACKS_N=${RACKS_N:-3}			# workers per rack (racks_up sets it)
 
 racks_name()		# racks_name NAME R: the rack.sh name of rack R
 {
@@ -72,6 +83,7 @@ racks_up()
 	[ "$nr" -ge 2 ] && [ "$nr" -le $RACKS_MAX ] 2>/dev/null ||
 		{ rack_die "racks '$nr' out of range 2..$RACKS_MAX"; return 1; }
 	racks_down "$name" "$nr"
+	RACKS_N=$n
 	sp=$name-spine
 	rack_ns_setup "$sp" || return 1
 	ip netns exec "$sp" sysctl -qw net.ipv4.ip_forward=1 || return 1
@@ -83,6 +95,11 @@ racks_up()
 		ip netns exec "$sw" sysctl -qw net.ipv4.ip_forward=1 || return 1
 		ip link add up0 netns "$sw" mtu "$mtu" type veth \
 			peer name "r$r" netns "$sp" mtu "$mtu" || return 1
+		# Counters count frames as a wire would: no GSO train
+		# crosses an inter-rack link as one packet (its headers
+		# would be counted once).
+		ip -n "$sw" link set up0 gso_max_segs 1 || return 1
+		ip -n "$sp" link set "r$r" gso_max_segs 1 || return 1
 		ip -n "$sw" addr add "$RACKS_LINK_NET.$r.2/30" dev up0
 		ip -n "$sw" link set up0 up
 		ip -n "$sp" addr add "$RACKS_LINK_NET.$r.1/30" dev "r$r"
@@ -139,6 +156,106 @@ racks_uplink_bytes()
 {
 	ip -n "$(racks_switch_ns "$1" "$2")" -s -j link show up0 |
 		jq -r '.[0].stats64 | "\(.tx.bytes) \(.rx.bytes)"'
+}
+
+# Global rank G is worker G mod RACKS_N of rack G / RACKS_N.
+racks_g_ns()		# racks_g_ns NAME G
+{
+	racks_worker_ns "$1" $(($2 / RACKS_N)) $(($2 % RACKS_N))
+}
+
+racks_g_ip()		# racks_g_ip G
+{
+	racks_worker_ip $(($1 / RACKS_N)) $(($1 % RACKS_N))
+}
+
+racks_flat_switch()	# racks_flat_switch G: every worker sends to rack 0
+{
+	racks_switch_ip 0
+}
+
+racks_hier_switch()	# racks_hier_switch G: each to its own rack's switch
+{
+	racks_switch_ip $(($1 / RACKS_N))
+}
+
+# racks_allreduce NAME R SWFN OUTDIR ARGS...: the R x RACKS_N workers at
+# once (rack_allreduce_at), global rank G sending to "SWFN G".  Returns how
+# many failed.
+racks_allreduce()
+{
+	local name=$1 nr=$2 swfn=$3 out=$4
+
+	shift 4
+	rack_allreduce_at racks_g_ns racks_g_ip "$swfn" "$name" \
+		$((nr * RACKS_N)) "$out" "$@"
+}
+
+# racks_agent NAME R OUT UPRANK UPKEY UPJOB ARGS...: xina-swagg as rack R's
+# agent, in its switch namespace at its switch address: the rack job (ARGS:
+# --job, --key-file, --workers (the world size), --slots, --elems) of the
+# rack's workers (global ranks, port RACK_WORKER_PORT), its partials to
+# rack 0's switch as rank UPRANK of job UPJOB (secret UPKEY).  Its counters
+# go to OUT (JSON) when it is sent SIGINT, its messages to OUT.err.  The
+# pid is in RACKS_AGENT_PID; returns once it joined the upper job (or
+# failed).
+racks_agent()
+{
+	local name=$1 r=$2 out=$3 uprank=$4 upkey=$5 upjob=$6 i g ns
+	local -a members
+
+	shift 6
+	for ((i = 0; i < RACKS_N; i++)); do
+		g=$((r * RACKS_N + i))
+		members+=(--member "$g=$(racks_worker_ip "$r" "$i"):$RACK_WORKER_PORT")
+	done
+	ns=$(racks_switch_ns "$name" "$r")
+	ip netns exec "$ns" "$XINA_O/xina-swagg" --bind "$(racks_switch_ip "$r")" \
+		--up "$(racks_switch_ip 0)" --up-rank "$uprank" \
+		--up-key-file "$upkey" --up-job "$upjob" --verbose --json \
+		"${members[@]}" "$@" >"$out" 2>"$out.err" &
+	RACKS_AGENT_PID=$!
+	# joined: it says so (--verbose) before it serves the rack
+	rack_wait 10 grep -qs "of upper job" "$out.err" ||
+		{ rack_die "rack $r's agent did not join: $(cat "$out.err")"; return 1; }
+}
+
+# racks_loss NAME PERMILLE: the spine drops PERMILLE/1000 of the xina
+# packets it forwards between racks (to or from the xina port), in each
+# direction: nftables' random numbers (the host has no netem).  A GSO
+# train crossing the spine is one packet here.
+racks_loss()
+{
+	local port=${XINA_PORT:-9277}
+
+	ip netns exec "$1-spine" nft -f - <<-EOF
+	table inet xina_spine {
+		counter seen { }
+		counter dropped { }
+		chain forward_loss {
+			type filter hook forward priority 0; policy accept;
+			udp dport $port counter name seen
+			udp sport $port udp dport != $port counter name seen
+			udp dport $port numgen random mod 1000 < $2 counter name dropped drop
+			udp sport $port udp dport != $port numgen random mod 1000 < $2 counter name dropped drop
+		}
+	}
+	EOF
+}
+
+# racks_loss_counts NAME: "SEEN DROPPED", xina packets racks_loss judged.
+racks_loss_counts()
+{
+	ip netns exec "$1-spine" nft -j list counters 2>/dev/null |
+		jq -r '[.nftables[].counter? // empty |
+			select(.table == "xina_spine") | {(.name): .packets}] |
+		       add // {} | "\(.seen // 0) \(.dropped // 0)"'
+}
+
+racks_loss_off()	# racks_loss_off NAME
+{
+	ip netns exec "$1-spine" nft delete table inet xina_spine 2>/dev/null
+	return 0
 }
 
 racks_main()

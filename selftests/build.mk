@@ -50,13 +50,15 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 # xina-swagg with AddressSanitizer: swagg_e2e.sh gives it bad command
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan
-$(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/common/xina_names.c \
+$(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
+			   user/tools/xina_swagg.h user/common/xina_names.c \
 			   user/common/xina_keyfile.c user/common/xina_keyfile.h \
 			   user/common/xina_names.h include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address -fno-omit-frame-pointer \
-		-o $@ user/tools/xina_swagg.c user/common/xina_names.c user/common/xina_keyfile.c
+		-o $@ user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
+		user/common/xina_names.c user/common/xina_keyfile.c
 
 # xina-libtest: negative tests of libxina and of the aggregators (a fake
 # switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.  The key file

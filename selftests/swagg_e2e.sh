@@ -8,7 +8,10 @@
 # lo), a worker killed mid-allreduce, a missing switch; the join
 # handshake: a wrong key, slots or elements the job does not have, a
 # restart of the workers right after a round (busy, then a new epoch), a
-# job the switch does not have, each with its error.
+# job the switch does not have, each with its error; two levels: two rack
+# agents (xina-swagg --up) under an upper xina-swagg, int32 sum and max and
+# float32 bitwise equal to the flat job's, under loss too, and an agent
+# with the wrong upper key refused.
 #
 #   selftests/swagg_e2e.sh [-q]	(-q: skip the 64 MiB cases)
 #
@@ -451,6 +454,166 @@ test_member_rank()
 	log_test $rc "--member with a rank not below --workers refused before it is written"
 }
 
+# ---- two levels -------------------------------------------------------------
+# 4 workers in 2 racks of 2: rack a (ranks 0, 1) behind the agent at
+# 127.0.2.1, rack b (2, 3) behind 127.0.2.2; the agents are ranks 0 and 1 of
+# the upper job on the xina-swagg at 127.0.0.1.  Each job has its secret.
+agent_pids=""
+
+# start_agent RACK UPRANK UPKEY MEMBERS...: an agent, its output in
+# $tmp/agentRACK.{out,err}; waits until it joined the upper job or exited.
+start_agent()
+{
+	local rack=$1 uprank=$2 upkey=$3 i pid
+
+	shift 3
+	# shellcheck disable=SC2046
+	ip netns exec "$ns" "$SWAGG" --bind "127.0.2.$((uprank + 1))" --port $PORT \
+		--job $JOB --key-file "$tmp/rack$rack.key" --workers 4 \
+		--slots $SLOTS --elems $ELEMS $(printf -- '--member %s ' "$@") \
+		--up 127.0.0.1:$PORT --up-rank "$uprank" --up-key-file "$upkey" \
+		--up-timeout-ms 2000 --verbose \
+		> "$tmp/agent$rack.out" 2> "$tmp/agent$rack.err" &
+	pid=$!
+	for i in $(seq 100); do
+		grep -qs "of upper job" "$tmp/agent$rack.err" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	agent_pids="$agent_pids $pid"
+}
+
+stop_agents()
+{
+	local p
+
+	for p in $agent_pids; do
+		kill -INT "$p" 2>/dev/null
+		wait "$p"
+	done
+	agent_pids=""
+}
+
+# agent_stat RACK NAME: counter NAME of the agent's uplink ("up:" line).
+agent_stat()
+{
+	sed -n "s/^up:.* $2 \([0-9]*\).*/\1/p" "$tmp/agent$1.out"
+}
+
+# hier_workers DTYPE BYTES ITERS [args]: the 4 workers, each to its agent.
+hier_workers()
+{
+	local dtype=$1 bytes=$2 iters=$3 r rack
+
+	shift 3
+	wpids=""
+	for r in 0 1 2 3; do
+		rack=a
+		[ "$r" -ge 2 ] && rack=b
+		ip netns exec "$ns" "$AR" --switch "127.0.2.$((r / 2 + 1)):$PORT" \
+			--bind 127.0.1.$((r + 1)) --job $JOB \
+			--key-file "$tmp/rack$rack.key" --rank "$r" --workers 4 \
+			--slots $SLOTS --elems $ELEMS --dtype "$dtype" \
+			--bytes "$bytes" --iters "$iters" --json "$@" \
+			> "$tmp/w$r.json" 2> "$tmp/w$r.err" &
+		wpids="$wpids $!"
+	done
+}
+
+# The upper job's xina-swagg at 127.0.0.1: the two agents are its members.
+start_upper()
+{
+	ip netns exec "$ns" "$SWAGG" --bind 127.0.0.1 --port $PORT --job $JOB \
+		--key-file "$tmp/up.key" --workers 2 --slots $SLOTS --elems $ELEMS \
+		--member 0=127.0.2.1:$PORT --member 1=127.0.2.2:$PORT \
+		> "$tmp/swagg.out" 2> "$tmp/swagg.err" &
+	swagg_pid=$!
+	wait_swagg || { why "upper xina-swagg: $(cat "$tmp/swagg.err")"; return 1; }
+}
+
+test_agents()
+{
+	local rc=0 name what flat r a sent results bad epochs
+	local -a cases=("i32 $((1 << 20)) 3" "i32 $((1 << 20)) 3 --op max"
+			"f32 $(((1 << 20) + 12)) 3")
+	local -A flat
+
+	"$XINACTL" genkey "$tmp/up.key" >/dev/null &&
+		"$XINACTL" genkey "$tmp/racka.key" >/dev/null &&
+		"$XINACTL" genkey "$tmp/rackb.key" >/dev/null ||
+		{ log_test 1 "two levels: key files"; return; }
+	# the flat job's results, to compare with
+	for what in "${cases[@]}"; do
+		start_swagg 4 || { log_test 1 "two levels: flat job"; return; }
+		# shellcheck disable=SC2086
+		start_workers 4 $what
+		check_workers 4 || rc=1
+		stop_swagg
+		flat[$what]=$(jfield "$tmp/w0.json" checksum)
+	done
+	log_test $rc "two levels: the flat job of 4 workers, for reference"
+
+	rc=0
+	name="two levels: 2 racks of 2 through agents, i32 sum and max and f32 as the flat job"
+	start_upper || { log_test 1 "$name"; return; }
+	start_agent a 0 "$tmp/up.key" 0=127.0.1.1 1=127.0.1.2
+	start_agent b 1 "$tmp/up.key" 2=127.0.1.3 3=127.0.1.4
+	for what in "${cases[@]}"; do
+		# shellcheck disable=SC2086
+		hier_workers $what
+		check_workers 4 || rc=1
+		[ "$(jfield "$tmp/w0.json" checksum)" = "${flat[$what]}" ] ||
+			{ why "$what: checksum $(jfield "$tmp/w0.json" checksum), flat ${flat[$what]}"; rc=1; }
+	done
+	log_test $rc "$name"
+
+	rc=0
+	name="two levels under 2% loss: f32 bitwise as the flat job, partials resent"
+	if ! add_loss 2; then
+		ntest=$((ntest + 1))
+		echo "ok $ntest $name # SKIP nftables numgen unavailable"
+	else
+		what=${cases[2]}
+		# shellcheck disable=SC2086
+		hier_workers $what --rto-us 2000
+		check_workers 4 || rc=1
+		ip netns exec "$ns" nft delete table inet xina_loss
+		[ "$(jfield "$tmp/w0.json" checksum)" = "${flat[$what]}" ] ||
+			{ why "checksum $(jfield "$tmp/w0.json" checksum), flat ${flat[$what]}"; rc=1; }
+	fi
+	stop_agents
+	stop_swagg
+	for a in a b; do
+		sent=$(agent_stat $a sent)
+		results=$(agent_stat $a results)
+		bad=$(agent_stat $a bad_tag)
+		epochs=$(agent_stat $a epochs)
+		[ -n "$sent" ] && [ "$sent" -gt 0 ] && [ "$results" = "$sent" ] &&
+			[ "$bad" = 0 ] && [ "$epochs" -ge 4 ] ||
+			{ why "agent $a: $(grep '^up:' "$tmp/agent$a.out") $(tail -n2 "$tmp/agent$a.err")"; rc=1; }
+	done
+	resent=$(($(agent_stat a resent) + $(agent_stat b resent)))
+	[ "$resent" -gt 0 ] || { why "2% loss but no partial resent"; rc=1; }
+	[ "$(swagg_stat retrans_answered)" -gt 0 ] ||
+		{ why "the upper switch answered no resent partial"; rc=1; }
+	log_test $rc "$name ($resent resent; every partial answered, a new epoch per run)"
+
+	# an agent whose upper key is not the upper job's: refused, and says so
+	rc=0
+	start_upper || { log_test 1 "two levels: bad upper key"; return; }
+	ip netns exec "$ns" "$SWAGG" --bind 127.0.2.1 --port $PORT --job $JOB \
+		--key-file "$tmp/racka.key" --workers 4 --slots $SLOTS --elems $ELEMS \
+		--member 0=127.0.1.1 --up 127.0.0.1:$PORT --up-rank 0 \
+		--up-key-file "$tmp/rackb.key" --up-timeout-ms 2000 \
+		> "$tmp/agent.out" 2> "$tmp/agent.err"
+	r=$?
+	stop_swagg
+	[ "$r" -eq 1 ] && grep -q "bad key" "$tmp/agent.err" ||
+		{ why "agent with the wrong upper key: exit $r, said $(cat "$tmp/agent.err")"; rc=1; }
+	[ "$(swagg_stat drop_auth)" -gt 0 ] || { why "upper switch: no drop_auth"; rc=1; }
+	log_test $rc "two levels: an agent with the wrong upper key is refused (bad key) and exits"
+}
+
 [ "$(id -u)" -eq 0 ] || skip_all "needs root for network namespaces"
 for t in ip ss nft; do
 	command -v $t >/dev/null || skip_all "$t not installed"
@@ -494,6 +657,7 @@ test_bad_key
 test_mismatch
 test_no_job
 test_restart
+test_agents
 
 echo "1..$ntest"
 [ $nfail -eq 0 ] && exit 0

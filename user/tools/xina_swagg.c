@@ -27,6 +27,11 @@
  * as one buffer), and per member one UDP GSO train of all results that
  * completed in a receive batch, all in one sendmmsg().
  *
+ * With --up it is a rack agent (xina_swagg_up.c): its members are a rack's
+ * workers, some of the job's ranks, and a completed version goes up to an
+ * upper switch as the rack's partial instead of being answered; the upper
+ * result comes back down as its result.
+ *
  * Single-threaded by design: one process, one socket, no locks.
  */
 #define _GNU_SOURCE
@@ -54,66 +59,8 @@
 #include "xina_join.h"
 #include "xina_keyfile.h"
 #include "xina_names.h"
+#include "xina_swagg.h"
 
-
-#define SW_RX_BATCH	32
-#define SW_RX_BUF	65536
-#define SW_TX_BATCH	256
-#define SW_GSO_MAX	64
-#define SW_ANS_MAX	1024	/* queued retransmission answers */
-
-struct sw_ver {
-	uint64_t	seen[XINA_MAX_WORKERS / 64];
-	uint64_t	offset;
-	uint32_t	round;
-	uint32_t	epoch;		/* the epoch of @round */
-	uint16_t	ncontrib;
-	uint16_t	count;
-	uint8_t		op;
-	int8_t		exp;
-	bool		used;
-	bool		complete;
-};
-
-struct sw_member {
-	struct sockaddr_in	addr;	/* port 0 until learned, if not given */
-	bool			any_port;
-	__u64			key[2];	/* K_r of its contributions */
-};
-
-struct swagg {
-	int			fd;
-	uint16_t		port;
-	uint32_t		job;
-	const char		*key_file;
-	__u64			kres[2];	/* K_res of the results */
-	uint32_t		nhk[XINA_MAX_ELEMS];	/* NH key */
-	uint16_t		workers;
-	uint32_t		slots;
-	uint16_t		elems;
-	bool			gso;
-	bool			gro;
-	bool			verbose;
-	size_t			pkt_sz;
-	struct sw_member	*member;
-	struct xina_join_job	jj;	/* the epoch and who joined it */
-	struct xina_join_mbr	*jm;	/* per member: its latest join */
-	uint64_t		last_complete_ns;	/* CLOCK_MONOTONIC */
-	struct sw_ver		*ver;	/* slots * 2 */
-	int32_t			*vals;	/* slots * 2 * elems, host order */
-	uint8_t			*res;	/* slots * 2 * pkt_sz, the kept results */
-
-	uint32_t		*comp;	/* versions completed in this batch */
-	uint32_t		ncomp;
-	uint32_t		*ans_ver;	/* retransmissions to answer */
-	struct xina_hdr		*ans_hdr;
-	struct sockaddr_in	*ans_to;
-	uint32_t		nans;
-
-	uint64_t		stat[XINA_STAT_MAX];
-	uint64_t		gstat[XINA_GSTAT_MAX];
-	uint64_t		rx_dgrams, rx_calls, tx_dgrams, tx_calls, tx_err;
-};
 
 static volatile sig_atomic_t sw_stop;
 
@@ -123,12 +70,17 @@ static void sw_usage(FILE *f)
 		"Usage: xina-swagg [--port PORT] [--bind IP] --job ID --key-file PATH --workers N\n"
 		"                  --slots S --elems E --member RANK=IP[:PORT]... [--no-gso]\n"
 		"                  [--no-gro] [--json] [--verbose]\n"
+		"                  [--up IP[:PORT] --up-rank R --up-key-file PATH [--up-job ID]\n"
+		"                   [--up-rto-us U] [--up-timeout-ms T]]\n"
 		"Aggregates xina contributions in user space; prints counters on SIGINT/SIGTERM.\n"
-		"--key-file: the job's key file (default $XINA_KEY_FILE).\n");
+		"--key-file: the job's key file (default $XINA_KEY_FILE).\n"
+		"--up: a rack agent: the members given (any subset of the job's --workers ranks)\n"
+		"      are the rack's; their aggregate goes to the upper switch as rank R of the\n"
+		"      upper job (--up-job, default --job, secret in --up-key-file), and its result\n"
+		"      comes back down to them.\n");
 }
 
-static int sw_parse_u64(const char *opt, const char *s, uint64_t max,
-			uint64_t *out)
+int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -145,7 +97,7 @@ static int sw_parse_u64(const char *opt, const char *s, uint64_t max,
 }
 
 /* "IP[:PORT]" */
-static int sw_parse_addr(const char *opt, const char *s, struct sockaddr_in *sa)
+int sw_parse_addr(const char *opt, const char *s, struct sockaddr_in *sa)
 {
 	char buf[64], *colon;
 	uint64_t port = 0;
@@ -201,7 +153,58 @@ static int sw_parse_member(struct swagg *sw, const char *s, uint64_t *ranks)
 	return 0;
 }
 
-enum { OPT_NO_GSO = 256, OPT_NO_GRO, OPT_BIND };
+enum {
+	OPT_NO_GSO = 256, OPT_NO_GRO, OPT_BIND, OPT_UP, OPT_UP_JOB, OPT_UP_RANK,
+	OPT_UP_KEY, OPT_UP_RTO, OPT_UP_TIMEOUT,
+};
+
+/* The options of the uplink (--up ...); NULL while none was given. */
+static int sw_parse_up(struct swagg *sw, int c, const char *arg)
+{
+	struct sw_up *up = sw->up;
+	uint64_t v;
+
+	if (!up) {
+		up = calloc(1, sizeof(*up));
+		if (!up)
+			return -ENOMEM;
+		up->rank = UINT16_MAX;
+		up->rto_us = 20000;
+		up->rto_max_us = 200000;
+		up->timeout_ms = 10000;
+		sw->up = up;
+	}
+	switch (c) {
+	case OPT_UP:
+		return sw_parse_addr("--up", arg, &up->addr);
+	case OPT_UP_JOB:
+		if (sw_parse_u64("--up-job", arg, UINT32_MAX, &v) || !v)
+			return -EINVAL;
+		up->job = v;
+		return 0;
+	case OPT_UP_RANK:
+		if (sw_parse_u64("--up-rank", arg, XINA_MAX_WORKERS - 1, &v))
+			return -EINVAL;
+		up->rank = v;
+		return 0;
+	case OPT_UP_KEY:
+		up->key_file = arg;
+		return 0;
+	case OPT_UP_RTO:
+		if (sw_parse_u64("--up-rto-us", arg, 10000000, &v) || v < 100)
+			return -EINVAL;
+		up->rto_us = v;
+		if (up->rto_max_us < v)
+			up->rto_max_us = v;
+		return 0;
+	case OPT_UP_TIMEOUT:
+		if (sw_parse_u64("--up-timeout-ms", arg, 3600000, &v) || !v)
+			return -EINVAL;
+		up->timeout_ms = v;
+		return 0;
+	}
+	return -EINVAL;
+}
 
 /* The keys of every member, of the results and of NH, from the key file. */
 static int sw_keys(struct swagg *sw)
@@ -210,13 +213,15 @@ static int sw_keys(struct swagg *sw)
 	char err[512];
 	uint16_t r;
 
+	if (sw->up && sw_up_setup(sw))
+		return -EINVAL;
 	if (xina_keyfile_read(sw->key_file, secret, err, sizeof(err))) {
 		fprintf(stderr, "xina-swagg: %s\n", err);
 		return -EINVAL;
 	}
-	for (r = 0; r < sw->workers; r++)
-		xina_derive_key(secret, XINA_LABEL_MEMBER, sw->job, r,
-				sw->member[r].key);
+	for (r = 0; r < sw->nmemb; r++)
+		xina_derive_key(secret, XINA_LABEL_MEMBER, sw->job, sw->ranks[r],
+				sw->member[sw->ranks[r]].key);
 	xina_derive_key(secret, XINA_LABEL_RESULT, sw->job, 0, sw->kres);
 	xina_derive_nh(secret, sw->job, sw->nhk, XINA_MAX_ELEMS);
 	explicit_bzero(secret, sizeof(secret));
@@ -236,6 +241,12 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		{ "elems", required_argument, NULL, 'e' },
 		{ "member", required_argument, NULL, 'm' },
 		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
+		{ "up", required_argument, NULL, OPT_UP },
+		{ "up-job", required_argument, NULL, OPT_UP_JOB },
+		{ "up-rank", required_argument, NULL, OPT_UP_RANK },
+		{ "up-key-file", required_argument, NULL, OPT_UP_KEY },
+		{ "up-rto-us", required_argument, NULL, OPT_UP_RTO },
+		{ "up-timeout-ms", required_argument, NULL, OPT_UP_TIMEOUT },
 		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
 		{ "json", no_argument, NULL, 'J' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -295,6 +306,15 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		case OPT_NO_GRO:
 			sw->gro = false;
 			break;
+		case OPT_UP:
+		case OPT_UP_JOB:
+		case OPT_UP_RANK:
+		case OPT_UP_KEY:
+		case OPT_UP_RTO:
+		case OPT_UP_TIMEOUT:
+			if (sw_parse_up(sw, c, optarg))
+				goto err;
+			break;
 		case 'J':
 			*json = true;
 			break;
@@ -322,19 +342,29 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 		fprintf(stderr, "xina-swagg: --key-file (or XINA_KEY_FILE) is required: keys are not taken on the command line\n");
 		goto err_usage;
 	}
+	if (sw->up && (!sw->up->addr.sin_family || sw->up->rank == UINT16_MAX ||
+		       !sw->up->key_file)) {
+		fprintf(stderr, "xina-swagg: a rack agent needs --up, --up-rank and --up-key-file\n");
+		goto err_usage;
+	}
 	sw->member = calloc(sw->workers, sizeof(*sw->member));
 	sw->jm = calloc(sw->workers, sizeof(*sw->jm));
-	if (!sw->member || !sw->jm)
+	sw->ranks = calloc(sw->workers, sizeof(*sw->ranks));
+	if (!sw->member || !sw->jm || !sw->ranks)
 		goto err;
 	for (i = 0; i < nm; i++) {
 		if (sw_parse_member(sw, members[i], ranks))
 			goto err;
 	}
-	if (nm != sw->workers) {
-		fprintf(stderr, "xina-swagg: %d --member given for %u workers\n",
-			nm, sw->workers);
+	/* An agent's members are its rack's: some of the job's ranks. */
+	if (sw->up ? !nm : nm != sw->workers) {
+		fprintf(stderr, "xina-swagg: %d --member given for %u workers%s\n",
+			nm, sw->workers, sw->up ? " (a rack agent needs at least one)" : "");
 		goto err;
 	}
+	for (i = 0; i < sw->workers; i++)
+		if (sw->member[i].addr.sin_family)
+			sw->ranks[sw->nmemb++] = i;
 	free(members);
 	return sw_keys(sw);
 
@@ -348,7 +378,7 @@ err:
 	return -EINVAL;
 }
 
-static uint64_t sw_now_ns(void)
+uint64_t sw_now_ns(void)
 {
 	struct timespec ts;
 
@@ -424,15 +454,7 @@ static size_t sw_res_len(struct swagg *sw, uint32_t vi)
 	return sizeof(struct xina_hdr) + (size_t)sw->ver[vi].count * 4;
 }
 
-/* A sendmmsg batch under construction. */
-struct sw_txb {
-	struct mmsghdr	msg[SW_TX_BATCH];
-	struct iovec	iov[SW_TX_BATCH * SW_GSO_MAX];
-	char		cbuf[SW_TX_BATCH][CMSG_SPACE(sizeof(uint16_t))];
-	unsigned int	nmsg, niov;
-};
-
-static void sw_tx_send(struct swagg *sw, struct sw_txb *t)
+void sw_tx_send(struct swagg *sw, struct sw_txb *t)
 {
 	unsigned int i;
 	int ret;
@@ -459,8 +481,8 @@ static void sw_tx_send(struct swagg *sw, struct sw_txb *t)
 }
 
 /* Open a message to @to with room for SW_GSO_MAX datagrams. */
-static struct msghdr *sw_tx_msg(struct swagg *sw, struct sw_txb *t,
-				struct sockaddr_in *to)
+struct msghdr *sw_tx_msg(struct swagg *sw, struct sw_txb *t,
+			 struct sockaddr_in *to)
 {
 	struct msghdr *mh;
 
@@ -497,7 +519,7 @@ static void sw_tx_answer(struct swagg *sw, struct sw_txb *t, struct msghdr *mh,
 	sw->tx_dgrams++;
 }
 
-static void sw_tx_gso(struct sw_txb *t, struct msghdr *mh, size_t seg)
+void sw_tx_gso(struct sw_txb *t, struct msghdr *mh, size_t seg)
 {
 	struct cmsghdr *cm;
 
@@ -515,7 +537,7 @@ static void sw_tx_gso(struct sw_txb *t, struct msghdr *mh, size_t seg)
  * Send what this receive batch produced: to every member one GSO train
  * per run of equally sized completions, then the retransmission answers.
  */
-static void sw_flush(struct swagg *sw)
+void sw_flush(struct swagg *sw)
 {
 	static struct sw_txb t;
 	uint32_t m, c, max_seg;
@@ -527,9 +549,9 @@ static void sw_flush(struct swagg *sw)
 		max_seg = SW_GSO_MAX;
 	if (!max_seg)
 		max_seg = 1;
-	for (m = 0; m < sw->workers; m++) {
+	for (m = 0; m < sw->nmemb; m++) {
 		for (c = 0; c < sw->ncomp; ) {
-			mh = sw_tx_msg(sw, &t, &sw->member[m].addr);
+			mh = sw_tx_msg(sw, &t, &sw->member[sw->ranks[m]].addr);
 			len = sw_res_len(sw, sw->comp[c]);
 			while (mh->msg_iovlen < max_seg && c < sw->ncomp &&
 			       sw_res_len(sw, sw->comp[c]) == len)
@@ -542,6 +564,8 @@ static void sw_flush(struct swagg *sw)
 		mh = sw_tx_msg(sw, &t, &sw->ans_to[c]);
 		sw_tx_answer(sw, &t, mh, c);
 	}
+	if (sw->up)
+		sw_up_flush(sw, &t);
 	if (t.nmsg)
 		sw_tx_send(sw, &t);
 	sw->ncomp = 0;
@@ -549,7 +573,7 @@ static void sw_flush(struct swagg *sw)
 }
 
 /* The last contribution arrived: build the kept result, queue it to all. */
-static void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
+void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 {
 	struct xina_hdr *r = sw_res(sw, vi);
 	struct sw_ver *v = &sw->ver[vi];
@@ -635,6 +659,7 @@ static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 	v->count = ntohs(h->count);
 	v->offset = be64toh(h->offset);
 	v->ncontrib = 0;
+	v->up_pending = false;
 	sw_add(sw, vi, h, true);
 }
 
@@ -699,7 +724,8 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 
 	sw->stat[XINA_STAT_RX]++;
 	mb = rank < sw->workers ? &sw->member[rank] : NULL;
-	if (!mb || mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
+	if (!mb || !mb->addr.sin_family ||
+	    mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
 	    (!mb->any_port && mb->addr.sin_port != from->sin_port)) {
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
 		return;
@@ -736,6 +762,9 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	}
 	if (st >= 0) {
 		sw->stat[st]++;
+		/* a member asks for a result the upper job still owes */
+		if (st == XINA_STAT_DUP && v->up_pending)
+			sw_up_again(sw, vi);
 		return;
 	}
 	/* Accepted: results go back to where the member sends from. */
@@ -747,7 +776,11 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw_add(sw, vi, h, false);
 	v->seen[rank / 64] |= 1ull << (rank % 64);
 	sw->stat[XINA_STAT_CONTRIB]++;
-	if (++v->ncontrib == sw->workers)
+	if (++v->ncontrib < sw->nmemb)
+		return;
+	if (sw->up)
+		sw_up_partial(sw, vi, h);
+	else
 		sw_complete(sw, vi, h);
 }
 
@@ -791,7 +824,8 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 
 	sw->stat[XINA_STAT_RX]++;
 	mb = rank < sw->workers ? &sw->member[rank] : NULL;
-	if (!mb || mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
+	if (!mb || !mb->addr.sin_family ||
+	    mb->addr.sin_addr.s_addr != from->sin_addr.s_addr ||
 	    (!mb->any_port && mb->addr.sin_port != from->sin_port)) {
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
 		return;
@@ -822,6 +856,16 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 			fprintf(stderr, "xina-swagg: rank %u restarted: epoch %u\n",
 				rank, sw->jj.epoch);
 	}
+	/*
+	 * A new run of the rack's workers is a new run of the whole job:
+	 * the agent joins the upper job again before it answers, so that
+	 * the rack's rounds, restarting at 0, meet the upper job's.
+	 */
+	if (sw->up && m->status == XINA_JOIN_OK &&
+	    sw->up->rack_epoch != sw->jj.epoch && sw_up_join(sw)) {
+		sw_stop = SIGTERM;
+		return;
+	}
 	sw->stat[m->status == XINA_JOIN_OK ? XINA_STAT_JOIN :
 		 XINA_STAT_JOIN_REFUSED]++;
 	sw_join_reply(sw, h, m, mb->key, &mb->addr);
@@ -839,6 +883,8 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	const struct xina_hdr *h = (const struct xina_hdr *)p;
 	bool join = len >= sizeof(*h) && h->type == XINA_T_JOIN;
 
+	if (sw->up && sw_up_packet(sw, p, len, from))
+		return;
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    (h->type != XINA_T_CONTRIB && !join) ||
 	    h->flags & ~XINA_F_ALL || h->weight ||
@@ -900,6 +946,7 @@ static int sw_loop(struct swagg *sw)
 	struct pollfd pfd = { .fd = sw->fd, .events = POLLIN };
 	struct sigaction sa = { .sa_handler = sw_on_signal };
 	size_t bufsz = sw->gro ? SW_RX_BUF : sw->pkt_sz + 1;
+	struct timespec ts, *tmo = NULL;
 	sigset_t block, empty;
 	uint8_t *buf;
 	int i, ret;
@@ -917,7 +964,16 @@ static int sw_loop(struct swagg *sw)
 	sigaction(SIGTERM, &sa, NULL);
 
 	while (!sw_stop) {
-		ret = ppoll(&pfd, 1, NULL, &empty);
+		/* An agent's timers: partials whose result is overdue. */
+		if (sw->up) {
+			ret = sw_up_timers(sw);
+			if (sw->up->nq)
+				sw_flush(sw);
+			ts.tv_sec = ret / 1000;
+			ts.tv_nsec = (long)(ret % 1000) * 1000000;
+			tmo = &ts;
+		}
+		ret = ppoll(&pfd, 1, tmo, &empty);
 		if (ret < 0 && errno != EINTR) {
 			perror("xina-swagg: ppoll");
 			break;
@@ -961,13 +1017,16 @@ static void sw_print(const struct swagg *sw, bool json)
 			printf(",\"%s\":%llu", xina_gstat_name(i),
 			       (unsigned long long)sw->gstat[i]);
 		printf(",\"rx_dgrams\":%llu,\"rx_calls\":%llu,\"tx_dgrams\":%llu,"
-		       "\"tx_calls\":%llu,\"tx_err\":%llu,\"gso\":%s,\"gro\":%s}\n",
+		       "\"tx_calls\":%llu,\"tx_err\":%llu,\"gso\":%s,\"gro\":%s",
 		       (unsigned long long)sw->rx_dgrams,
 		       (unsigned long long)sw->rx_calls,
 		       (unsigned long long)sw->tx_dgrams,
 		       (unsigned long long)sw->tx_calls,
 		       (unsigned long long)sw->tx_err,
 		       sw->gso ? "true" : "false", sw->gro ? "true" : "false");
+		if (sw->up)
+			sw_up_print(sw, json);
+		printf("}\n");
 		return;
 	}
 	printf("job %u: epoch %u joined %u", sw->job, sw->jj.epoch,
@@ -982,6 +1041,8 @@ static void sw_print(const struct swagg *sw, bool json)
 	       (unsigned long long)sw->tx_dgrams, (unsigned long long)sw->tx_calls,
 	       (unsigned long long)sw->tx_err, sw->gso ? "on" : "off",
 	       sw->gro ? "on" : "off");
+	if (sw->up)
+		sw_up_print(sw, json);
 }
 
 int main(int argc, char **argv)
@@ -996,6 +1057,9 @@ int main(int argc, char **argv)
 		return 2;
 	err = sw_setup(&sw, &bind_sa);
 	if (err)
+		return 1;
+	/* An agent serves its rack once it is a member of the upper job. */
+	if (sw.up && sw_up_join(&sw))
 		return 1;
 	if (sw.verbose)
 		fprintf(stderr, "xina-swagg: job %u, %u workers, %u slots of %u elements on port %u (gso %s, gro %s)\n",

@@ -60,7 +60,10 @@
  * rank:    the sender's rank in the job, 0..workers-1.  16 bits: jobs are
  *	    not limited to 32 (or 64) workers.
  * weight:  reserved for hierarchical aggregation (a contribution that stands
- *	    for several workers, Rina-style); must be 0.
+ *	    for several workers, Rina-style); must be 0.  A rack agent's
+ *	    partial sends 0 too: rounds complete by membership, and the
+ *	    float headroom is the workers' world size (Documentation/
+ *	    protocol.md, "Two levels").
  * slot:    index of the aggregation slot in the job's pool, 0..slots-1.
  * round:   how many times the sender used this slot before, for this job.
  *	    The slot keeps two versions (shadow copies); round & 1 selects
