@@ -16,11 +16,12 @@ done
 insmod /xina/modules/xina.ko || exit 1
 echo "# module backend (xina.ko kfunc), $N packets per case"
 xina_kfunc -b "$N"
-rc=$?
+log_test $? "module backend: every verdict and every result's sum as expected"
 wait_until 50 rmmod xina 2>/dev/null
 if [ -x /xina/bin/xina-bench-fastpath ]; then
 	echo "# map backend (xina-bench-fastpath), $N packets per case"
-	xina-bench-fastpath -n "$N" -e 64,256,358 -d 'p%d' || rc=1
+	xina-bench-fastpath -n "$N" -e 64,256,358 -d 'p%d'
+	log_test $? "map backend: every verdict and every result as expected"
 fi
 for i in 0 1 2 3; do ip link del "p$i"; done
-exit $rc
+exit $RET
