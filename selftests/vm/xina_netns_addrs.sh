@@ -57,7 +57,7 @@ allreduce() {
 	local rack=$1 out=$2 swfn=$3
 
 	shift 3
-	"$@" rack_allreduce_at rack_worker_ip "$swfn" "$rack" 1 "$out" \
+	"$@" rack_allreduce_at rack_worker_ns rack_worker_ip "$swfn" "$rack" 1 "$out" \
 		--job "$JOB" --key-file "$KEYFILE" --slots 8 --elems 256 \
 		--dtype i32 --bytes 16384 --iters 2 --timeout-ms "${TIMEOUT_MS:-3000}"
 }
