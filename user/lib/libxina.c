@@ -348,28 +348,13 @@ static void xina_txq_push(struct xina *x, uint32_t s)
  */
 static uint32_t xina_rto(const struct xina *x)
 {
-	uint64_t rto = x->o.rto_us;
-
-	if (x->srtt_us && x->srtt_us + 4ull * x->rttvar_us > rto)
-		rto = x->srtt_us + 4ull * x->rttvar_us;
-	rto <<= x->backoff;
-	return rto > x->o.rto_max_us ? x->o.rto_max_us : rto;
+	return xina_rtt_rto(&x->rtt, x->o.rto_us, x->o.rto_max_us, x->backoff);
 }
 
-static void xina_rtt_sample(struct xina *x, uint64_t ns)
+static void xina_rtt_note(struct xina *x, uint64_t ns)
 {
-	uint32_t r = ns / 1000 ? ns / 1000 : 1;
-	uint32_t d;
-
 	x->backoff = 0;
-	if (!x->srtt_us) {
-		x->srtt_us = r;
-		x->rttvar_us = r / 2;
-		return;
-	}
-	d = r > x->srtt_us ? r - x->srtt_us : x->srtt_us - r;
-	x->rttvar_us = x->rttvar_us - x->rttvar_us / 4 + d / 4;
-	x->srtt_us = x->srtt_us - x->srtt_us / 8 + r / 8;
+	xina_rtt_sample(&x->rtt, ns);
 }
 
 /* Build the packet of @block in slot @s's transmit buffer and queue it. */
@@ -442,7 +427,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 static void xina_fast_retransmit(struct xina *x, uint64_t block,
 				 uint64_t now)
 {
-	uint64_t young = ((uint64_t)x->srtt_us + 2ull * x->rttvar_us) * 1000;
+	uint64_t young = ((uint64_t)x->rtt.srtt_us + 2ull * x->rtt.rttvar_us) * 1000;
 	struct xina_slot *sl;
 	struct xina_hdr *h;
 	uint32_t s;
@@ -528,7 +513,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	c->done++;
 	c->progress_ns = xina_now_ns();
 	if (!sl->resent && sl->sent_ns)
-		xina_rtt_sample(x, c->progress_ns - sl->sent_ns);
+		xina_rtt_note(x, c->progress_ns - sl->sent_ns);
 	xina_fast_retransmit(x, block, c->progress_ns);
 	if (block + x->o.slots < c->nblocks)
 		xina_fill(x, c, s, block + x->o.slots);

@@ -372,6 +372,35 @@ LIBXINA_API int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
 LIBXINA_API int xina_allreduce_f32(struct xina *x, float *buf, size_t n);
 
 /*
+ * Element types of xina_allreduce().  The integer types travel as
+ * themselves (16 and 8-bit ones packed two and four to a 32-bit word, so a
+ * packet carries two and four times the elements of int32); the float
+ * types never travel as floats (see "Types and operators" above).
+ */
+enum xina_type {
+	XINA_TYPE_INT8 = 1,
+	XINA_TYPE_INT16 = 2,
+	XINA_TYPE_INT32 = 3,
+	XINA_TYPE_INT64 = 4,
+	XINA_TYPE_FLOAT16 = 5,	/* IEEE 754 binary16, as uint16_t bits */
+	XINA_TYPE_BFLOAT16 = 6,	/* bfloat16, as uint16_t bits */
+	XINA_TYPE_FLOAT32 = 7,
+	__XINA_TYPE_MAX,
+};
+
+/*
+ * In place, @n elements of @type at @buf, by @op (enum xina_op: SUM, MIN,
+ * MAX, AVG for every type; AND, OR, XOR for the integer types).  The
+ * typed calls above are xina_allreduce() with INT32 and FLOAT32.
+ */
+LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
+			       enum xina_type type, enum xina_op op);
+/* Bytes of one element of @type, 0 for an unknown type. */
+LIBXINA_API size_t xina_type_size(enum xina_type type);
+/* "int8" ... "float32", or NULL for an unknown type. */
+LIBXINA_API const char *xina_type_name(enum xina_type type);
+
+/*
  * Non-blocking calls.
  *
  * xina_allreduce_i32_start() and xina_allreduce_f32_start() check their
@@ -435,6 +464,9 @@ LIBXINA_API int xina_allreduce_i32_start(struct xina *x, int32_t *buf,
 					 struct xina_req **req);
 LIBXINA_API int xina_allreduce_f32_start(struct xina *x, float *buf,
 					 size_t n, struct xina_req **req);
+LIBXINA_API int xina_allreduce_start(struct xina *x, void *buf, size_t n,
+				     enum xina_type type, enum xina_op op,
+				     struct xina_req **req);
 LIBXINA_API int xina_req_test(const struct xina_req *req);
 LIBXINA_API int xina_req_wait(struct xina_req *req, int timeout_ms);
 LIBXINA_API const char *xina_req_error(const struct xina_req *req);

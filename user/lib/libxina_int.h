@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include "libxina.h"
+#include "xina_rtt.h"
 
 #define XINA_BATCH	64	/* datagrams per sendmmsg/recvmmsg */
 #define XINA_GSO_MAX	64	/* kernel limit of segments per GSO send */
@@ -91,8 +92,7 @@ struct xina {
 	bool			gro;	/* UDP_GRO enabled */
 	bool			refused;	/* ICMP port unreachable seen */
 	uint64_t		next_timer_ns;	/* earliest slot deadline */
-	uint32_t		srtt_us;	/* RFC 6298 estimator, 0: no sample yet */
-	uint32_t		rttvar_us;
+	struct xina_rtt		rtt;		/* RFC 6298 estimator */
 	uint32_t		backoff;	/* shift of the RTO after expiries */
 	uint64_t		idle_since_ns;	/* last call returned (or open) */
 

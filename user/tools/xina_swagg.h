@@ -14,6 +14,7 @@
 #include <linux/xina.h>
 
 #include "xina_join.h"
+#include "xina_rtt.h"
 
 #define SW_RX_BATCH	32
 #define SW_RX_BUF	65536
@@ -66,8 +67,7 @@ struct sw_up {
 	uint64_t		nonce;		/* of the latest upper join */
 	uint32_t		rto_us;		/* first timeout, until measured */
 	uint32_t		rto_max_us;
-	uint32_t		srtt_us;	/* RFC 6298, 0: no sample yet */
-	uint32_t		rttvar_us;
+	struct xina_rtt		rtt;		/* RFC 6298 estimator */
 	uint32_t		timeout_ms;	/* of the upper join */
 	uint64_t		next_scan_ns;	/* timers checked next */
 	uint32_t		*q;		/* versions to send up */

@@ -53,29 +53,10 @@
 #define SW_UP_JOIN_RTO_US	50000	/* first resend of a join */
 #define SW_UP_BUSY_MS		(XINA_JOIN_BUSY_MS / 5)
 
-/* The timeout of a new partial, as libxina's xina_rto(). */
+/* The timeout of a new partial, as libxina's. */
 static uint32_t sw_up_rto(const struct sw_up *up)
 {
-	uint64_t rto = up->rto_us;
-
-	if (up->srtt_us && up->srtt_us + 4ull * up->rttvar_us > rto)
-		rto = up->srtt_us + 4ull * up->rttvar_us;
-	return rto > up->rto_max_us ? up->rto_max_us : rto;
-}
-
-static void sw_up_rtt_sample(struct sw_up *up, uint64_t ns)
-{
-	uint32_t r = ns / 1000 ? ns / 1000 : 1;
-	uint32_t d;
-
-	if (!up->srtt_us) {
-		up->srtt_us = r;
-		up->rttvar_us = r / 2;
-		return;
-	}
-	d = r > up->srtt_us ? r - up->srtt_us : up->srtt_us - r;
-	up->rttvar_us = up->rttvar_us - up->rttvar_us / 4 + d / 4;
-	up->srtt_us = up->srtt_us - up->srtt_us / 8 + r / 8;
+	return xina_rtt_rto(&up->rtt, up->rto_us, up->rto_max_us, 0);
 }
 
 static size_t sw_up_pkt_sz(const struct swagg *sw)
@@ -459,7 +440,7 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		a[i] = (int32_t)ntohl(in[i]);
 	v->up_pending = false;
 	if (!v->up_resent)
-		sw_up_rtt_sample(up, sw_now_ns() - v->up_first_ns);
+		xina_rtt_sample(&up->rtt, sw_now_ns() - v->up_first_ns);
 	up->results++;
 	/* the rack version's own header: its job, epoch, slot and round */
 	memset(&rh, 0, sizeof(rh));

@@ -49,13 +49,29 @@
  *	    answers with XINA_T_RESULT.
  * dtype:   enum xina_dtype of the elements.
  * op:      enum xina_op applied to the elements of one slot.  All
- *	    contributions to one round of a slot must carry the same op.
+ *	    contributions to one round of a slot must carry the same op
+ *	    and the same dtype (else drop_op); the next round of the slot
+ *	    may use another pair.  Every op is defined for every dtype.
+ *	    Floats never travel as floats: libxina maps them to integers
+ *	    (block floating point for SUM, an order-preserving map for MIN
+ *	    and MAX), so that every result is exact integer arithmetic and
+ *	    bitwise the same whatever the arrival order (Documentation/
+ *	    protocol.md, "Types and operators").
  * flags:   XINA_F_* bits.  Unknown bits make the packet malformed.
  * exp:     informational block exponent: the power of two the worker used
  *	    to quantise float data into this block (see Documentation/
  *	    protocol.rst); the switch copies it into the result untouched
  *	    from the contribution that completes the slot.
- * count:   number of elements after the header, 1..job's elements per slot.
+ * count:   number of 32-bit words after the header, 1..job's elements per
+ *	    slot (a job's slot memory is counted in 32-bit words).  An
+ *	    INT32 block is count elements; the narrower types are packed:
+ *	    an INT16 word holds two elements, an INT8 word four, first
+ *	    element in the word's most significant bits (so that the words
+ *	    in network order are the elements in network order); an INT64
+ *	    element takes two words, high word first, and an INT64 block
+ *	    has an even count (else drop_op).  A worker pads its last word
+ *	    with zero elements; the switch combines every lane of every
+ *	    word, padding included.
  * job:     job id, as configured with "xinactl job add".
  * rank:    the sender's rank in the job, 0..workers-1.  16 bits: jobs are
  *	    not limited to 32 (or 64) workers.
@@ -99,7 +115,8 @@
  * Both are a bare header (count 0, no elements; the tag's NH is that of no
  * payload, 0).  In a JOIN:
  *
- *	dtype	the worker's element type (XINA_DTYPE_INT32)
+ *	dtype	XINA_DTYPE_INT32: the unit of aux (32-bit words); the
+ *		contributions may then carry any dtype
  *	op, flags, exp, count, weight, round, epoch: 0
  *	job, rank	who the worker is
  *	slot	the slots the worker will use
@@ -180,15 +197,32 @@ enum xina_join_status {
 				 * XINA_JOIN_BUSY_MS); ask again later */
 };
 
+/*
+ * Element types on the wire: all two's complement, SUM wrapping modulo
+ * 2^width, MIN and MAX signed (bpf/xina_lanes.h has the arithmetic, shared
+ * by every aggregator).
+ */
 enum xina_dtype {
-	XINA_DTYPE_INT32 = 1,	/* two's complement, wrapping sum */
-	/* reserved: XINA_DTYPE_INT8, XINA_DTYPE_INT16, XINA_DTYPE_FP16, ... */
+	XINA_DTYPE_INT32 = 1,	/* one element per word */
+	XINA_DTYPE_INT8 = 2,	/* four elements per word */
+	XINA_DTYPE_INT16 = 3,	/* two elements per word */
+	XINA_DTYPE_INT64 = 4,	/* one element per two words, high first */
+	__XINA_DTYPE_MAX,
 };
 
 enum xina_op {
 	XINA_OP_SUM = 1,
 	XINA_OP_MAX = 2,	/* also used to agree on block exponents */
-	/* reserved: XINA_OP_MIN, XINA_OP_PROD, user-defined operators */
+	XINA_OP_MIN = 3,
+	XINA_OP_AND = 4,	/* bitwise, lane width irrelevant */
+	XINA_OP_OR = 5,
+	XINA_OP_XOR = 6,
+	__XINA_OP_WIRE_MAX,
+	/*
+	 * libxina only, never on the wire (a switch drops it as drop_op): a
+	 * SUM divided by the number of workers on each worker.
+	 */
+	XINA_OP_AVG = 16,
 };
 
 enum xina_flags {

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-3-Clause) */
+/*
+ * The arithmetic of every (dtype, op) pair of the wire format, on the
+ * 32-bit words a slot holds, in one header shared by the XDP fast path
+ * (bpf/), xina.ko (kmod/), xina-swagg and the tests' reference, so that no
+ * two aggregators can disagree (as bpf/xina_join.h for the join).  Plain C
+ * on __u32/__u64, no loop: callers loop over words with their own bounds.
+ *
+ * A word is in host order, as ntohl() of the wire's word: an INT16 word
+ * holds two elements (the first in bits 31..16), an INT8 word four (the
+ * first in bits 31..24), and an INT64 element is two words, high first,
+ * i.e. the 64-bit value ((__u64)w[2i] << 32 | w[2i+1]).  All types are two's
+ * complement: SUM wraps modulo 2^width within each lane (no carry crosses
+ * a lane), MIN and MAX compare lanes as signed, AND, OR and XOR are bitwise
+ * (the lane width does not matter).
+ *
+ * Word combines for 8 and 16-bit lanes are SWAR: the lanes' low bits are
+ * added with the top bit of every lane masked off (so no carry leaves a
+ * lane), and the top bits are put back with an XOR; MIN and MAX pick each
+ * lane by a signed compare.  Each function is exact for every input:
+ * selftests/xina_fastpath.c checks them against per-element arithmetic.
+ */
+#ifndef XINA_LANES_H
+#define XINA_LANES_H
+
+#include <linux/types.h>
+#include "../include/uapi/linux/xina.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* Elements per 32-bit word, 0 for INT64 (two words per element). */
+static __always_inline __u32 xina_dtype_lanes(__u32 dtype)
+{
+	switch (dtype) {
+	case XINA_DTYPE_INT32:
+		return 1;
+	case XINA_DTYPE_INT16:
+		return 2;
+	case XINA_DTYPE_INT8:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Whether a contribution of @count words may carry @dtype and @op: the
+ * switch's drop_op test, besides "the same pair as the round".
+ */
+static __always_inline int xina_dtype_op_ok(__u32 dtype, __u32 op,
+					    __u32 count)
+{
+	if (dtype < XINA_DTYPE_INT32 || dtype >= __XINA_DTYPE_MAX)
+		return 0;
+	if (op < XINA_OP_SUM || op >= __XINA_OP_WIRE_MAX)
+		return 0;
+	return dtype != XINA_DTYPE_INT64 || !(count & 1);
+}
+
+/* Lane-wise wrapping sum; @m is the lanes' top bits. */
+static __always_inline __u32 xina_swar_add(__u32 a, __u32 b, __u32 m)
+{
+	return ((a & ~m) + (b & ~m)) ^ ((a ^ b) & m);
+}
+
+static __always_inline __u32 xina_sum16(__u32 a, __u32 b)
+{
+	return xina_swar_add(a, b, 0x80008000u);
+}
+
+static __always_inline __u32 xina_sum8(__u32 a, __u32 b)
+{
+	return xina_swar_add(a, b, 0x80808080u);
+}
+
+/* The lane of @a or of @b under @mask, whichever @max_ picks (signed). */
+#define XINA_PICK_(a, b, mask, shift, stype, max_)			\
+	((((stype)((a) >> (shift)) > (stype)((b) >> (shift))) == (max_) ? \
+	  (a) : (b)) & (mask))
+
+static __always_inline __u32 xina_pick16(__u32 a, __u32 b, const int max_)
+{
+	return XINA_PICK_(a, b, 0xffff0000u, 16, __s16, max_) |
+	       XINA_PICK_(a, b, 0x0000ffffu, 0, __s16, max_);
+}
+
+static __always_inline __u32 xina_pick8(__u32 a, __u32 b, const int max_)
+{
+	return XINA_PICK_(a, b, 0xff000000u, 24, __s8, max_) |
+	       XINA_PICK_(a, b, 0x00ff0000u, 16, __s8, max_) |
+	       XINA_PICK_(a, b, 0x0000ff00u, 8, __s8, max_) |
+	       XINA_PICK_(a, b, 0x000000ffu, 0, __s8, max_);
+}
+
+static __always_inline __u32 xina_pick32(__u32 a, __u32 b, const int max_)
+{
+	return ((__s32)a > (__s32)b) == max_ ? a : b;
+}
+
+/*
+ * One word of a 8, 16 or 32-bit @dtype: @acc combined with @x by @op.
+ * With @dtype and @op constants after inlining this is one expression;
+ * INT64 goes through xina_combine64().
+ */
+static __always_inline __u32 xina_combine32(__u32 acc, __u32 x,
+					    const __u32 dtype, const __u32 op)
+{
+	switch (op) {
+	case XINA_OP_SUM:
+		if (dtype == XINA_DTYPE_INT16)
+			return xina_sum16(acc, x);
+		if (dtype == XINA_DTYPE_INT8)
+			return xina_sum8(acc, x);
+		return acc + x;
+	case XINA_OP_MAX:
+	case XINA_OP_MIN:
+		if (dtype == XINA_DTYPE_INT16)
+			return xina_pick16(acc, x, op == XINA_OP_MAX);
+		if (dtype == XINA_DTYPE_INT8)
+			return xina_pick8(acc, x, op == XINA_OP_MAX);
+		return xina_pick32(acc, x, op == XINA_OP_MAX);
+	case XINA_OP_AND:
+		return acc & x;
+	case XINA_OP_OR:
+		return acc | x;
+	default:
+		return acc ^ x;
+	}
+}
+
+/* One INT64 element (two words, high first, as one value) by @op. */
+static __always_inline __u64 xina_combine64(__u64 acc, __u64 x, const __u32 op)
+{
+	switch (op) {
+	case XINA_OP_SUM:
+		return acc + x;
+	case XINA_OP_MAX:
+		return (__s64)x > (__s64)acc ? x : acc;
+	case XINA_OP_MIN:
+		return (__s64)x < (__s64)acc ? x : acc;
+	case XINA_OP_AND:
+		return acc & x;
+	case XINA_OP_OR:
+		return acc | x;
+	default:
+		return acc ^ x;
+	}
+}
+
+/*
+ * A staged pair of words (the first in the high half, as the fast path
+ * stages them): for INT64 one element, else two words.
+ */
+static __always_inline __u64 xina_combine_pair(__u64 acc, __u64 x,
+					       const __u32 dtype,
+					       const __u32 op)
+{
+	if (dtype == XINA_DTYPE_INT64)
+		return xina_combine64(acc, x, op);
+	if (op == XINA_OP_AND)
+		return acc & x;
+	if (op == XINA_OP_OR)
+		return acc | x;
+	if (op == XINA_OP_XOR)
+		return acc ^ x;
+	return (__u64)xina_combine32(acc >> 32, x >> 32, dtype, op) << 32 |
+	       xina_combine32(acc, x, dtype, op);
+}
+
+#endif /* XINA_LANES_H */
