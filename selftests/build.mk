@@ -47,6 +47,20 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@
 
+# xina_ringtest: one rank of libxina's host fallback ring, for
+# xina_ring.sh; built with AddressSanitizer and UBSan (it parses what
+# peers send).
+SELFTESTS += $(ST_OUT)/xina_ringtest
+$(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c user/lib/libxina_ring.c \
+			 user/lib/libxina_ring.h bpf/xina_auth.h bpf/xina_lanes.h \
+			 user/common/xina_keyfile.c user/common/xina_keyfile.h \
+			 include/uapi/linux/xina.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -fno-omit-frame-pointer -o $@ $< \
+		user/lib/libxina_ring.c user/common/xina_keyfile.c
+
 # xina-swagg with AddressSanitizer: swagg_e2e.sh gives it bad command
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan

@@ -1,0 +1,810 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
+/*
+ * The host fallback's ring allreduce over TCP (libxina_ring.h).
+ *
+ * Rank r listens on peers[r], connects to r + 1 and accepts r - 1 (modulo
+ * the workers).  A call is the textbook ring: W - 1 steps of
+ * reduce-scatter, where in step s rank r sends segment r - s to r + 1 and
+ * folds segment r - s - 1 from r - 1 into its own copy, then W - 1 steps
+ * of allgather.  Segments are whole blocks, so a block's "done" byte (a
+ * result the switch delivered before it went away) travels with it: when
+ * either side of a fold holds the result, the result wins, and every
+ * worker ends with it (all workers that hold a block's result hold the
+ * same bits: the switch sent one result).  Every rank sends and receives
+ * in each step at once (non-blocking sockets and poll), or a ring of
+ * blocking sends larger than the socket buffers would wait on itself.
+ *
+ * Integer folds are exact and commutative, so the result does not depend
+ * on which rank started a segment: the same bits as the switch's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/random.h>
+#include <endian.h>
+#include <sys/socket.h>
+
+#include "libxina_ring.h"
+#include "../../bpf/xina_auth.h"
+#include "../../bpf/xina_lanes.h"
+
+#define XRING_LABEL	0x676e722d616e6978ULL	/* "xina-rng" */
+#define XRING_MAGIC	0x58524e47u		/* "XRNG" */
+#define XRING_VERSION	1
+
+enum xring_kind {
+	XRING_HELLO = 1,	/* client: who I am, my nonce */
+	XRING_CHALLENGE = 2,	/* server: my nonce, proof of the key */
+	XRING_PROOF = 3,	/* client: proof of the key */
+	XRING_DATA = 4,
+};
+
+enum xring_role {	/* what a handshake tag stands for */
+	XRING_TAG_SERVER = 1,
+	XRING_TAG_CLIENT = 2,
+	XRING_TAG_SESS0 = 3,
+	XRING_TAG_SESS1 = 4,
+};
+
+/* Handshake message, 32 bytes, all fields in network order. */
+struct xring_hs {
+	uint32_t	magic;
+	uint16_t	version;
+	uint16_t	kind;
+	uint32_t	job;
+	uint32_t	rank;	/* the sender's */
+	uint64_t	nonce;	/* HELLO, CHALLENGE: the sender's */
+	uint64_t	tag;	/* CHALLENGE, PROOF */
+};
+
+/* Data message header; a SipHash tag of header and payload follows them. */
+struct xring_dh {
+	uint32_t	magic;
+	uint32_t	seq;
+	uint64_t	len;	/* payload bytes */
+};
+
+struct xring_conn {
+	int		fd;
+	uint64_t	ks[2];	/* session key */
+	uint32_t	seq;	/* next message's */
+};
+
+struct xina_ring {
+	struct xina_ring_cfg	cfg;
+	struct sockaddr_in	*peers;
+	__u64			k[2];	/* the job's ring key */
+	int			lfd;
+	struct xring_conn	next, prev;
+	uint8_t			*tx, *rx;
+	size_t			buf_sz;
+	uint8_t			*dn;	/* done byte per block */
+	size_t			dn_sz;
+	struct xina_ring_stats	st;
+};
+
+static int xring_err(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return e;
+}
+
+static uint64_t xring_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+static const char *xring_addr(const struct sockaddr_in *a, char *buf,
+			      size_t len)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(a->sin_port));
+	return buf;
+}
+
+/* The handshake's tags: both ranks, both nonces, and what it stands for. */
+static uint64_t xring_hs_tag(const struct xina_ring *r, enum xring_role role,
+			     uint32_t client, uint32_t server, uint64_t nc,
+			     uint64_t ns)
+{
+	uint64_t m[4] = {
+		xina_le64((uint64_t)role << 32 | r->cfg.job),
+		xina_le64((uint64_t)client << 32 | server),
+		xina_le64(nc), xina_le64(ns),
+	};
+
+	return xina_siphash(r->k[0], r->k[1], m, sizeof(m));
+}
+
+static void xring_session(const struct xina_ring *r, struct xring_conn *c,
+			  uint32_t client, uint32_t server, uint64_t nc,
+			  uint64_t ns)
+{
+	c->ks[0] = xring_hs_tag(r, XRING_TAG_SESS0, client, server, nc, ns);
+	c->ks[1] = xring_hs_tag(r, XRING_TAG_SESS1, client, server, nc, ns);
+	c->seq = 0;
+}
+
+static void xring_hs_fill(const struct xina_ring *r, struct xring_hs *h,
+			  enum xring_kind kind, uint64_t nonce, uint64_t tag)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = htonl(XRING_MAGIC);
+	h->version = htons(XRING_VERSION);
+	h->kind = htons(kind);
+	h->job = htonl(r->cfg.job);
+	h->rank = htonl(r->cfg.rank);
+	h->nonce = htobe64(nonce);
+	h->tag = htobe64(tag);
+}
+
+static bool xring_hs_ok(const struct xina_ring *r, const struct xring_hs *h,
+			enum xring_kind kind, uint32_t rank)
+{
+	return ntohl(h->magic) == XRING_MAGIC &&
+	       ntohs(h->version) == XRING_VERSION &&
+	       ntohs(h->kind) == kind && ntohl(h->job) == r->cfg.job &&
+	       ntohl(h->rank) == rank;
+}
+
+static uint64_t xring_nonce(void)
+{
+	uint64_t n = 0;
+
+	while (getrandom(&n, sizeof(n), 0) != sizeof(n))
+		;
+	return n;
+}
+
+static uint32_t xring_next_rank(const struct xina_ring *r)
+{
+	return (r->cfg.rank + 1) % r->cfg.workers;
+}
+
+static uint32_t xring_prev_rank(const struct xina_ring *r)
+{
+	return (r->cfg.rank + r->cfg.workers - 1) % r->cfg.workers;
+}
+
+static int xring_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* Connect to the next rank (retrying while it is not listening yet). */
+static int xring_connect(struct xina_ring *r, uint64_t deadline, char *err,
+			 size_t errlen)
+{
+	const struct sockaddr_in *a = &r->peers[xring_next_rank(r)];
+	char where[64];
+	int fd, e;
+
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return xring_err(err, errlen, -errno, "socket: %s",
+					 strerror(errno));
+		if (!connect(fd, (const struct sockaddr *)a, sizeof(*a)))
+			break;
+		e = errno;
+		close(fd);
+		if (e != ECONNREFUSED && e != ENETUNREACH && e != EINTR)
+			return xring_err(err, errlen, -e,
+					 "connect to rank %u at %s: %s",
+					 xring_next_rank(r),
+					 xring_addr(a, where, sizeof(where)),
+					 strerror(e));
+		if (xring_now_ms() >= deadline)
+			return xring_err(err, errlen, -ETIMEDOUT,
+					 "rank %u at %s did not listen within %d ms (is its worker running, with the same fallback addresses?)",
+					 xring_next_rank(r),
+					 xring_addr(a, where, sizeof(where)),
+					 r->cfg.timeout_ms);
+		usleep(20000);
+	}
+	r->next.fd = fd;
+	return xring_nonblock(fd);
+}
+
+/*
+ * The handshake, both halves in one event loop: as a client on r->next
+ * (hello sent, then the server's challenge checked and our proof sent),
+ * as a server on every connection accepted (its hello checked, our
+ * challenge sent, its proof checked).  Nothing waits on one peer while
+ * another could progress: a ring whose ranks each waited for their
+ * previous rank's proof before answering their next rank would wait on
+ * itself, and a connection that never speaks (a port scan, a rogue) would
+ * hold the ring up.  Up to XRING_PENDING connections are evaluated at once,
+ * the oldest dropped for a new one; each that fails is closed and counted
+ * (rejected): it changed nothing and got nothing but our nonce and a tag
+ * it cannot use (its role and both ranks are in it).
+ */
+#define XRING_PENDING	8
+
+enum xring_hs_state {
+	XRING_S_FREE = 0,
+	XRING_S_HELLO,		/* server: waiting for the hello */
+	XRING_S_PROOF,		/* server: challenge sent, waiting for the proof */
+	XRING_S_CHALLENGE,	/* client: hello sent, waiting for the challenge */
+	XRING_S_DONE,
+};
+
+struct xring_hs_conn {
+	int			fd;
+	enum xring_hs_state	state;
+	uint64_t		mine, theirs;	/* nonces */
+	uint64_t		since_ms;	/* accepted at */
+	struct xring_hs		in;
+	size_t			got;
+};
+
+static void xring_hs_drop(struct xina_ring *r, struct xring_hs_conn *c)
+{
+	r->st.rejected++;
+	close(c->fd);
+	c->fd = -1;
+	c->state = XRING_S_FREE;
+}
+
+/* A whole message into @c->in; 1 when complete, 0 for more, <0 error. */
+static int xring_hs_read(struct xring_hs_conn *c)
+{
+	ssize_t n = recv(c->fd, (uint8_t *)&c->in + c->got,
+			 sizeof(c->in) - c->got, MSG_DONTWAIT);
+
+	if (!n)
+		return -ECONNRESET;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	c->got += n;
+	if (c->got < sizeof(c->in))
+		return 0;
+	c->got = 0;
+	return 1;
+}
+
+static int xring_hs_send(const struct xina_ring *r, int fd,
+			 enum xring_kind kind, uint64_t nonce, uint64_t tag)
+{
+	struct xring_hs h;
+
+	xring_hs_fill(r, &h, kind, nonce, tag);
+	/* 32 bytes into an empty socket buffer: all or nothing */
+	return send(fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	       sizeof(h) ? 0 : -EIO;
+}
+
+/* The client side, on r->next: the challenge in @c->in. */
+static int xring_hs_client(struct xina_ring *r, struct xring_hs_conn *c,
+			   char *err, size_t errlen)
+{
+	uint32_t me = r->cfg.rank, nx = xring_next_rank(r);
+
+	c->theirs = be64toh(c->in.nonce);
+	if (!xring_hs_ok(r, &c->in, XRING_CHALLENGE, nx) ||
+	    be64toh(c->in.tag) != xring_hs_tag(r, XRING_TAG_SERVER, me, nx,
+					       c->mine, c->theirs))
+		return xring_err(err, errlen, -EACCES,
+				 "the ring peer at rank %u's address does not hold job %u's key (or is not rank %u of it): check the key files and the fallback addresses",
+				 nx, r->cfg.job, nx);
+	if (xring_hs_send(r, c->fd, XRING_PROOF, 0,
+			  xring_hs_tag(r, XRING_TAG_CLIENT, me, nx, c->mine,
+				       c->theirs)))
+		return xring_err(err, errlen, -ECONNRESET,
+				 "ring handshake with rank %u: connection lost", nx);
+	xring_session(r, &r->next, me, nx, c->mine, c->theirs);
+	c->state = XRING_S_DONE;
+	return 0;
+}
+
+/* The server side: a message in @c->in; false to drop the connection. */
+static bool xring_hs_server(struct xina_ring *r, struct xring_hs_conn *c)
+{
+	uint32_t me = r->cfg.rank, pv = xring_prev_rank(r);
+
+	if (c->state == XRING_S_HELLO) {
+		if (!xring_hs_ok(r, &c->in, XRING_HELLO, pv))
+			return false;
+		c->theirs = be64toh(c->in.nonce);
+		c->mine = xring_nonce();
+		c->state = XRING_S_PROOF;
+		return !xring_hs_send(r, c->fd, XRING_CHALLENGE, c->mine,
+				      xring_hs_tag(r, XRING_TAG_SERVER, pv, me,
+						   c->theirs, c->mine));
+	}
+	if (!xring_hs_ok(r, &c->in, XRING_PROOF, pv) ||
+	    be64toh(c->in.tag) != xring_hs_tag(r, XRING_TAG_CLIENT, pv, me,
+					       c->theirs, c->mine))
+		return false;
+	r->prev.fd = c->fd;
+	xring_session(r, &r->prev, pv, me, c->theirs, c->mine);
+	c->fd = -1;
+	c->state = XRING_S_DONE;
+	return true;
+}
+
+/* Take a new connection, evicting the oldest pending one if all are. */
+static void xring_hs_accept(struct xina_ring *r, struct xring_hs_conn *sv)
+{
+	struct xring_hs_conn *c = NULL;
+	int fd, i;
+
+	fd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	for (i = 0; i < XRING_PENDING; i++) {
+		if (sv[i].state == XRING_S_FREE) {
+			c = &sv[i];
+			break;
+		}
+		if (!c || sv[i].since_ms < c->since_ms)
+			c = &sv[i];
+	}
+	if (c->state != XRING_S_FREE)
+		xring_hs_drop(r, c);
+	*c = (struct xring_hs_conn){
+		.fd = fd, .state = XRING_S_HELLO, .since_ms = xring_now_ms(),
+	};
+}
+
+static int xring_handshake(struct xina_ring *r, uint64_t deadline, char *err,
+			   size_t errlen)
+{
+	struct xring_hs_conn cl = { .fd = r->next.fd, .state = XRING_S_CHALLENGE };
+	struct xring_hs_conn sv[XRING_PENDING];
+	struct pollfd p[XRING_PENDING + 2];
+	uint64_t now;
+	int i, n, e;
+
+	for (i = 0; i < XRING_PENDING; i++)
+		sv[i] = (struct xring_hs_conn){ .fd = -1 };
+	cl.mine = xring_nonce();
+	if (xring_hs_send(r, cl.fd, XRING_HELLO, cl.mine, 0))
+		return xring_err(err, errlen, -ECONNRESET,
+				 "rank %u closed the ring connection",
+				 xring_next_rank(r));
+	while (r->prev.fd < 0 || cl.state != XRING_S_DONE) {
+		now = xring_now_ms();
+		if (now >= deadline)
+			break;
+		p[0] = (struct pollfd){ .fd = r->prev.fd < 0 ? r->lfd : -1,
+					.events = POLLIN };
+		p[1] = (struct pollfd){ .fd = cl.state == XRING_S_DONE ? -1 : cl.fd,
+					.events = POLLIN };
+		for (i = 0; i < XRING_PENDING; i++)
+			p[i + 2] = (struct pollfd){ .fd = sv[i].fd,
+						    .events = POLLIN };
+		n = poll(p, XRING_PENDING + 2, deadline - now > 1000 ? 1000 :
+			 deadline - now);
+		if (n < 0 && errno != EINTR)
+			return xring_err(err, errlen, -errno, "poll: %s",
+					 strerror(errno));
+		if (n <= 0)
+			continue;
+		if (p[1].revents) {
+			e = xring_hs_read(&cl);
+			if (e < 0)
+				return xring_err(err, errlen, e,
+						 "rank %u closed the ring connection during the handshake (%s): does it hold job %u's key?",
+						 xring_next_rank(r), strerror(-e),
+						 r->cfg.job);
+			if (e > 0 && xring_hs_client(r, &cl, err, errlen))
+				return -EACCES;
+		}
+		for (i = 0; i < XRING_PENDING; i++) {
+			if (!p[i + 2].revents || sv[i].fd < 0)
+				continue;
+			e = xring_hs_read(&sv[i]);
+			if (e < 0 || (e > 0 && !xring_hs_server(r, &sv[i])))
+				xring_hs_drop(r, &sv[i]);
+		}
+		if (p[0].revents && r->prev.fd < 0)
+			xring_hs_accept(r, sv);
+	}
+	/* connections still unproven when the ring stands failed too */
+	for (i = 0; i < XRING_PENDING; i++)
+		if (sv[i].fd >= 0)
+			xring_hs_drop(r, &sv[i]);
+	if (cl.state != XRING_S_DONE)
+		return xring_err(err, errlen, -ETIMEDOUT,
+				 "rank %u did not answer the ring handshake within %d ms",
+				 xring_next_rank(r), r->cfg.timeout_ms);
+	if (r->prev.fd < 0)
+		return xring_err(err, errlen, -ETIMEDOUT,
+				 "rank %u did not connect (and authenticate) within %d ms; %llu connections failed the handshake",
+				 xring_prev_rank(r), r->cfg.timeout_ms,
+				 (unsigned long long)r->st.rejected);
+	return 0;
+}
+
+static int xring_listen(struct xina_ring *r, char *err, size_t errlen)
+{
+	const struct sockaddr_in *a = &r->peers[r->cfg.rank];
+	char where[64];
+	int one = 1;
+
+	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (r->lfd < 0)
+		return xring_err(err, errlen, -errno, "socket: %s",
+				 strerror(errno));
+	setsockopt(r->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(r->lfd, (const struct sockaddr *)a, sizeof(*a)) ||
+	    listen(r->lfd, 8))
+		return xring_err(err, errlen, -errno,
+				 "ring address of rank %u, %s: %s (is it this host's?)",
+				 r->cfg.rank,
+				 xring_addr(a, where, sizeof(where)),
+				 strerror(errno));
+	return 0;
+}
+
+void xina_ring_close(struct xina_ring *r)
+{
+	if (!r)
+		return;
+	if (r->lfd >= 0)
+		close(r->lfd);
+	if (r->next.fd >= 0)
+		close(r->next.fd);
+	if (r->prev.fd >= 0)
+		close(r->prev.fd);
+	explicit_bzero(r->k, sizeof(r->k));
+	explicit_bzero(r->next.ks, sizeof(r->next.ks));
+	explicit_bzero(r->prev.ks, sizeof(r->prev.ks));
+	free(r->peers);
+	free(r->tx);
+	free(r->rx);
+	free(r->dn);
+	free(r);
+}
+
+int xina_ring_open(const struct xina_ring_cfg *cfg, struct xina_ring **out,
+		   char *err, size_t errlen)
+{
+	struct xina_ring *r;
+	uint64_t deadline;
+	int e;
+
+	*out = NULL;
+	if (!cfg->workers || cfg->rank >= cfg->workers || !cfg->peers ||
+	    !cfg->secret || cfg->timeout_ms <= 0)
+		return xring_err(err, errlen, -EINVAL,
+				 "ring: rank %u of %u workers, %s peers, %s secret, timeout %d ms",
+				 cfg->rank, cfg->workers,
+				 cfg->peers ? "with" : "no",
+				 cfg->secret ? "with" : "no", cfg->timeout_ms);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return xring_err(err, errlen, -ENOMEM, "out of memory");
+	r->cfg = *cfg;
+	r->lfd = r->next.fd = r->prev.fd = -1;
+	r->peers = calloc(cfg->workers, sizeof(*r->peers));
+	if (!r->peers) {
+		free(r);
+		return xring_err(err, errlen, -ENOMEM, "out of memory");
+	}
+	memcpy(r->peers, cfg->peers, cfg->workers * sizeof(*r->peers));
+	r->cfg.peers = r->peers;
+	r->cfg.secret = NULL;	/* only the derived key is kept */
+	xina_derive_key(cfg->secret, XRING_LABEL, cfg->job, 0, r->k);
+	*out = r;
+	if (cfg->workers == 1)
+		return 0;
+
+	deadline = xring_now_ms() + cfg->timeout_ms;
+	e = xring_listen(r, err, errlen);
+	if (!e)
+		e = xring_connect(r, deadline, err, errlen);
+	if (!e)
+		e = xring_handshake(r, deadline, err, errlen);
+	if (e) {
+		xina_ring_close(r);
+		*out = NULL;
+	}
+	return e;
+}
+
+void xina_ring_stats(const struct xina_ring *r, struct xina_ring_stats *st)
+{
+	*st = r->st;
+}
+
+static uint64_t xring_msg_tag(const struct xring_conn *c, const uint8_t *msg,
+			      size_t len)
+{
+	return xina_siphash(c->ks[0], c->ks[1], msg, len);
+}
+
+/*
+ * One step: @slen payload bytes of r->tx to the next rank, @rlen bytes
+ * from the previous one into r->rx, at the same time.
+ */
+static int xring_step(struct xina_ring *r, size_t slen, size_t rlen,
+		      char *err, size_t errlen)
+{
+	size_t sl = sizeof(struct xring_dh) + slen, rl = sizeof(struct xring_dh) + rlen;
+	size_t stot = sl + 8, rtot = rl + 8, sdone = 0, rdone = 0;
+	uint64_t deadline = xring_now_ms() + r->cfg.timeout_ms, tag;
+	struct xring_dh *dh = (struct xring_dh *)r->tx;
+	struct pollfd p[2];
+	ssize_t n;
+	int k;
+
+	dh->magic = htonl(XRING_MAGIC);
+	dh->seq = htonl(r->next.seq++);
+	dh->len = htobe64(slen);
+	tag = htobe64(xring_msg_tag(&r->next, r->tx, sl));
+	memcpy(r->tx + sl, &tag, 8);
+
+	while (sdone < stot || rdone < rtot) {
+		p[0] = (struct pollfd){ .fd = sdone < stot ? r->next.fd : -1,
+					.events = POLLOUT };
+		p[1] = (struct pollfd){ .fd = rdone < rtot ? r->prev.fd : -1,
+					.events = POLLIN };
+		k = poll(p, 2, 200);
+		if (k < 0 && errno != EINTR)
+			return xring_err(err, errlen, -errno, "poll: %s",
+					 strerror(errno));
+		if (p[0].revents) {
+			n = send(r->next.fd, r->tx + sdone, stot - sdone,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return xring_err(err, errlen, -errno,
+						 "ring: sending to rank %u: %s",
+						 xring_next_rank(r),
+						 strerror(errno));
+			if (n > 0) {
+				sdone += n;
+				r->st.tx_bytes += n;
+			}
+		}
+		if (p[1].revents) {
+			n = recv(r->prev.fd, r->rx + rdone, rtot - rdone,
+				 MSG_DONTWAIT);
+			if (!n || (n < 0 && errno != EAGAIN && errno != EINTR))
+				return xring_err(err, errlen,
+						 n ? -errno : -ECONNRESET,
+						 "ring: receiving from rank %u: %s",
+						 xring_prev_rank(r),
+						 n ? strerror(errno) : "connection closed");
+			if (n > 0) {
+				rdone += n;
+				r->st.rx_bytes += n;
+			}
+		}
+		if (xring_now_ms() >= deadline)
+			return xring_err(err, errlen, -ETIMEDOUT,
+					 "ring: no progress with ranks %u/%u for %d ms (sent %zu of %zu bytes, received %zu of %zu)",
+					 xring_prev_rank(r), xring_next_rank(r),
+					 r->cfg.timeout_ms, sdone, stot,
+					 rdone, rtot);
+	}
+	dh = (struct xring_dh *)r->rx;
+	memcpy(&tag, r->rx + rl, 8);
+	if (ntohl(dh->magic) != XRING_MAGIC ||
+	    ntohl(dh->seq) != r->prev.seq ||
+	    be64toh(dh->len) != rlen ||
+	    be64toh(tag) != xring_msg_tag(&r->prev, r->rx, rl))
+		return xring_err(err, errlen, -EBADMSG,
+				 "ring: message %u from rank %u does not verify (seq %u, %llu bytes, expected %zu): tampered with, or the workers disagree on the call",
+				 r->prev.seq, xring_prev_rank(r),
+				 ntohl(dh->seq),
+				 (unsigned long long)be64toh(dh->len), rlen);
+	r->prev.seq++;
+	return 0;
+}
+
+/* Words @n of @src folded into @dst by (@dtype, @op), constants inlined. */
+#define XRING_FOLD32(dt, o)						\
+	for (i = 0; i < n; i++)						\
+		dst[i] = xina_combine32(dst[i], src[i], dt, o)
+
+#define XRING_OPS32(dt)							\
+	case dt * 8 + XINA_OP_SUM: XRING_FOLD32(dt, XINA_OP_SUM); break; \
+	case dt * 8 + XINA_OP_MAX: XRING_FOLD32(dt, XINA_OP_MAX); break; \
+	case dt * 8 + XINA_OP_MIN: XRING_FOLD32(dt, XINA_OP_MIN); break
+
+static void xring_fold(uint32_t *dst, const uint32_t *src, size_t n,
+		       uint32_t dtype, uint32_t op)
+{
+	uint64_t a, b;
+	size_t i;
+
+	if (op == XINA_OP_AND || op == XINA_OP_OR || op == XINA_OP_XOR) {
+		for (i = 0; i < n; i++)
+			dst[i] = op == XINA_OP_AND ? dst[i] & src[i] :
+				 op == XINA_OP_OR ? dst[i] | src[i] :
+				 dst[i] ^ src[i];
+		return;
+	}
+	switch (dtype * 8 + op) {
+	XRING_OPS32(XINA_DTYPE_INT32);
+	XRING_OPS32(XINA_DTYPE_INT16);
+	XRING_OPS32(XINA_DTYPE_INT8);
+	default:	/* INT64: pairs, high word first */
+		for (i = 0; i + 1 < n; i += 2) {
+			a = (uint64_t)dst[i] << 32 | dst[i + 1];
+			b = (uint64_t)src[i] << 32 | src[i + 1];
+			a = xina_combine64(a, b, op);
+			dst[i] = a >> 32;
+			dst[i + 1] = (uint32_t)a;
+		}
+	}
+}
+
+struct xring_call {
+	uint32_t	*words;
+	size_t		nwords, bw, nb;
+	uint32_t	dtype, op;
+};
+
+/* Segment @s: blocks [*b0, *b1), words [*w0, *w1). */
+static void xring_seg(const struct xina_ring *r, const struct xring_call *c,
+		      uint32_t s, size_t *b0, size_t *b1, size_t *w0,
+		      size_t *w1)
+{
+	uint32_t w = r->cfg.workers;
+
+	*b0 = c->nb * s / w;
+	*b1 = c->nb * (s + 1) / w;
+	*w0 = *b0 * c->bw;
+	*w1 = *b1 * c->bw < c->nwords ? *b1 * c->bw : c->nwords;
+}
+
+/* Payload bytes of a segment's message: done bytes (to 4), words. */
+static size_t xring_seg_len(size_t b0, size_t b1, size_t w0, size_t w1)
+{
+	return ((b1 - b0 + 3) & ~(size_t)3) + (w1 - w0) * 4;
+}
+
+static size_t xring_pack(struct xina_ring *r, const struct xring_call *c,
+			 uint32_t s)
+{
+	uint8_t *p = r->tx + sizeof(struct xring_dh);
+	size_t b0, b1, w0, w1, dl;
+
+	xring_seg(r, c, s, &b0, &b1, &w0, &w1);
+	dl = (b1 - b0 + 3) & ~(size_t)3;
+	memset(p, 0, dl);
+	memcpy(p, r->dn + b0, b1 - b0);
+	memcpy(p + dl, c->words + w0, (w1 - w0) * 4);
+	return dl + (w1 - w0) * 4;
+}
+
+/* Fold (or, @replace, take) the received segment @s into the call's. */
+static void xring_unpack(struct xina_ring *r, const struct xring_call *c,
+			 uint32_t s, bool replace)
+{
+	const uint8_t *p = r->rx + sizeof(struct xring_dh);
+	size_t b0, b1, w0, w1, dl, b, e0, e1;
+	const uint32_t *src;
+	uint32_t tmp[XINA_MAX_ELEMS];
+
+	xring_seg(r, c, s, &b0, &b1, &w0, &w1);
+	dl = (b1 - b0 + 3) & ~(size_t)3;
+	src = (const uint32_t *)(p + dl);
+	for (b = b0; b < b1; b++) {
+		e0 = b * c->bw - w0;
+		e1 = ((b + 1) * c->bw < c->nwords ? (b + 1) * c->bw :
+		      c->nwords) - w0;
+		/* The receive buffer is only 4-byte aligned past the header. */
+		memcpy(tmp, src + e0, (e1 - e0) * 4);
+		if (replace || (!r->dn[b] && p[b - b0])) {
+			memcpy(c->words + w0 + e0, tmp, (e1 - e0) * 4);
+			r->dn[b] |= p[b - b0];
+		} else if (!r->dn[b]) {
+			xring_fold(c->words + w0 + e0, tmp, e1 - e0, c->dtype,
+				   c->op);
+		}
+	}
+}
+
+static int xring_bufs(struct xina_ring *r, const struct xring_call *c)
+{
+	size_t need = sizeof(struct xring_dh) + 8, b0, b1, w0, w1, len;
+	uint32_t s;
+
+	for (s = 0; s < r->cfg.workers; s++) {
+		xring_seg(r, c, s, &b0, &b1, &w0, &w1);
+		len = sizeof(struct xring_dh) + 8 +
+		      xring_seg_len(b0, b1, w0, w1);
+		if (len > need)
+			need = len;
+	}
+	if (need > r->buf_sz) {
+		free(r->tx);
+		free(r->rx);
+		r->tx = malloc(need);
+		r->rx = malloc(need);
+		r->buf_sz = r->tx && r->rx ? need : 0;
+		if (!r->buf_sz)
+			return -ENOMEM;
+	}
+	if (c->nb > r->dn_sz) {
+		free(r->dn);
+		r->dn = malloc(c->nb);
+		r->dn_sz = r->dn ? c->nb : 0;
+		if (!r->dn)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int xina_ring_allreduce(struct xina_ring *r, uint32_t *words, size_t nwords,
+			size_t bw, const uint8_t *done, uint32_t dtype,
+			uint32_t op, char *err, size_t errlen)
+{
+	struct xring_call c = {
+		.words = words, .nwords = nwords, .bw = bw,
+		.dtype = dtype, .op = op,
+	};
+	uint32_t w = r->cfg.workers, me = r->cfg.rank, s, send_seg, recv_seg;
+	size_t b0, b1, w0, w1, slen;
+	int e;
+
+	if (!bw || bw > XINA_MAX_ELEMS || (nwords && !words) ||
+	    !xina_dtype_op_ok(dtype, op, bw) ||
+	    (dtype == XINA_DTYPE_INT64 && (nwords & 1)))
+		return xring_err(err, errlen, -EINVAL,
+				 "ring: %zu words in blocks of %zu, dtype %u op %u: not a valid call",
+				 nwords, bw, dtype, op);
+	c.nb = (nwords + bw - 1) / bw;
+	if (xring_bufs(r, &c))
+		return xring_err(err, errlen, -ENOMEM, "out of memory");
+	if (done)
+		memcpy(r->dn, done, c.nb);
+	else
+		memset(r->dn, 0, c.nb);
+	r->st.calls++;
+	if (w == 1)
+		return 0;
+
+	/* Reduce-scatter: rank r ends with segment r + 1 complete. */
+	for (s = 0; s + 1 < w; s++) {
+		send_seg = (me + w - s) % w;
+		recv_seg = (me + 2 * w - s - 1) % w;
+		slen = xring_pack(r, &c, send_seg);
+		xring_seg(r, &c, recv_seg, &b0, &b1, &w0, &w1);
+		e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err,
+			       errlen);
+		if (e)
+			return e;
+		xring_unpack(r, &c, recv_seg, false);
+	}
+	/* Allgather: pass the complete segments on. */
+	for (s = 0; s + 1 < w; s++) {
+		send_seg = (me + 1 + w - s) % w;
+		recv_seg = (me + w - s) % w;
+		slen = xring_pack(r, &c, send_seg);
+		xring_seg(r, &c, recv_seg, &b0, &b1, &w0, &w1);
+		e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err,
+			       errlen);
+		if (e)
+			return e;
+		xring_unpack(r, &c, recv_seg, true);
+	}
+	return 0;
+}
