@@ -214,12 +214,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	uint64_t rkey[2];
+
+	xina_ring_key(secret, job, rkey);
+	explicit_bzero(secret, sizeof(secret));
 	struct xina_ring_cfg cfg = {
 		.job = job, .rank = rank, .workers = workers, .peers = peers,
-		.secret = secret, .timeout_ms = timeout,
+		.key = rkey, .timeout_ms = timeout,
 	};
 	e = xina_ring_open(&cfg, &r, err, sizeof(err));
-	explicit_bzero(secret, sizeof(secret));
+	explicit_bzero(rkey, sizeof(rkey));
 	if (e) {
 		printf("Bail out! rank %u: %s\n", rank, err);
 		fprintf(stderr, "rank %u: %s\n", rank, err);

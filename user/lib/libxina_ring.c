@@ -461,6 +461,16 @@ static int xring_listen(struct xina_ring *r, char *err, size_t errlen)
 	return 0;
 }
 
+void xina_ring_key(const uint8_t *secret, uint32_t job, uint64_t k[2])
+{
+	__u64 d[2];
+
+	xina_derive_key(secret, XRING_LABEL, job, 0, d);
+	k[0] = d[0];
+	k[1] = d[1];
+	explicit_bzero(d, sizeof(d));
+}
+
 void xina_ring_close(struct xina_ring *r)
 {
 	if (!r)
@@ -490,12 +500,12 @@ int xina_ring_open(const struct xina_ring_cfg *cfg, struct xina_ring **out,
 
 	*out = NULL;
 	if (!cfg->workers || cfg->rank >= cfg->workers || !cfg->peers ||
-	    !cfg->secret || cfg->timeout_ms <= 0)
+	    !cfg->key || cfg->timeout_ms <= 0)
 		return xring_err(err, errlen, -EINVAL,
-				 "ring: rank %u of %u workers, %s peers, %s secret, timeout %d ms",
+				 "ring: rank %u of %u workers, %s peers, %s key, timeout %d ms",
 				 cfg->rank, cfg->workers,
 				 cfg->peers ? "with" : "no",
-				 cfg->secret ? "with" : "no", cfg->timeout_ms);
+				 cfg->key ? "with" : "no", cfg->timeout_ms);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return xring_err(err, errlen, -ENOMEM, "out of memory");
@@ -508,8 +518,9 @@ int xina_ring_open(const struct xina_ring_cfg *cfg, struct xina_ring **out,
 	}
 	memcpy(r->peers, cfg->peers, cfg->workers * sizeof(*r->peers));
 	r->cfg.peers = r->peers;
-	r->cfg.secret = NULL;	/* only the derived key is kept */
-	xina_derive_key(cfg->secret, XRING_LABEL, cfg->job, 0, r->k);
+	r->cfg.key = NULL;	/* the copy in r->k is wiped on close */
+	r->k[0] = cfg->key[0];
+	r->k[1] = cfg->key[1];
 	*out = r;
 	if (cfg->workers == 1)
 		return 0;

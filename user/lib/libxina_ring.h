@@ -29,7 +29,7 @@ struct xina_ring_cfg {
 	uint32_t			workers;
 	const struct sockaddr_in	*peers;	/* @workers entries: each rank's
 						 * ring address (listen, connect) */
-	const uint8_t			*secret;	/* XINA_SECRET_BYTES */
+	const uint64_t			*key;	/* 2 words: xina_ring_key() */
 	int				timeout_ms;	/* to set up, and per
 							 * message */
 };
@@ -42,6 +42,9 @@ struct xina_ring_stats {
 };
 
 struct xina_ring;
+
+/* The job's ring key @k, from its secret (label "xina-rng"). */
+void xina_ring_key(const uint8_t *secret, uint32_t job, uint64_t k[2]);
 
 /*
  * Listen on peers[rank], connect to the next rank, accept the previous
