@@ -1495,6 +1495,65 @@ TEST_F(kf, pairs_simd)
 }
 
 /*
+ * The module backend's fast path itself (xina_kf.bpf.o) hands every pair
+ * to the kfunc: INT8 MIN and INT64 XOR rounds through its XDP program,
+ * the adds dropped, the result passed to the TC fan-out behind the mark,
+ * with the round's dtype and op and the reference's elements.
+ */
+TEST_F(kf, pairs_fastpath)
+{
+	static const unsigned int pairs[] = { 0 * NOPS + 2, 3 * NOPS + 5 };
+	static struct pair_data d;
+	static uint8_t buf[sizeof(struct xina_mark) + sizeof(struct pkt)];
+	const struct pkt *res;
+	struct xina_mark mk;
+	uint32_t words[PWORDS];
+	struct xina *skel;
+	unsigned int p;
+	int r, i, fd;
+
+	pairs_setup(_metadata, self, 0);
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	fd = bpf_program__fd(skel->progs.xina_xdp);
+	for (p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+		pair_data(&d, pairs[p]);
+		for (r = 0; r < PW; r++) {
+			struct contrib c = {
+				.rank = r, .round = p, .op = d.op,
+				.dtype = d.dtype, .count = PWORDS,
+				.words = d.w[r],
+			};
+			size_t len = build(&self->in, &c);
+
+			EXPECT_EQ(r == PW - 1 ? XDP_PASS : XDP_DROP,
+				  run_out(fd, &self->in, len, buf, sizeof(buf),
+					  NULL));
+			if (r < PW - 1)
+				continue;
+			ASSERT_EQ(len + sizeof(mk), out_len);
+			memcpy(&mk, buf, sizeof(mk));
+			EXPECT_EQ(XINA_MARK_MAGIC, mk.magic);
+			EXPECT_EQ(JOB, mk.job);
+			EXPECT_EQ(XINA_MARK_ALL, mk.to);
+		}
+		res = (const void *)(buf + sizeof(mk));
+		EXPECT_EQ(XINA_T_RESULT, res->xh.type);
+		EXPECT_EQ(d.dtype, res->xh.dtype);
+		EXPECT_EQ(d.op, res->xh.op);
+		EXPECT_TRUE(result_tag_ok(res));
+		for (i = 0; i < PWORDS; i++)
+			words[i] = ntohl(res->el[i]);
+		expect_ref(_metadata, &d, words);
+	}
+	xina__destroy(skel);
+	EXPECT_EQ(2, sysfs_stat("completions"));
+	EXPECT_EQ(2 * PW, sysfs_stat("contributions"));
+}
+
+/*
  * An INT64 block of an odd count is drop_op before anything of the round:
  * in a running round it is not added, as the first of a round it does
  * not start one (the INT32 round after it does).
