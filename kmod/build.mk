@@ -35,7 +35,8 @@ KMOD_SRC := $(KMOD_OUT)/src
 KMOD_LSRC := $(O)/linux-source
 KMOD_DEPS := $(O)/.deps-vm
 KMOD_FILES := Kbuild $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild \
-	      include/uapi/linux/xina.h bpf/xina_auth.h bpf/xina_join.h
+	      include/uapi/linux/xina.h bpf/xina_auth.h bpf/xina_join.h \
+	      bpf/xina_lanes.h
 RESOLVE_BTFIDS := $(KMOD_LSRC)/resolve_btfids/resolve_btfids
 KMOD_VMLINUX := $(O)/vmlinux-$(KVER)
 PAHOLE_FLAGS = $(shell PAHOLE=pahole \
@@ -80,7 +81,7 @@ $(KMOD_OUT)/xina.ko: $(KMOD_FILES) $(RESOLVE_BTFIDS) $(KMOD_VMLINUX) \
 	$(Q)cp Kbuild $(KMOD_SRC)/
 	$(Q)cp kmod/Kbuild kmod/*.c kmod/*.h $(KMOD_SRC)/kmod/
 	$(Q)cp include/uapi/linux/xina.h $(KMOD_SRC)/include/uapi/linux/
-	$(Q)cp bpf/xina_auth.h bpf/xina_join.h $(KMOD_SRC)/bpf/
+	$(Q)cp bpf/xina_auth.h bpf/xina_join.h bpf/xina_lanes.h $(KMOD_SRC)/bpf/
 	$(Q)env -u O $(MAKE) -s -C $(KDIR) M=$(abspath $(KMOD_SRC)) W=1 O= modules \
 		> $(KMOD_OUT)/build.log 2>&1 || \
 		{ cat $(KMOD_OUT)/build.log; exit 1; }
@@ -126,7 +127,7 @@ install-module:
 	$(Q)install -m 644 Kbuild dkms.conf $(DKMS_DIR)/
 	$(Q)install -m 644 kmod/Kbuild kmod/*.c kmod/*.h $(DKMS_DIR)/kmod/
 	$(Q)install -m 644 include/uapi/linux/xina.h $(DKMS_DIR)/include/uapi/linux/
-	$(Q)install -m 644 bpf/xina_auth.h bpf/xina_join.h $(DKMS_DIR)/bpf/
+	$(Q)install -m 644 bpf/xina_auth.h bpf/xina_join.h bpf/xina_lanes.h $(DKMS_DIR)/bpf/
 	$(Q)install -m 755 scripts/dkms-btf.sh $(DKMS_DIR)/scripts/
 	$(Q)dkms add xina/$(DKMS_VERSION) 2>/dev/null || true
 	$(Q)dkms build xina/$(DKMS_VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))

@@ -44,6 +44,7 @@
 #include "xina.h"
 #include "xina_auth.h"
 #include "xina_kfunc.h"
+#include "xina_lanes.h"
 
 /*
  * Declaring kfuncs, 6.1 to 6.12.  From 6.9 on register_btf_kfunc_id_set()
@@ -82,19 +83,20 @@ static void xina_val_init(u32 *val, const __be32 *el, u16 count)
 
 static bool xina_simd __read_mostly;
 module_param_named(simd, xina_simd, bool, 0644);
-MODULE_PARM_DESC(simd, "add with SSE2/SSSE3 under kernel_fpu_begin() (x86-64; for measurements)");
+MODULE_PARM_DESC(simd, "SUM of INT32/16/8 with SSE2/SSSE3 under kernel_fpu_begin() (x86-64; for measurements)");
 
 /*
- * The vector loop, if asked for and the FPU is usable here (XDP runs in
- * softirq context: kernel_fpu_begin() saves the interrupted task's state).
+ * The vector loop for SUM of INT32, INT16 and INT8, if asked for and the
+ * FPU is usable here (XDP runs in softirq context: kernel_fpu_begin()
+ * saves the interrupted task's state).
  */
-static bool xina_val_add_simd(u32 *val, const __be32 *el, u16 count)
+static bool xina_val_add_simd(u32 *val, const __be32 *el, u16 count, u8 dtype)
 {
 #ifdef CONFIG_X86_64
 	if (!READ_ONCE(xina_simd) || !irq_fpu_usable())
 		return false;
 	kernel_fpu_begin();
-	xina_simd_add(val, el, count);
+	xina_simd_add(val, el, count, dtype);
 	kernel_fpu_end();
 	return true;
 #else
@@ -102,20 +104,103 @@ static bool xina_val_add_simd(u32 *val, const __be32 *el, u16 count)
 #endif
 }
 
-/* int32 wraps (two's complement), hence the u32 arithmetic. */
-static void xina_val_add(u32 *val, const __be32 *el, u16 count, u8 op)
+/*
+ * Combine @count words of 8, 16 or 32-bit @dtype by @op into @val; with
+ * both constant after inlining, the loop body is one expression of
+ * bpf/xina_lanes.h.
+ */
+static __always_inline void xina_add32(u32 *val, const __be32 *el, u16 count,
+				       const u32 dtype, const u32 op)
 {
 	u16 i;
 
-	if (op == XINA_OP_SUM) {
-		if (xina_val_add_simd(val, el, count))
+	for (i = 0; i < count; i++)
+		val[i] = xina_combine32(val[i], get_unaligned_be32(&el[i]),
+					dtype, op);
+}
+
+/* The same for INT64: @count is even, each element two words, high first. */
+static __always_inline void xina_add64(u32 *val, const __be32 *el, u16 count,
+				       const u32 op)
+{
+	u64 acc, x;
+	u16 i;
+
+	for (i = 0; i + 1 < count; i += 2) {
+		acc = (u64)val[i] << 32 | val[i + 1];
+		x = (u64)get_unaligned_be32(&el[i]) << 32 |
+		    get_unaligned_be32(&el[i + 1]);
+		acc = xina_combine64(acc, x, op);
+		val[i] = acc >> 32;
+		val[i + 1] = (u32)acc;
+	}
+}
+
+/* The lanes of 8, 16 or 32-bit @dtype by a constant @op. */
+static __always_inline void xina_add_lanes(u32 *val, const __be32 *el,
+					   u16 count, u8 dtype, const u32 op)
+{
+	if (dtype == XINA_DTYPE_INT16)
+		xina_add32(val, el, count, XINA_DTYPE_INT16, op);
+	else if (dtype == XINA_DTYPE_INT8)
+		xina_add32(val, el, count, XINA_DTYPE_INT8, op);
+	else
+		xina_add32(val, el, count, XINA_DTYPE_INT32, op);
+}
+
+/*
+ * Combine a contribution into the round's values by the round's pair,
+ * which xina_dtype_op_ok() accepted: every lane wraps or compares as
+ * bpf/xina_lanes.h says, as in every other aggregator.
+ */
+static void xina_val_add(u32 *val, const __be32 *el, u16 count, u8 dtype,
+			 u8 op)
+{
+	if (dtype == XINA_DTYPE_INT64) {
+		switch (op) {
+		case XINA_OP_SUM:
+			xina_add64(val, el, count, XINA_OP_SUM);
 			return;
-		for (i = 0; i < count; i++)
-			val[i] += get_unaligned_be32(&el[i]);
+		case XINA_OP_MAX:
+			xina_add64(val, el, count, XINA_OP_MAX);
+			return;
+		case XINA_OP_MIN:
+			xina_add64(val, el, count, XINA_OP_MIN);
+			return;
+		case XINA_OP_AND:
+			xina_add64(val, el, count, XINA_OP_AND);
+			return;
+		case XINA_OP_OR:
+			xina_add64(val, el, count, XINA_OP_OR);
+			return;
+		default:
+			xina_add64(val, el, count, XINA_OP_XOR);
+			return;
+		}
+	}
+	switch (op) {
+	case XINA_OP_SUM:
+		if (xina_val_add_simd(val, el, count, dtype))
+			return;
+		xina_add_lanes(val, el, count, dtype, XINA_OP_SUM);
+		return;
+	case XINA_OP_MAX:
+		xina_add_lanes(val, el, count, dtype, XINA_OP_MAX);
+		return;
+	case XINA_OP_MIN:
+		xina_add_lanes(val, el, count, dtype, XINA_OP_MIN);
+		return;
+	/* Bitwise: the lane width does not matter. */
+	case XINA_OP_AND:
+		xina_add32(val, el, count, XINA_DTYPE_INT32, XINA_OP_AND);
+		return;
+	case XINA_OP_OR:
+		xina_add32(val, el, count, XINA_DTYPE_INT32, XINA_OP_OR);
+		return;
+	default:
+		xina_add32(val, el, count, XINA_DTYPE_INT32, XINA_OP_XOR);
 		return;
 	}
-	for (i = 0; i < count; i++)
-		val[i] = max_t(s32, val[i], get_unaligned_be32(&el[i]));
 }
 
 static void xina_val_out(__be32 *el, const u32 *val, u16 count)
@@ -144,12 +229,14 @@ static u64 xina_nh_el(const u32 *k, const __be32 *el, u16 count)
 
 /*
  * The header of the result of @sv's round, in place of the contribution's:
- * flags and rank 0, the kept exp and tag, so that every answer to a
- * retransmission is the result as it was sent.
+ * the round's dtype and op, flags and rank 0, the kept exp and tag, so
+ * that every answer to a retransmission is the result as it was sent.
  */
 static void xina_result_hdr(const struct xina_slotv *sv, struct xina_hdr *h)
 {
 	h->type = XINA_T_RESULT;
+	h->dtype = sv->dtype;
+	h->op = sv->op;
 	h->flags = 0;
 	h->rank = 0;
 	h->exp = sv->exp;
@@ -169,6 +256,7 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 	sv->round = round;
 	sv->complete = 0;
 	sv->claimed = 0;
+	sv->dtype = h->dtype;
 	sv->op = h->op;
 	sv->count = count;
 	bitmap_zero(sv->seen, XINA_MAX_WORKERS);
@@ -198,6 +286,7 @@ static int xina_slot_contrib(struct xina_job *job,
 	u32 round = get_unaligned_be32(&h->round);
 	u32 epoch = get_unaligned_be32(&h->epoch);
 	s32 ahead = round - sv->round;
+	bool pair = h->dtype == sv->dtype && h->op == sv->op;
 
 	/*
 	 * A version of another epoch (or never used, epoch 0) starts afresh,
@@ -231,13 +320,14 @@ static int xina_slot_contrib(struct xina_job *job,
 		return XINA_KF_DROP;
 	}
 	/* Round r + 2 before r completed, or further ahead; or a count
-	 * other than the round's.
+	 * other than the round's (for the round's dtype and op).
 	 */
-	if (ahead > 0 || (h->op == sv->op && count != sv->count)) {
+	if (ahead > 0 || (pair && count != sv->count)) {
 		*stat = XINA_STAT_DROP_RANGE;
 		return XINA_KF_DROP;
 	}
-	if (h->op != sv->op) {
+	/* Another dtype or op than the round's: nothing changes. */
+	if (!pair) {
 		*stat = XINA_STAT_DROP_OP;
 		return XINA_KF_DROP;
 	}
@@ -262,7 +352,7 @@ static int xina_slot_contrib(struct xina_job *job,
 		xina_val_out(el, val, count);
 		return XINA_KF_ANSWER;
 	}
-	xina_val_add(val, el, count, h->op);
+	xina_val_add(val, el, count, sv->dtype, sv->op);
 
 added:
 	__set_bit(rank, sv->seen);
@@ -274,6 +364,8 @@ added:
 	sv->complete = 1;
 	sv->exp = h->exp;
 	h->type = XINA_T_RESULT;
+	h->dtype = sv->dtype;
+	h->op = sv->op;
 	h->flags = 0;
 	h->rank = 0;
 	sv->tag = cpu_to_be64(xina_tag_hdr(cfg->kres, h,
@@ -314,8 +406,8 @@ static int xina_job_check(const struct xina_job *job,
 	if (get_unaligned_be32(&h->slot) >= job->slots ||
 	    get_unaligned_be16(&h->count) > job->elems)
 		return XINA_STAT_DROP_RANGE;
-	if (h->dtype != XINA_DTYPE_INT32 ||
-	    (h->op != XINA_OP_SUM && h->op != XINA_OP_MAX))
+	/* Any pair of the wire (AVG is libxina's); INT64 by whole elements. */
+	if (!xina_dtype_op_ok(h->dtype, h->op, get_unaligned_be16(&h->count)))
 		return XINA_STAT_DROP_OP;
 	return 0;
 }

@@ -41,8 +41,9 @@ struct xina_slotv {
 	u32		epoch;		/* epoch of @round; 0: never used */
 	u32		round;		/* round this version is in */
 	u16		claimed;	/* contributions added in @round */
-	u16		count;		/* elements of @round */
+	u16		count;		/* 32-bit words of @round */
 	u8		complete;	/* @val is the final result of @round */
+	u8		dtype;		/* enum xina_dtype of @round */
 	u8		op;		/* enum xina_op of @round */
 	s8		exp;		/* exp of the completing contribution */
 	__be64		tag;		/* the result's tag, once @complete
@@ -181,7 +182,10 @@ void xina_genl_exit(void);
 int xina_kfunc_init(void);
 void xina_kfunc_exit(void);
 
-/* simd.c (x86-64), between kernel_fpu_begin() and kernel_fpu_end() */
-void xina_simd_add(u32 *val, const __be32 *el, u16 count);
+/*
+ * simd.c (x86-64), between kernel_fpu_begin() and kernel_fpu_end(): SUM of
+ * @count words of INT32, INT16 or INT8 @dtype (lane-wise wrapping).
+ */
+void xina_simd_add(u32 *val, const __be32 *el, u16 count, u8 dtype);
 
 #endif /* _XINA_H */
