@@ -429,8 +429,7 @@ static size_t ar_per_pkt(const struct ar_cfg *c)
 		return avg ? e / 2 : e;
 	case XINA_TYPE_INT64:
 		return avg ? e / 4 : e / 2;
-	case XINA_TYPE_FLOAT16:
-	case XINA_TYPE_BFLOAT16:
+	case XINA_TYPE_BFLOAT16:	/* block floating point in INT16 */
 		return e * 2;
 	default:
 		return e;
@@ -764,23 +763,23 @@ static double ar_approx(const double *e, unsigned int len);
 /*
  * Float SUM and AVG but float32 SUM (ar_check_f32): bitwise equal to the
  * block floating point scheme of libxina.h recomputed here, with B = 32
- * (float32) or 16 (float16, bfloat16) bits per lane: per block E = max
+ * (float32, float16) or 16 (bfloat16) bits per lane: per block E = max
  * over workers of the frexp exponent of the largest |x|, L = ceil(log2 W),
  * s = B - 1 - L - E, q = rint(x * 2^s) clamped to +-(2^(B-1-L) - 1),
  * Q = sum of q, r = Q * 2^-s (AVG: / W in double) rounded once to the
  * type.  Then within the bound libxina.h documents against the exact sum
  * S (AVG: S / W), with u = 2^-s:
  *   float32 AVG:          u / 2 + 2^-23 |r| + 2^-149
- *   float16 SUM (AVG):    W u (u) + 2^-10 |r| + 2^-24
+ *   float16 SUM (AVG):    W u / 2 (u / 2) + 2^-10 |r| + 2^-24
  *   bfloat16 SUM (AVG):   W u (u) + 2^-7 |r| + 2^-133
- * (the 16-bit clamp can move a value by up to u, not u / 2).
+ * (the INT16 lanes' clamp can move a value by up to u, not u / 2).
  */
 static void ar_check_bfp(const struct ar_cfg *c, const void *r, size_t n,
 			 uint32_t iter, struct ar_result *res)
 {
 	uint32_t w, W = c->o.workers;
 	size_t per = ar_per_pkt(c), off, cnt, i;
-	int L = 0, B = c->type == XINA_TYPE_FLOAT32 ? 32 : 16, x_e, E;
+	int L = 0, B = c->type == XINA_TYPE_BFLOAT16 ? 16 : 32, x_e, E;
 	double e[XINA_MAX_WORKERS + 2], x, m, q, lim, scale, unscale;
 	double sum, err, bound, quant, rel, tiny, rv;
 	bool avg = c->op == XINA_OP_AVG;
@@ -810,8 +809,7 @@ static void ar_check_bfp(const struct ar_cfg *c, const void *r, size_t n,
 		scale = ldexp(1.0, B - 1 - L - E);
 		unscale = ldexp(1.0, E - (B - 1) + L);
 		quant = E == XINA_EXP_ZERO ? 0 :
-			c->type == XINA_TYPE_FLOAT32 ? unscale / 2 :
-			avg ? unscale : W * unscale;
+			(avg ? 1 : W) * (B == 32 ? unscale / 2 : unscale);
 		for (i = 0; i < cnt; i++) {
 			for (len = 0, Q = 0, w = 0; w < W; w++) {
 				x = ar_fval(c->type, ar_elem(c, w, off + i, iter));
