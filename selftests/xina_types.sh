@@ -110,7 +110,7 @@ check_pair()
 	check_err $? "$t $op: the two runs differ ($sums different checksums)"
 	ratio=$(jq -r .worst_err_over_bound "$d/$t-$op-1/w0.json")
 	case $t-$op in
-	float*-sum | float*-avg)
+	*float*-sum | *float*-avg)
 		log_info "$agg $t $op: max_abs_err $(jq -r .max_abs_err "$d/$t-$op-1/w0.json"), worst error / bound $ratio" ;;
 	esac
 }
