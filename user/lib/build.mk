@@ -16,11 +16,12 @@
 .PHONY: user
 
 LIBXINA_SRCS := $(addprefix user/lib/,libxina.c libxina_io.c libxina_join.c libxina_f32.c \
-		  libxina_pack.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c) \
+		  libxina_pack.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c \
+		  libxina_ring.c libxina_fallback.c) \
 		user/common/xina_keyfile.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
-LIBXINA_HDRS := $(addprefix user/lib/,libxina.h libxina_int.h libxina_rtnl.h) \
+LIBXINA_HDRS := $(addprefix user/lib/,libxina.h libxina_int.h libxina_rtnl.h libxina_ring.h) bpf/xina_lanes.h \
 		user/common/xina_keyfile.h bpf/xina_auth.h include/uapi/linux/xina.h
 LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm -lpthread
 OBJCOPY ?= objcopy

@@ -218,6 +218,7 @@ void xina_close(struct xina *x)
 	free(x->nhk);
 	explicit_bzero(x->kmine, sizeof(x->kmine));
 	explicit_bzero(x->kres, sizeof(x->kres));
+	xina_fb_free(x);
 	free(x);
 }
 
@@ -245,7 +246,13 @@ static int xina_keys(struct xina *x)
 			x->kmine);
 	xina_derive_key(secret, XINA_LABEL_RESULT, x->o.job, 0, x->kres);
 	xina_derive_nh(secret, x->o.job, x->nhk, XINA_MAX_ELEMS);
+	err = xina_fb_init(x, secret);
 	explicit_bzero(secret, sizeof(secret));
+	if (err == -ENOMEM)
+		xina_fail(x, "out of memory for the host fallback");
+	if (err)
+		return err;
+	x->o.fallback = NULL;	/* parsed: nothing points at it any more */
 	/* only the file's name was borrowed; nothing keeps pointing at it */
 	x->o.key_file = NULL;
 	return 0;
@@ -298,6 +305,11 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 	if (err)
 		goto err_out;
 	err = xina_join(x);
+	if (err == -ETIMEDOUT && x->fb) {
+		/* not on the switch, or no switch: the ring takes the calls */
+		xina_fb_give_up_switch(x, x->err);
+		err = 0;
+	}
 	if (err)
 		goto err_out;
 	x->idle_since_ns = xina_now_ns();
@@ -513,6 +525,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	}
 	xina_codec_unpack(x, c->k, (uint8_t *)c->buf + off * c->esz, v, cnt,
 			  c->exps ? c->exps[block] : 0);
+	xina_fb_save(x, block, v, words);
 	sl->busy = false;
 	x->st.results++;
 	c->done++;
@@ -645,8 +658,62 @@ static void xina_log_call(struct xina *x, const struct xina_call *c,
 		 (unsigned long long)(x->st.retrans - c->st0.retrans), xina_rto(x));
 }
 
+/*
+ * The switch stopped answering: the blocks it did answer keep their
+ * results (block b went to slot b % slots, and blocks before the slot's
+ * current one completed), the rest complete on the host ring.
+ */
+static int xina_rescue(struct xina *x, struct xina_call *c)
+{
+	char why[sizeof(x->err)];
+	uint8_t *done;
+	uint64_t b;
+	int err;
+
+	xina_timeout_error(x, c);
+	snprintf(why, sizeof(why), "%s", x->err);
+	done = calloc(c->nblocks ? c->nblocks : 1, 1);
+	if (!done) {
+		xina_fail(x, "%s; out of memory for the host fallback", why);
+		return -ENOMEM;
+	}
+	for (b = 0; b < c->nblocks; b++) {
+		const struct xina_slot *sl = &x->slot[b % x->o.slots];
+
+		done[b] = b < sl->block || (b == sl->block && !sl->busy);
+	}
+	for (b = 0; b < x->o.slots; b++)
+		x->slot[b].busy = false;
+	x->txq_len = 0;
+	xina_fb_give_up_switch(x, why);
+	err = xina_fb_run(x, c->buf, c->n, c->k, c->exps, done);
+	free(done);
+	return err;
+}
+
+static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
+			      const struct xina_codec *k, const int32_t *exps);
+
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
 		       const struct xina_codec *k, const int32_t *exps)
+{
+	int err = xina_fb_begin(x, n, k);
+
+	if (err)
+		return err;
+	if (xina_fb_ring_only(x))
+		err = xina_fb_run(x, buf, n, k, exps, NULL);
+	else
+		err = xina_switch_blocks(x, buf, n, k, exps);
+	if (!err)
+		xina_fb_end(x);
+	x->idle_since_ns = xina_now_ns();
+	return err;
+}
+
+/* The call through the switch. */
+static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
+			      const struct xina_codec *k, const int32_t *exps)
 {
 	uint64_t t0 = xina_now_ns();
 	struct xina_call c = {
@@ -680,12 +747,12 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
 		now = xina_now_ns();
 		if (c.done < c.nblocks &&
 		    now - c.progress_ns >= xina_call_timeout_ns(x, &c))
-			return xina_timeout_error(x, &c);
+			return x->fb ? xina_rescue(x, &c) :
+				       xina_timeout_error(x, &c);
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);
 	}
 	xina_log_call(x, &c, t0);
-	x->idle_since_ns = xina_now_ns();
 	return 0;
 }
 

@@ -88,6 +88,23 @@
  * once; the message names the reason in words and in parentheses: "(bad
  * key)", "(mismatch)", "(busy)".
  *
+ * Host fallback (opts.fallback: every rank's ring address).  An -ETIMEDOUT
+ * join then does not fail xina_open(): the handle runs every call on a
+ * ring over TCP between the workers instead (the job is not on the
+ * switch, e.g. "xinactl job add" found no room for it).  A call that gets
+ * no result within its timeout completes on the ring too: the blocks the
+ * switch answered keep their results, the others are reduced on the ring,
+ * and the handle stays on the ring from then on.  The ring reduces the
+ * words the switch would have, with the switch's arithmetic
+ * (bpf/xina_lanes.h), so the results are bitwise those of the switch path;
+ * a worker one call ahead (its last call completed on the switch before
+ * it went away) serves that call's results to the peers still in it.
+ * Connections and messages are authenticated with the job's secret
+ * (Documentation/security.md, "The host fallback").  xina_get_stats():
+ * fallback (1 once on the ring), fallback_calls, fallback_tx_bytes and
+ * fallback_rx_bytes.  A worker that closed its handle can no longer serve
+ * peers the switch left behind: they then fail with a message naming it.
+ *
  * Authentication: every contribution carries a tag keyed with this rank's
  * key, and a result is only placed if its tag verifies with the job's
  * result key (both derived from the secret in opts.key_file); one that
@@ -365,6 +382,21 @@ struct xina_opts {
 	 * XINA_DEF_MAX_REQUESTS; at most XINA_MAX_REQUESTS.
 	 */
 	uint32_t	max_requests;
+	/*
+	 * The host fallback: every rank's ring address, "IPV4:PORT" in rank
+	 * order, comma-separated (this worker listens on its own), or NULL
+	 * for none.  With it, a job the switch does not answer at
+	 * xina_open() (not on the switch: no room for it, or no switch),
+	 * and a call the switch stops answering, complete on a ring over
+	 * TCP between the workers, with the same results (it reduces the
+	 * same words with the switch's arithmetic), authenticated with the
+	 * job's secret; once on the ring a handle stays there.  Every
+	 * worker must give the same list.  Costs two copies of a call's
+	 * payload per handle (the results of the current and of the last
+	 * call, for peers the switch left behind).  Read by xina_open()
+	 * only.  See "Host fallback" above and Documentation/protocol.md.
+	 */
+	const char	*fallback;
 	size_t		:0;
 };
 
@@ -438,6 +470,12 @@ struct xina_worker_stats {
 	uint32_t	epoch;		/* the epoch the switch granted */
 	uint32_t	join_busy;	/* BUSY replies waited out by the open */
 	uint64_t	joins;		/* joins sent, resends included */
+	/* Appended with the host fallback (opts.fallback): */
+	uint32_t	fallback;	/* 1: calls run on the host ring */
+	uint32_t	fallback_pad;
+	uint64_t	fallback_calls;	/* calls (or their rest) run on it */
+	uint64_t	fallback_tx_bytes;	/* sent on the ring, framing included */
+	uint64_t	fallback_rx_bytes;
 };
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )

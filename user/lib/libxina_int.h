@@ -100,6 +100,7 @@ struct xina {
 	uint32_t		*next_round;	/* per slot, persists across calls */
 	const struct xina_io_ops *io;
 	struct xina_xsk		*xsk;	/* AF_XDP state, libxina_xsk.c */
+	struct xina_fb		*fb;	/* host fallback, libxina_fallback.c */
 	char			io_reason[256];
 	uint8_t			*tx;	/* slot s at tx + s * tx_stride, kept for resends */
 	size_t			tx_stride;
@@ -238,6 +239,28 @@ const char *xina_op_name(enum xina_op op);
  */
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
 		       const struct xina_codec *k, const int32_t *exps);
+
+/*
+ * libxina_fallback.c: the host fallback ring (opts.fallback; every
+ * function a no-op, or false, without it).  xina_fb_init() parses the
+ * addresses and derives the ring key while xina_open() holds the secret;
+ * xina_fb_begin() and xina_fb_end() bracket every engine call (the call
+ * index, the copy of its results that xina_fb_save() fills);
+ * xina_fb_run() runs a call, or the blocks of it the switch did not
+ * answer (@done: one byte per block, NULL for none), on the ring.
+ */
+struct xina_fb;
+int xina_fb_init(struct xina *x, const uint8_t *secret);
+void xina_fb_free(struct xina *x);
+bool xina_fb_ring_only(const struct xina *x);
+void xina_fb_give_up_switch(struct xina *x, const char *why);
+int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k);
+void xina_fb_save(struct xina *x, uint64_t block, const uint32_t *v,
+		  size_t words);
+void xina_fb_end(struct xina *x);
+int xina_fb_run(struct xina *x, void *buf, size_t n,
+		const struct xina_codec *k, const int32_t *exps,
+		const uint8_t *done);
 
 /*
  * libxina_join.c: the join handshake, once the I/O is open; sets x->epoch

@@ -27,6 +27,9 @@
  *				one returned: runs of different jobs can be
  *				shown to overlap in time
  *   inflight			calls each iteration is cut into (--inflight)
+ *   fallback, fallback_*	the host fallback ring (--fallback: every
+ *				rank's ring address, libxina's opts.fallback)
+ *				ran calls, and its bytes
  *   error			why the run failed, if it did
  *
  * --inflight K cuts each iteration's tensor into K calls at whole blocks
@@ -88,7 +91,7 @@ static void ar_usage(FILE *f)
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
-		"                      [--io auto|udp|xsk] [--inflight K]\n"
+		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
 }
 
@@ -138,7 +141,7 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
-	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE,
+	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
 };
 
 static const char *const ar_ops[] = {
@@ -284,6 +287,9 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		err = ar_u64("--inflight", arg, 1, AR_MAX_INFLIGHT, &v);
 		c->inflight = v;
 		break;
+	case OPT_FALLBACK:
+		o->fallback = arg;	/* libxina checks it, naming what is wrong */
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -315,6 +321,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "io", required_argument, NULL, OPT_IO },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
+		{ "fallback", required_argument, NULL, OPT_FALLBACK },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -1106,7 +1113,12 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.bad_tag, st.epoch,
 	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
-	printf(",\"inflight\":%u", c->inflight);
+	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
+	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",
+	       c->inflight, st.fallback,
+	       (unsigned long long)st.fallback_calls,
+	       (unsigned long long)st.fallback_tx_bytes,
+	       (unsigned long long)st.fallback_rx_bytes);
 	if (error) {
 		printf(",\"error\":\"");
 		for (; *error; error++)
