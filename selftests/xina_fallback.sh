@@ -75,7 +75,7 @@ fell_back()
 	done
 }
 
-tap_begin 6
+tap_begin 7
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN"
 check_err $? "rack could not be set up"
 for j in 1 2; do
@@ -140,10 +140,41 @@ done
 log_info "results from the switch before the cut: $(jq -r .results "$TMP/cut/w0.json") (worker 0)"
 log_test "a switch that stops answering mid-allreduce: the call completes on the ring, same bits"
 
-# 3. The same without --fallback: an error naming the switch.
+# 2b. Workers one call apart: single-element calls, and from some point
+# on every result to worker 0 is dropped (nftables, in its namespace).
+# The round of the call in progress still completes (worker 0's
+# contribution gets through): workers 1 and 2 have its result and go on to
+# the next call, worker 0 never gets it.  Worker 0 falls back in call k,
+# workers 1 and 2 in call k + 1; one of them serves call k on the ring.
 RACK_WORKER_PORT=7002 rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" \
 	"$ELEMS" "$PIN" >/dev/null
 check_err $? "job 2 could not be added again"
+c0=$(complete)
+run 2 7002 "$TMP/apart" --type int32 --bytes 4 --iters 3000 \
+	--fallback "$(ring_addrs 7102)" &
+pid=$!
+busywait 30 progressed $((c0 + 100))
+check_err $? "job 2 never got going through the switch"
+printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 counter drop\n\t}\n}\n' |
+	ip netns exec "$RACK-w0" nft -f -
+check_err $? "nft"
+wait $pid
+check_err $? "job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart/w0.err")"
+dropped=$(ip netns exec "$RACK-w0" nft -j list table inet xina_fb |
+	  jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add')
+log_info "results dropped at worker 0: $dropped"
+[ "${dropped:-0}" -gt 0 ]
+check_err $? "nothing was dropped"
+check_workers "$N" "$TMP/apart"
+fell_back "$TMP/apart" 1
+served=$(jq -s 'map(.fallback_served) | add' "$TMP"/apart/w*.json)
+log_info "calls served by the workers ahead: $served; calls on the ring: $(jq -r .fallback_calls "$TMP/apart/w0.json") (worker 0)"
+[ "${served:-0}" -ge 1 ]
+check_err $? "no worker served a call to a peer one call behind"
+ip netns exec "$RACK-w0" nft delete table inet xina_fb
+log_test "workers one call apart: the one ahead serves its last call, all get the same bits"
+
+# 3. The same without --fallback: an error naming the switch.
 c0=$(complete)
 run 2 7002 "$TMP/nofb" --type float32 --bytes $((32 << 20)) --iters 1 &
 pid=$!

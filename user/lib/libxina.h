@@ -101,8 +101,8 @@
  * it went away) serves that call's results to the peers still in it.
  * Connections and messages are authenticated with the job's secret
  * (Documentation/security.md, "The host fallback").  xina_get_stats():
- * fallback (1 once on the ring), fallback_calls, fallback_tx_bytes and
- * fallback_rx_bytes.  A worker that closed its handle can no longer serve
+ * fallback (1 once on the ring), fallback_calls, fallback_served,
+ * fallback_tx_bytes and fallback_rx_bytes.  A worker that closed its handle can no longer serve
  * peers the switch left behind: they then fail with a message naming it.
  *
  * Authentication: every contribution carries a tag keyed with this rank's
@@ -472,7 +472,8 @@ struct xina_worker_stats {
 	uint64_t	joins;		/* joins sent, resends included */
 	/* Appended with the host fallback (opts.fallback): */
 	uint32_t	fallback;	/* 1: calls run on the host ring */
-	uint32_t	fallback_pad;
+	uint32_t	fallback_served;	/* calls served to peers
+						 * the switch left one behind */
 	uint64_t	fallback_calls;	/* calls (or their rest) run on it */
 	uint64_t	fallback_tx_bytes;	/* sent on the ring, framing included */
 	uint64_t	fallback_rx_bytes;

@@ -303,6 +303,7 @@ static int xina_fb_agree(struct xina *x)
 		xina_fb_order(p->w, p->nwords);
 		if (err)
 			return xina_fb_ring_err(x, err, "serving the previous call", msg);
+		x->st.fallback_served++;
 		xina_log(x, XINA_LOG_WARN,
 			 "job %u rank %u: served call %llu's results to the host fallback ring",
 			 x->o.job, x->o.rank, (unsigned long long)low);

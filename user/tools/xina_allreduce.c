@@ -1114,9 +1114,10 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
 	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
+	       "\"fallback_served\":%u,"
 	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",
 	       c->inflight, st.fallback,
-	       (unsigned long long)st.fallback_calls,
+	       (unsigned long long)st.fallback_calls, st.fallback_served,
 	       (unsigned long long)st.fallback_tx_bytes,
 	       (unsigned long long)st.fallback_rx_bytes);
 	if (error) {
