@@ -7,9 +7,10 @@
 # with the interposer in LD_PRELOAD:
 #
 #   - an mpi4py program (Debian's python3-mpi4py, comm.Allreduce) checking
-#     every result against numpy, through the switch (int32 sum, max and
-#     min, float32 sum, MPI_IN_PLACE) and through PMPI (float64, float32
-#     max, int32 prod, int64, a split communicator);
+#     every result against numpy, through the switch (int8, int16, int32,
+#     int64 under each of their MPI names by sum, min, max, band, bor,
+#     bxor; float32 sum, min, max; MPI_IN_PLACE) and through PMPI
+#     (float64, int32 prod, unsigned types, a split communicator);
 #   - xina-bench-mpi (the OpenMPI peer of the benchmarks), which checks
 #     every element of every call itself.
 #
@@ -125,7 +126,7 @@ mpi4py_case()
 }
 
 mpi4py_case 1
-log_test "mpi4py comm.Allreduce and Iallreduce: sum/max/min/float sum through the switch, the rest through PMPI, all right"
+log_test "mpi4py comm.Allreduce and Iallreduce: int8/16/32/64 by sum/min/max/band/bor/bxor, float32 by sum/min/max through the switch, the rest through PMPI, all right"
 
 # MPI_THREAD_SINGLE: the duplicate of COMM_WORLD goes through the switch too
 mpi4py_case 3 single
