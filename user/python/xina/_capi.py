@@ -2,9 +2,10 @@
 """ctypes mirror of user/libxina.h: the structs, the constants, the calls.
 
 Keep it in step with libxina.h.  selftests/xina_python.sh builds a small C
-program from these field names (offsetof and sizeof) and compares its
-numbers with ctypes', so that a field added, moved or renamed in the header
-fails a test instead of corrupting the options silently.
+program from these field names (offsetof and sizeof) and constants and
+compares its numbers with ctypes', so that a field added, moved or renamed
+in the header, or an enum renumbered, fails a test instead of corrupting
+the options or the calls silently.
 """
 
 import ctypes
@@ -102,8 +103,9 @@ class XinaWorkerStats(ctypes.Structure):
     ]
 
 
-# The C structs mirrored here, for the layout test.
+# The C structs and constants mirrored here, for the layout test.
 MIRRORED = {"xina_opts": XinaOpts, "xina_worker_stats": XinaWorkerStats}
+MIRRORED_CONSTS = [n for n in list(globals()) if n.startswith("XINA_")]
 
 _lib: Optional[ctypes.CDLL] = None
 
