@@ -317,16 +317,25 @@ err_out:
 
 /* State of one call of the engine. */
 struct xina_call {
-	void		*buf;		/* int32_t, or float with @exps */
+	void		*buf;		/* n elements of k->type */
 	size_t		n;
 	uint64_t	nblocks;
 	uint64_t	done;
 	uint64_t	progress_ns;	/* last time a result was accepted */
 	uint64_t	join_ns;	/* timeout until the first result */
 	struct xina_worker_stats st0;	/* handle counters at the start */
-	const int32_t	*exps;		/* float32: per block; NULL: int32 */
-	enum xina_op	op;
+	const int32_t	*exps;		/* XINA_K_BFP: per block; else NULL */
+	const struct xina_codec *k;
+	size_t		esz;		/* bytes of one element of @buf */
 };
+
+/* Elements of @block, the last one short. */
+static size_t xina_block_cnt(const struct xina_call *c, uint64_t block)
+{
+	uint64_t off = block * c->k->per_pkt;
+
+	return c->n - off < c->k->per_pkt ? c->n - off : c->k->per_pkt;
+}
 
 static void xina_txq_push(struct xina *x, uint32_t s)
 {
@@ -362,34 +371,32 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 		      uint64_t block)
 {
 	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
-	uint64_t off = block * x->o.elems;
+	uint64_t off = block * c->k->per_pkt;
 	uint32_t *v = (uint32_t *)(h + 1);
-	size_t cnt;
-	int e;
+	size_t cnt, words;
+	int32_t e = 0;
 
-	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
+	cnt = xina_block_cnt(c, block);
+	words = xina_codec_words(c->k, cnt);
 	memset(h, 0, sizeof(*h));
 	h->version = XINA_WIRE_VERSION;
 	h->type = XINA_T_CONTRIB;
-	h->dtype = XINA_DTYPE_INT32;
-	h->op = c->op;
+	h->dtype = c->k->dtype;
+	h->op = c->k->wop;
 	if (c->exps) {
 		e = c->exps[block];
 		h->exp = e < -128 ? -128 : e > 127 ? 127 : e;
 	}
-	h->count = htons(cnt);
+	h->count = htons(words);
 	h->job = htonl(x->o.job);
 	h->rank = htons(x->o.rank);
 	h->slot = htonl(s);
 	h->round = htonl(x->next_round[s]);
 	h->epoch = htonl(x->epoch);
 	h->offset = htobe64(off);
-	if (c->exps)
-		xina_f32_pack(x, v, (const float *)c->buf + off, cnt,
-			      c->exps[block]);
-	else
-		xina_i32_pack(v, (const int32_t *)c->buf + off, cnt);
-	x->slot[s].nh = xina_nh_net(x->nhk, v, cnt);
+	xina_codec_pack(x, c->k, v, (const uint8_t *)c->buf + off * c->esz,
+			cnt, e);
+	x->slot[s].nh = xina_nh_net(x->nhk, v, words);
 	xina_tx_tag(x, s);
 
 	x->slot[s].busy = true;
@@ -457,9 +464,9 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	const struct xina_hdr *h = (const struct xina_hdr *)p;
 	const uint32_t *v = (const uint32_t *)(h + 1);
 	struct xina_call *c = ctx;
+	size_t cnt, words;
 	uint64_t off, block;
 	struct xina_slot *sl;
-	size_t cnt;
 	uint32_t s;
 
 	/* A join's reply again (a resend crossed ours): no result. */
@@ -470,7 +477,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	}
 	/* Malformed as the switch's own egress check has it (xina.bpf.c). */
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
-	    h->type != XINA_T_RESULT || h->dtype != XINA_DTYPE_INT32 ||
+	    h->type != XINA_T_RESULT || h->dtype != c->k->dtype ||
 	    h->flags || h->weight || h->aux ||
 	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		x->st.malformed++;
@@ -490,24 +497,22 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		return;
 	}
 	block = sl->block;
-	off = block * x->o.elems;
-	cnt = c->n - off < x->o.elems ? c->n - off : x->o.elems;
-	if (be64toh(h->offset) != off || ntohs(h->count) != cnt ||
-	    h->op != c->op) {
+	off = block * c->k->per_pkt;
+	cnt = xina_block_cnt(c, block);
+	words = xina_codec_words(c->k, cnt);
+	if (be64toh(h->offset) != off || ntohs(h->count) != words ||
+	    h->op != c->k->wop) {
 		x->st.malformed++;
 		return;
 	}
 	/* Only from the switch: a forged or modified result is not placed. */
 	if (be64toh(h->tag) != xina_tag_hdr(x->kres, h,
-					    xina_nh_net(x->nhk, v, cnt))) {
+					    xina_nh_net(x->nhk, v, words))) {
 		x->st.bad_tag++;
 		return;
 	}
-	if (c->exps)
-		xina_f32_unpack(x, (float *)c->buf + off, v, cnt,
-				c->exps[block]);
-	else
-		xina_i32_unpack((int32_t *)c->buf + off, v, cnt);
+	xina_codec_unpack(x, c->k, (uint8_t *)c->buf + off * c->esz, v, cnt,
+			  c->exps ? c->exps[block] : 0);
 	sl->busy = false;
 	x->st.results++;
 	c->done++;
@@ -631,20 +636,22 @@ static void xina_log_call(struct xina *x, const struct xina_call *c,
 			  uint64_t t0)
 {
 	xina_log(x, XINA_LOG_DEBUG,
-		 "%s of %zu elements: %llu blocks in %.3f ms, %llu resends, rto %u us",
-		 c->exps ? "f32 sum" : c->op == XINA_OP_SUM ? "sum" : "max",
-		 c->n, (unsigned long long)c->nblocks,
+		 "%s %s of %zu elements%s: %llu blocks in %.3f ms, %llu resends, rto %u us",
+		 xina_type_name(c->k->type), xina_op_name(c->k->op), c->n,
+		 c->exps ? " (block floating point)" : "",
+		 (unsigned long long)c->nblocks,
 		 (xina_now_ns() - t0) / 1e6,
 		 (unsigned long long)(x->st.retrans - c->st0.retrans), xina_rto(x));
 }
 
-int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
-		       const int32_t *exps)
+int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
+		       const struct xina_codec *k, const int32_t *exps)
 {
 	uint64_t t0 = xina_now_ns();
 	struct xina_call c = {
-		.buf = buf, .n = n, .op = op, .exps = exps,
-		.nblocks = (n + x->o.elems - 1) / x->o.elems,
+		.buf = buf, .n = n, .k = k, .exps = exps,
+		.nblocks = (n + k->per_pkt - 1) / k->per_pkt,
+		.esz = xina_codec_esz(k),
 		.st0 = x->st,
 	};
 	uint64_t now, b;
@@ -695,30 +702,4 @@ int xina_call_check(struct xina *x, const void *buf, size_t n)
 		return -EINVAL;
 	}
 	return 0;
-}
-
-int xina_run_i32(struct xina *x, int32_t *buf, size_t n, enum xina_op op)
-{
-	int err;
-
-	err = xina_call_check(x, buf, n);
-	if (err)
-		return err;
-	if (op != XINA_OP_SUM && op != XINA_OP_MAX) {
-		xina_fail(x, "op %d is neither XINA_OP_SUM nor XINA_OP_MAX", op);
-		return -EINVAL;
-	}
-	err = xina_reduce_blocks(x, buf, n, op, NULL);
-	if (err) {
-		x->broken = true;
-		return err;
-	}
-	x->st.calls++;
-	return 0;
-}
-
-int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
-		       enum xina_op op)
-{
-	return x ? xina_call(x, buf, n, op, false) : -EINVAL;
 }

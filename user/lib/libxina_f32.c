@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
 /*
- * libxina float32 allreduce: SwitchML block floating point over the int32
- * engine.  The derivation of the error bound is in libxina.h.
+ * libxina float SUM and AVG: SwitchML block floating point over the
+ * engine, float32 into INT32 lanes, float16 and bfloat16 into INT16
+ * lanes.  The derivation of the error bounds is in libxina.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,45 +62,93 @@ static uint32_t xina_max_abs_bits(const float *src, size_t cnt)
 	return m;
 }
 
-/* The slow path of a block known to hold a NaN or an infinity. */
-static int xina_not_finite(struct xina *x, const float *buf, size_t off,
-			   size_t end)
+/* Largest magnitude of @cnt 16-bit floats, as the bits of |x|. */
+static uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt)
 {
+	uint32_t m = 0, b;
 	size_t i;
 
-	for (i = off; i < end && isfinite(buf[i]); i++)
-		;
-	xina_fail(x, "element %zu is %s: float allreduce needs finite input",
-		  i, isnan(buf[i]) ? "NaN" : "infinite");
+	for (i = 0; i < cnt; i++) {
+		b = src[i] & 0x7fff;
+		m = b > m ? b : m;
+	}
+	return m;
+}
+
+/* Bits of |x| from which a float of @type is an infinity or a NaN. */
+static uint32_t xina_inf_bits(enum xina_type type)
+{
+	return type == XINA_TYPE_FLOAT32 ? 0x7f800000 :
+	       type == XINA_TYPE_FLOAT16 ? 0x7c00 : 0x7f80;
+}
+
+/* The slow path of a block known to hold a NaN or an infinity. */
+static int xina_not_finite(struct xina *x, const struct xina_codec *k,
+			   const void *buf, size_t off, size_t end)
+{
+	uint32_t inf = xina_inf_bits(k->type), b = 0;
+	size_t i;
+
+	for (i = off; i < end; i++) {
+		if (k->type == XINA_TYPE_FLOAT32)
+			memcpy(&b, (const float *)buf + i, sizeof(b));
+		else
+			b = ((const uint16_t *)buf)[i];
+		b &= inf == 0x7f800000 ? 0x7fffffff : 0x7fff;
+		if (b >= inf)
+			break;
+	}
+	xina_fail(x, "element %zu is %s: %s %s needs finite input (block floating point has no NaN or infinity; MIN and MAX take them)",
+		  i, b > inf ? "NaN" : "infinite", xina_type_name(k->type),
+		  xina_op_name(k->op));
 	return -EINVAL;
 }
 
+/* Value of the finite magnitude bits @bits of a float of @type. */
+static double xina_abs_value(enum xina_type type, uint32_t bits)
+{
+	float f;
+
+	if (type == XINA_TYPE_FLOAT16)
+		return (bits >> 10) ? ldexp(1024 + (bits & 0x3ff),
+					    (int)(bits >> 10) - 25) :
+				      ldexp(bits, -24);
+	if (type == XINA_TYPE_BFLOAT16)
+		bits <<= 16;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
 /*
- * Per block: the frexpf exponent of the largest magnitude (|x| < 2^e), or
+ * Per block: the frexp exponent of the largest magnitude (|x| < 2^e), or
  * XINA_EXP_ZERO.  Refuses NaN and infinities before anything is sent,
  * naming the first offending element.
  */
-static int xina_block_exps(struct xina *x, const float *buf, size_t n,
-			   int32_t *exps, uint64_t nblocks)
+static int xina_block_exps(struct xina *x, const struct xina_codec *k,
+			   const void *buf, size_t n, int32_t *exps,
+			   uint64_t nblocks)
 {
+	uint32_t bits, inf = xina_inf_bits(k->type);
 	size_t off, end;
-	uint32_t bits;
 	uint64_t b;
-	float m;
 	int e;
 
 	for (b = 0; b < nblocks; b++) {
-		off = b * x->o.elems;
-		end = n - off < x->o.elems ? n : off + x->o.elems;
-		bits = xina_max_abs_bits(buf + off, end - off);
-		if (bits >= 0x7f800000)
-			return xina_not_finite(x, buf, off, end);
+		off = b * k->per_pkt;
+		end = n - off < k->per_pkt ? n : off + k->per_pkt;
+		if (k->type == XINA_TYPE_FLOAT32)
+			bits = xina_max_abs_bits((const float *)buf + off,
+						 end - off);
+		else
+			bits = xina_max_abs_bits16((const uint16_t *)buf + off,
+						   end - off);
+		if (bits >= inf)
+			return xina_not_finite(x, k, buf, off, end);
 		if (!bits) {
 			exps[b] = XINA_EXP_ZERO;
 			continue;
 		}
-		memcpy(&m, &bits, sizeof(m));
-		frexpf(m, &e);
+		frexp(xina_abs_value(k->type, bits), &e);
 		exps[b] = e;
 	}
 	return 0;
@@ -126,34 +175,37 @@ static int xina_check_exps(struct xina *x, const int32_t *exps,
 	return 0;
 }
 
-int xina_run_f32(struct xina *x, float *buf, size_t n)
+int xina_run_bfp(struct xina *x, void *buf, size_t n,
+		 const struct xina_codec *k)
 {
+	struct xina_codec ek;
 	uint64_t nblocks;
 	int err;
 
-	err = xina_call_check(x, buf, n);
+	/* the exponents: int32 MAX, one per block */
+	err = xina_codec_init(x, &ek, XINA_TYPE_INT32, XINA_OP_MAX, x->err,
+			      sizeof(x->err));
 	if (err)
 		return err;
-	nblocks = (n + x->o.elems - 1) / x->o.elems;
+	nblocks = (n + k->per_pkt - 1) / k->per_pkt;
 	if (xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
 		xina_fail(x, "out of memory for the exponents of %llu blocks",
 			  (unsigned long long)nblocks);
 		return -ENOMEM;
 	}
-	err = xina_block_exps(x, buf, n, x->exps, nblocks);
+	err = xina_block_exps(x, k, buf, n, x->exps, nblocks);
 	if (err)
 		return err;
 
 	/* Phase 1: agree on the exponents; phase 2: add the integers. */
-	err = xina_reduce_blocks(x, x->exps, nblocks, XINA_OP_MAX, NULL);
+	err = xina_reduce_blocks(x, x->exps, nblocks, &ek, NULL);
 	if (!err)
 		err = xina_check_exps(x, x->exps, nblocks);
 	if (err)
 		goto err_broken;
-	err = xina_reduce_blocks(x, buf, n, XINA_OP_SUM, x->exps);
+	err = xina_reduce_blocks(x, buf, n, k, x->exps);
 	if (err)
 		goto err_broken;
-	x->st.calls++;
 	return 0;
 
 err_broken:
@@ -163,7 +215,8 @@ err_broken:
 
 int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 {
-	return x ? xina_call(x, buf, n, XINA_OP_SUM, true) : -EINVAL;
+	return x ? xina_call(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM) :
+		   -EINVAL;
 }
 
 double xina_f32_bound(float r, int block_exp, unsigned int workers)

@@ -74,8 +74,8 @@ struct xina_req {
 	struct xina_req	*qnext;		/* x->q_head: not yet running */
 	void		*buf;
 	size_t		n;
+	enum xina_type	type;
 	enum xina_op	op;
-	bool		f32;
 	int		status;
 	char		err[768];
 };
@@ -174,15 +174,70 @@ void xina_tx_done(struct xina *x, uint32_t from, uint32_t cnt);
 int xina_call_check(struct xina *x, const void *buf, size_t n);
 
 /*
- * libxina.c: the windowed int32 engine float32 builds upon.  Without
- * @exps, @buf holds n int32 elements reduced in place with @op.  With
- * @exps (one agreed exponent per block), @buf holds n floats: each block is
- * quantised into its packet just before it is sent and the result is
- * dequantised into @buf as it arrives, so the tensor is touched once each
- * way, as for int32.
+ * How the elements of one call travel (libxina_type.c): the caller's
+ * (type, op) and what the switch sees, the wire's dtype and op.
+ *
+ *  XINA_K_INT	integers as themselves, any wire op
+ *  XINA_K_WIDE	integer AVG: each element in a lane twice as wide (int8 in
+ *		int16, int16 in int32, int32 in int64), summed without
+ *		overflow, then divided
+ *  XINA_K_WIDE64 int64 AVG: each element as two int64 lanes, its high half
+ *		(signed) and its low half (unsigned), summed without
+ *		overflow, then put together in 128 bits and divided
+ *  XINA_K_ORD	float MIN/MAX: the IEEE bits mapped to a signed integer of
+ *		the same width in totalOrder (an involution)
+ *  XINA_K_BFP	float SUM/AVG: block floating point into INT32 (float32) or
+ *		INT16 lanes (float16, bfloat16), with one agreed exponent per
+ *		block
  */
-int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
-		       const int32_t *exps);
+enum xina_kind {
+	XINA_K_INT,
+	XINA_K_WIDE,
+	XINA_K_WIDE64,
+	XINA_K_ORD,
+	XINA_K_BFP,
+};
+
+struct xina_codec {
+	enum xina_type	type;		/* the caller's elements */
+	enum xina_op	op;		/* the caller's operator */
+	enum xina_kind	kind;
+	uint8_t		dtype;		/* enum xina_dtype on the wire */
+	uint8_t		wop;		/* enum xina_op on the wire */
+	uint8_t		lane_bits;	/* wire lane width: 8, 16, 32 or 64 */
+	uint8_t		lanes_per_elem;	/* wire lanes one element takes */
+	uint32_t	per_pkt;	/* elements per packet */
+};
+
+/*
+ * The codec of (@type, @op) for @x; -EINVAL with the reason in @err
+ * (nothing is sent).  Checks the pair only, not a buffer.
+ */
+int xina_codec_init(const struct xina *x, struct xina_codec *k,
+		    enum xina_type type, enum xina_op op, char *err,
+		    size_t len);
+/* Wire words of @cnt elements (the last one padded). */
+size_t xina_codec_words(const struct xina_codec *k, size_t cnt);
+/* Bytes of one element in the caller's buffer. */
+size_t xina_codec_esz(const struct xina_codec *k);
+/* @cnt elements at @src (element 0 of the block) into wire words. */
+void xina_codec_pack(const struct xina *x, const struct xina_codec *k,
+		     uint32_t *dst, const void *src, size_t cnt, int32_t exp);
+/* The block's result words back into @cnt elements at @dst. */
+void xina_codec_unpack(const struct xina *x, const struct xina_codec *k,
+		       void *dst, const uint32_t *src, size_t cnt,
+		       int32_t exp);
+const char *xina_op_name(enum xina_op op);
+
+/*
+ * libxina.c: the windowed engine.  @buf holds @n elements of @k's type,
+ * cut into blocks of k->per_pkt elements; each block is packed into its
+ * packet just before it is sent and its result unpacked into @buf as it
+ * arrives, so the tensor is touched once each way.  @exps: one agreed
+ * exponent per block for XINA_K_BFP, else NULL.
+ */
+int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
+		       const struct xina_codec *k, const int32_t *exps);
 
 /*
  * libxina_join.c: the join handshake, once the I/O is open; sets x->epoch
@@ -190,9 +245,15 @@ int xina_reduce_blocks(struct xina *x, void *buf, size_t n, enum xina_op op,
  */
 int xina_join(struct xina *x);
 
-/* The calls themselves, on whatever thread runs them. */
-int xina_run_i32(struct xina *x, int32_t *buf, size_t n, enum xina_op op);
-int xina_run_f32(struct xina *x, float *buf, size_t n);
+/* The call itself, on whatever thread runs it (libxina_type.c). */
+int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
+	     enum xina_op op);
+/*
+ * libxina_f32.c: block floating point of a float call: the exponents
+ * (refusing NaN and infinities), their agreement, then the sum.
+ */
+int xina_run_bfp(struct xina *x, void *buf, size_t n,
+		 const struct xina_codec *k);
 
 /*
  * libxina_req.c: requests and the progress thread.  xina_req_init() at
@@ -202,7 +263,10 @@ int xina_run_f32(struct xina *x, float *buf, size_t n);
  */
 void xina_req_init(struct xina *x);
 void xina_req_shutdown(struct xina *x);
-int xina_call(struct xina *x, void *buf, size_t n, enum xina_op op, bool f32);
+int xina_call(struct xina *x, void *buf, size_t n, enum xina_type type,
+	      enum xina_op op);
+int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
+	       enum xina_op op, struct xina_req **out);
 static inline bool xina_stopping(struct xina *x)
 {
 	return __atomic_load_n(&x->stop, __ATOMIC_RELAXED);
@@ -216,6 +280,23 @@ void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,
 void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
 		   size_t cnt, int32_t exp);
 void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,
-		     size_t cnt, int32_t exp);
+		     size_t cnt, int32_t exp, unsigned int div);
+/* 16 and 64-bit lanes, network order; cnt elements, not words. */
+void xina_i16_pack(uint16_t *restrict dst, const int16_t *restrict src,
+		   size_t cnt);
+void xina_i16_unpack(int16_t *restrict dst, const uint16_t *restrict src,
+		     size_t cnt);
+void xina_i64_pack(void *restrict dst, const int64_t *restrict src,
+		   size_t cnt);
+void xina_i64_unpack(int64_t *restrict dst, const void *restrict src,
+		     size_t cnt);
+/* Block floating point of float16 (@bf16 false) and bfloat16. */
+void xina_bfp16_pack(const struct xina *x, uint16_t *restrict dst,
+		     const uint16_t *restrict src, size_t cnt, int32_t exp,
+		     bool bf16);
+void xina_bfp16_unpack(const struct xina *x, uint16_t *dst,
+		       const uint16_t *src, size_t cnt, int32_t exp,
+		       unsigned int div, bool bf16);
+uint16_t xina_d2h(double d, bool bf16);
 
 #endif /* LIBXINA_INT_H */

@@ -11,6 +11,7 @@
  * constant, a conversion), and contraction into FMA is off for this file.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <math.h>
 #include <string.h>
 
@@ -49,6 +50,53 @@ void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,
 
 	for (i = 0; i < cnt; i++)
 		dst[i] = (int32_t)ntohl(src[i]);
+}
+
+XINA_CLONES
+void xina_i16_pack(uint16_t *restrict dst, const int16_t *restrict src,
+		   size_t cnt)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		dst[i] = htons((uint16_t)src[i]);
+}
+
+XINA_CLONES
+void xina_i16_unpack(int16_t *restrict dst, const uint16_t *restrict src,
+		     size_t cnt)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		dst[i] = (int16_t)ntohs(src[i]);
+}
+
+/* Packets are 4-byte aligned only (GRO segments): 64-bit lanes by memcpy. */
+XINA_CLONES
+void xina_i64_pack(void *restrict dst, const int64_t *restrict src,
+		   size_t cnt)
+{
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < cnt; i++) {
+		v = htobe64((uint64_t)src[i]);
+		memcpy((uint8_t *)dst + i * 8, &v, 8);
+	}
+}
+
+XINA_CLONES
+void xina_i64_unpack(int64_t *restrict dst, const void *restrict src,
+		     size_t cnt)
+{
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&v, (const uint8_t *)src + i * 8, 8);
+		dst[i] = (int64_t)be64toh(v);
+	}
 }
 
 /*
@@ -103,16 +151,134 @@ static void xina_f32_dequantise(float *restrict dst,
 		dst[i] = (float)((double)(int32_t)ntohl(src[i]) * scale);
 }
 
+XINA_CLONES
+static void xina_f32_dequantise_div(float *restrict dst,
+				    const uint32_t *restrict src, size_t cnt,
+				    double scale, double div)
+{
+	size_t i;
+
+	for (i = 0; i < cnt; i++)
+		dst[i] = (float)((double)(int32_t)ntohl(src[i]) * scale / div);
+}
+
 /*
  * Dequantise one result as it arrives.  Q * 2^-s is exact in double; the
  * conversion to float is the one rounding, the same on every worker.
+ * AVG (@div workers, else 1) divides in double first: a second rounding,
+ * the same on every worker too.
  */
 void xina_f32_unpack(const struct xina *x, float *dst, const uint32_t *src,
-		     size_t cnt, int32_t exp)
+		     size_t cnt, int32_t exp, unsigned int div)
 {
 	if (exp == XINA_EXP_ZERO) {
 		memset(dst, 0, cnt * sizeof(*dst));
 		return;
 	}
-	xina_f32_dequantise(dst, src, cnt, ldexp(1.0, -xina_scale(x, exp)));
+	if (div > 1)
+		xina_f32_dequantise_div(dst, src, cnt,
+					ldexp(1.0, -xina_scale(x, exp)), div);
+	else
+		xina_f32_dequantise(dst, src, cnt,
+				    ldexp(1.0, -xina_scale(x, exp)));
+}
+
+/* A finite float16 (IEEE binary16) or bfloat16 as a float, exactly. */
+static inline float xina_h2f(uint16_t b, bool bf16)
+{
+	uint32_t e = b >> 10 & 0x1f, m = b & 0x3ff, f;
+	float v;
+
+	if (bf16) {
+		f = (uint32_t)b << 16;
+	} else if (e) {
+		f = (uint32_t)(b & 0x8000) << 16 | (e + 112) << 23 | m << 13;
+	} else {
+		v = (float)m * 0x1p-24f;
+		return b & 0x8000 ? -v : v;
+	}
+	memcpy(&v, &f, sizeof(v));
+	return v;
+}
+
+/*
+ * A finite double rounded to the nearest float16 (@bf16 false: 11-bit
+ * significand, quantum of the subnormals 2^-24) or bfloat16 (8 bits,
+ * 2^-133), ties to even, beyond the largest finite value an infinity:
+ * one rounding, in integer arithmetic on the double's bits (no double
+ * rounding through float, no libm call).
+ */
+uint16_t xina_d2h(double d, bool bf16)
+{
+	const int p = bf16 ? 8 : 11, qmin = bf16 ? -133 : -24;
+	const uint32_t inf = bf16 ? 0x7f80 : 0x7c00;
+	uint64_t b, m, q, rem, half;
+	uint16_t sign;
+	uint32_t bits;
+	int e, qe, sh;
+
+	memcpy(&b, &d, sizeof(b));
+	sign = b >> 48 & 0x8000;
+	e = (int)(b >> 52 & 0x7ff);
+	if (!e)		/* zero, or far below the smallest subnormal */
+		return sign;
+	m = (b & ((1ull << 52) - 1)) | 1ull << 52;	/* d = m * 2^(e-1075) */
+	qe = e - 1023 - (p - 1);	/* quantum of a p-bit significand */
+	if (qe < qmin)
+		qe = qmin;
+	sh = qe - (e - 1075);
+	if (sh > 63)
+		return sign;
+	q = m >> sh;
+	rem = m & ((1ull << sh) - 1);
+	half = 1ull << (sh - 1);
+	if (rem > half || (rem == half && (q & 1)))
+		q++;
+	bits = ((uint32_t)(qe - qmin) << (p - 1)) + (uint32_t)q;
+	return sign | (bits >= inf ? inf : bits);
+}
+
+/*
+ * Block floating point of 16-bit floats into INT16 lanes: as float32's
+ * into INT32 (libxina.h), with 15 instead of 31 bits: q = rint(x * 2^s),
+ * s = 15 - L - E, clamped to +-(2^(15-L) - 1).
+ */
+XINA_CLONES
+void xina_bfp16_pack(const struct xina *x, uint16_t *restrict dst,
+		     const uint16_t *restrict src, size_t cnt, int32_t exp,
+		     bool bf16)
+{
+	double scale, lim, v;
+	size_t i;
+
+	if (exp == XINA_EXP_ZERO) {
+		memset(dst, 0, cnt * sizeof(*dst));
+		return;
+	}
+	scale = ldexp(1.0, 15 - (int)x->headroom - exp);
+	lim = (double)((1 << (15 - x->headroom)) - 1);
+	for (i = 0; i < cnt; i++) {
+		v = (double)xina_h2f(src[i], bf16) * scale;
+		v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
+		v = v > lim ? lim : v < -lim ? -lim : v;
+		dst[i] = htons((uint16_t)(int16_t)v);
+	}
+}
+
+/* The INT16 sums back: Q * 2^-s (exact), / @div for AVG, rounded once. */
+void xina_bfp16_unpack(const struct xina *x, uint16_t *dst,
+		       const uint16_t *src, size_t cnt, int32_t exp,
+		       unsigned int div, bool bf16)
+{
+	double unscale;
+	size_t i;
+
+	if (exp == XINA_EXP_ZERO) {
+		memset(dst, 0, cnt * sizeof(*dst));
+		return;
+	}
+	unscale = ldexp(1.0, exp - 15 + (int)x->headroom);
+	for (i = 0; i < cnt; i++)
+		dst[i] = xina_d2h((double)(int16_t)ntohs(src[i]) * unscale /
+				  div, bf16);
 }

@@ -16,7 +16,7 @@
  * program that makes blocking calls only pays nothing for it.
  *
  * The thread takes one queued request at a time and runs the same engine
- * as a blocking call (xina_run_i32/f32) outside the lock, then completes
+ * as a blocking call (xina_run) outside the lock, then completes
  * it under the lock: status, message, a snapshot of the counters, the
  * completion eventfd.  xina_close() sets @stop, which the engine checks
  * after every poll(), and wakes that poll() through @wake_fd.
@@ -100,8 +100,7 @@ static void *xina_progress(void *arg)
 		pthread_mutex_unlock(&x->lock);
 
 		x->err[0] = '\0';
-		err = r->f32 ? xina_run_f32(x, r->buf, r->n) :
-			       xina_run_i32(x, r->buf, r->n, r->op);
+		err = xina_run(x, r->buf, r->n, r->type, r->op);
 
 		pthread_mutex_lock(&x->lock);
 		x->running = NULL;
@@ -147,10 +146,12 @@ static int xina_thread_start(struct xina *x)
 	return 0;
 }
 
-static int xina_start(struct xina *x, void *buf, size_t n, enum xina_op op,
-		      bool f32, struct xina_req **out)
+int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
+	       enum xina_op op, struct xina_req **out)
 {
+	struct xina_codec k;
 	struct xina_req *r;
+	char msg[256];
 	int err;
 
 	if (!x || !out)
@@ -168,9 +169,9 @@ static int xina_start(struct xina *x, void *buf, size_t n, enum xina_op op,
 		err = -EINVAL;
 		goto err_unlock;
 	}
-	if (!f32 && op != XINA_OP_SUM && op != XINA_OP_MAX) {
-		xina_api_fail(x, "op %d is neither XINA_OP_SUM nor XINA_OP_MAX", op);
-		err = -EINVAL;
+	err = xina_codec_init(x, &k, type, op, msg, sizeof(msg));
+	if (err) {
+		xina_api_fail(x, "%s", msg);
 		goto err_unlock;
 	}
 	if (x->inflight >= x->o.max_requests) {
@@ -187,8 +188,8 @@ static int xina_start(struct xina *x, void *buf, size_t n, enum xina_op op,
 	r->x = x;
 	r->buf = buf;
 	r->n = n;
-	r->op = f32 ? XINA_OP_SUM : op;
-	r->f32 = f32;
+	r->type = type;
+	r->op = op;
 	r->status = -EINPROGRESS;
 	snprintf(r->err, sizeof(r->err), "in progress");
 	r->next = x->reqs;
@@ -215,13 +216,13 @@ err_unlock:
 int xina_allreduce_i32_start(struct xina *x, int32_t *buf, size_t n,
 			     enum xina_op op, struct xina_req **req)
 {
-	return xina_start(x, buf, n, op, false, req);
+	return xina_start(x, buf, n, XINA_TYPE_INT32, op, req);
 }
 
 int xina_allreduce_f32_start(struct xina *x, float *buf, size_t n,
 			     struct xina_req **req)
 {
-	return xina_start(x, buf, n, XINA_OP_SUM, true, req);
+	return xina_start(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM, req);
 }
 
 int xina_req_test(const struct xina_req *r)
@@ -318,7 +319,8 @@ int xina_completion_fd(struct xina *x)
 	return fd;
 }
 
-int xina_call(struct xina *x, void *buf, size_t n, enum xina_op op, bool f32)
+int xina_call(struct xina *x, void *buf, size_t n, enum xina_type type,
+	      enum xina_op op)
 {
 	struct xina_req *r;
 	int err;
@@ -326,13 +328,13 @@ int xina_call(struct xina *x, void *buf, size_t n, enum xina_op op, bool f32)
 	pthread_mutex_lock(&x->lock);
 	if (!x->threaded) {
 		/* Inline, as before requests existed, serialised by the lock. */
-		err = f32 ? xina_run_f32(x, buf, n) : xina_run_i32(x, buf, n, op);
+		err = xina_run(x, buf, n, type, op);
 		pthread_mutex_unlock(&x->lock);
 		return err;
 	}
 	pthread_mutex_unlock(&x->lock);
 	/* Behind the calls in flight: the job's order. */
-	err = xina_start(x, buf, n, op, f32, &r);
+	err = xina_start(x, buf, n, type, op, &r);
 	if (err)
 		return err;
 	err = xina_req_wait(r, -1);

@@ -14,6 +14,6 @@ $(O)/xina-swagg: $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o \
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o: \
-	user/tools/xina_swagg.h
+	user/tools/xina_swagg.h bpf/xina_lanes.h
 
 user: $(O)/xina-allreduce $(O)/xina-swagg

@@ -9,7 +9,11 @@
  * contributor whose bit is set never adds twice, older rounds are stale,
  * and a contribution to a completed round is answered with the kept result
  * to that worker alone.  The last contribution sends the result to every
- * member.  Packets are authenticated as the switch does it
+ * member.  A round's first contribution fixes its dtype and op; one that
+ * carries another pair, AVG (never on the wire), an unknown pair or an
+ * INT64 block of an odd count is dropped (drop_op).  Every pair is
+ * combined by bpf/xina_lanes.h, the arithmetic the fast path and xina.ko
+ * share.  Packets are authenticated as the switch does it
  * (bpf/xina_auth.h): a contribution's tag is verified with its rank's key
  * before it can change anything, results are tagged with the job's result
  * key, and a member's UDP port is learned only from a contribution that
@@ -58,6 +62,7 @@
 #include "xina_auth.h"
 #include "xina_join.h"
 #include "xina_keyfile.h"
+#include "xina_lanes.h"
 #include "xina_names.h"
 #include "xina_swagg.h"
 
@@ -614,30 +619,83 @@ static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
 	sw->stat[XINA_STAT_RETRANS_ANSWERED]++;
 }
 
+/*
+ * @n words of @in (network order) into @a (host order) by (@dtype, @op),
+ * through bpf/xina_lanes.h as every aggregator: constants after inlining,
+ * so each pair gets a loop of its own.
+ */
+static __always_inline void sw_fold(uint32_t *a, const uint32_t *in,
+				    unsigned int n, const __u32 dtype,
+				    const __u32 op)
+{
+	unsigned int i;
+	__u64 acc, x;
+
+	if (dtype == XINA_DTYPE_INT64) {
+		for (i = 0; i + 1 < n; i += 2) {
+			acc = (__u64)a[i] << 32 | a[i + 1];
+			x = (__u64)ntohl(in[i]) << 32 | ntohl(in[i + 1]);
+			acc = xina_combine64(acc, x, op);
+			a[i] = acc >> 32;
+			a[i + 1] = (uint32_t)acc;
+		}
+		return;
+	}
+	for (i = 0; i < n; i++)
+		a[i] = xina_combine32(a[i], ntohl(in[i]), dtype, op);
+}
+
+#define SW_FOLD_OPS(a, in, n, dtype, op)				\
+	do {								\
+		switch (op) {						\
+		case XINA_OP_SUM:					\
+			sw_fold(a, in, n, dtype, XINA_OP_SUM);		\
+			break;						\
+		case XINA_OP_MAX:					\
+			sw_fold(a, in, n, dtype, XINA_OP_MAX);		\
+			break;						\
+		case XINA_OP_MIN:					\
+			sw_fold(a, in, n, dtype, XINA_OP_MIN);		\
+			break;						\
+		case XINA_OP_AND:					\
+			sw_fold(a, in, n, dtype, XINA_OP_AND);		\
+			break;						\
+		case XINA_OP_OR:					\
+			sw_fold(a, in, n, dtype, XINA_OP_OR);		\
+			break;						\
+		default:						\
+			sw_fold(a, in, n, dtype, XINA_OP_XOR);		\
+			break;						\
+		}							\
+	} while (0)
+
+/* The pair was checked by sw_contrib() (xina_dtype_op_ok()). */
 static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 		   bool init)
 {
-	int32_t *a = sw->vals + (size_t)vi * sw->elems;
+	uint32_t *a = (uint32_t *)sw->vals + (size_t)vi * sw->elems;
 	const uint32_t *in = (const uint32_t *)(h + 1);
 	struct sw_ver *v = &sw->ver[vi];
 	unsigned int i;
-	int32_t x;
 
 	if (init) {
 		for (i = 0; i < v->count; i++)
-			a[i] = (int32_t)ntohl(in[i]);
+			a[i] = ntohl(in[i]);
 		return;
 	}
-	if (v->op == XINA_OP_SUM) {
-		/* Unsigned: the wire promises a wrapping sum. */
-		for (i = 0; i < v->count; i++)
-			a[i] = (int32_t)((uint32_t)a[i] + ntohl(in[i]));
-		return;
-	}
-	for (i = 0; i < v->count; i++) {
-		x = (int32_t)ntohl(in[i]);
-		if (x > a[i])
-			a[i] = x;
+	switch (v->dtype) {
+	case XINA_DTYPE_INT8:
+		SW_FOLD_OPS(a, in, v->count, XINA_DTYPE_INT8, v->op);
+		break;
+	case XINA_DTYPE_INT16:
+		SW_FOLD_OPS(a, in, v->count, XINA_DTYPE_INT16, v->op);
+		break;
+	case XINA_DTYPE_INT64:
+		SW_FOLD_OPS(a, in, v->count, XINA_DTYPE_INT64, v->op);
+		break;
+	default:
+		SW_FOLD_OPS(a, in, v->count, XINA_DTYPE_INT32, v->op);
+		break;
 	}
 }
 
@@ -655,6 +713,7 @@ static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 	v->epoch = sw->jj.epoch;
 	v->used = true;
 	v->complete = false;
+	v->dtype = h->dtype;
 	v->op = h->op;
 	v->count = ntohs(h->count);
 	v->offset = be64toh(h->offset);
@@ -705,7 +764,7 @@ static int sw_join(const struct sw_ver *v, const struct xina_hdr *h,
 {
 	if (v->seen[rank / 64] & (1ull << (rank % 64)))
 		return v->complete ? SW_ANSWER : XINA_STAT_DUP;
-	if (h->op != v->op)
+	if (h->dtype != v->dtype || h->op != v->op)
 		return XINA_STAT_DROP_OP;
 	if (ntohs(h->count) != v->count || be64toh(h->offset) != v->offset)
 		return XINA_STAT_DROP_RANGE;
@@ -745,8 +804,8 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_RANGE]++;
 		return;
 	}
-	if (h->dtype != XINA_DTYPE_INT32 ||
-	    (h->op != XINA_OP_SUM && h->op != XINA_OP_MAX)) {
+	/* AVG (library only), unknown pairs, an odd INT64 count */
+	if (!xina_dtype_op_ok(h->dtype, h->op, count)) {
 		sw->stat[XINA_STAT_DROP_OP]++;
 		return;
 	}

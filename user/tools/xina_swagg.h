@@ -28,7 +28,8 @@ struct sw_ver {
 	uint32_t	round;
 	uint32_t	epoch;		/* the epoch of @round */
 	uint16_t	ncontrib;
-	uint16_t	count;
+	uint16_t	count;	/* 32-bit words */
+	uint8_t		dtype;	/* the round's enum xina_dtype and op */
 	uint8_t		op;
 	int8_t		exp;
 	bool		used;
@@ -100,7 +101,8 @@ struct swagg {
 	struct xina_join_mbr	*jm;	/* per member: its latest join */
 	uint64_t		last_complete_ns;	/* CLOCK_MONOTONIC */
 	struct sw_ver		*ver;	/* slots * 2 */
-	int32_t			*vals;	/* slots * 2 * elems, host order */
+	int32_t			*vals;	/* slots * 2 * elems words, host order
+					 * (lanes as bpf/xina_lanes.h has them) */
 	uint8_t			*res;	/* slots * 2 * pkt_sz, the kept results */
 
 	uint32_t		*comp;	/* versions completed in this batch */

@@ -431,7 +431,8 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	v = slot < sw->slots ? &sw->ver[vi] : NULL;
 	/* an answer to a resend whose result already came */
 	if (!v || !v->up_pending || v->round != round || v->count != count ||
-	    v->offset != be64toh(h->offset) || v->op != h->op) {
+	    v->offset != be64toh(h->offset) || v->op != h->op ||
+	    v->dtype != h->dtype) {
 		up->stale++;
 		return true;
 	}
