@@ -15,7 +15,9 @@ torch.futures.Future, as the built-in allreduce hook does.  A float32
 bucket is summed, then divided by the world size; a float16 or bfloat16
 one (a model in half precision) is averaged by libxina ("avg": the sum
 divided before it is rounded to 16 bits, so that a sum beyond the 16-bit
-range does not overflow where the average would not).  The
+range does not overflow where the average would not).  (DDP itself
+needs a process group that can broadcast the model's dtype at its start:
+torch 1.13's Gloo has float16 but no bfloat16.)  The
 process group still carries what DDP does besides gradients (the
 parameters' broadcast at construction, buffers): only the buckets take
 the switch.
