@@ -8,10 +8,12 @@ each of their MPI names) by every op the interposer takes (sum, min, max,
 band, bor, bxor), float32 by sum, min and max, and what it passes on.  It
 knows nothing of xina; the test runs it with libxina-mpi.so in LD_PRELOAD.
 
-    xina_mpi.py ELEMS [single]
+    xina_mpi.py ELEMS [single|fail]
 
 ELEMS: the job's elements per packet; "single": MPI_THREAD_SINGLE instead
-of mpi4py's default MPI_THREAD_MULTIPLE.
+of mpi4py's default MPI_THREAD_MULTIPLE; "fail": a call that fails in
+libxina (a NaN in a float sum on rank 1), and what every later call does
+(see failing()).
 
 Prints "xina_calls N", "pmpi_calls N" and "switch_slots N": the calls that
 libxina-mpi must take and pass on, and the slots the taken ones cost the
@@ -25,6 +27,7 @@ import numpy as np
 
 if sys.argv[2:] == ["single"]:
     mpi4py.rc.thread_level = "single"
+FAILING = sys.argv[2:] == ["fail"]
 from mpi4py import MPI  # noqa: E402  (after the thread level is set)
 
 comm = MPI.COMM_WORLD
@@ -119,6 +122,52 @@ INT_OPS = [("sum", MPI.SUM, wrapping_sum), ("min", MPI.MIN, np.min),
            ("max", MPI.MAX, np.max), ("band", MPI.BAND, band),
            ("bor", MPI.BOR, bor), ("bxor", MPI.BXOR, bxor)]
 
+
+def expect_fail(what, fn):
+    """@fn must raise MPI's ERR_OTHER (mpi4py's COMM_WORLD returns errors:
+    MPI_ERRORS_RETURN, raised as MPI.Exception)."""
+    try:
+        fn()
+    except MPI.Exception as e:
+        if e.Get_error_class() != MPI.ERR_OTHER:
+            raise SystemExit(f"FAIL: {what}: error class "
+                             f"{e.Get_error_class()}, want MPI_ERR_OTHER")
+        print(f"ok: {what}: MPI_ERR_OTHER", flush=True)
+        return
+    raise SystemExit(f"FAIL: {what}: no error")
+
+
+def failing():
+    """A call through the switch, then a float sum that rank 1 cannot
+    quantise (a NaN: libxina refuses it there, its peers time out), then
+    an Allreduce and an Iallreduce that must fail on every rank without
+    reaching the switch (the handle is unusable), and a call the
+    interposer passes on, which still works."""
+    case("int32 sum before the failure", np.int32, 3000, MPI.SUM,
+         wrapping_sum, "xina")
+    bad = data(rank, 1000, np.float32)
+    if rank == 1:
+        bad[5] = np.nan
+    expect_fail("float32 sum with a NaN on rank 1",
+                lambda: comm.Allreduce(MPI.IN_PLACE, bad, op=MPI.SUM))
+    expect_fail("int32 sum after the failure",
+                lambda: comm.Allreduce(MPI.IN_PLACE,
+                                       np.ones(10, dtype=np.int32),
+                                       op=MPI.SUM))
+    expect_fail("int8 Iallreduce after the failure",
+                lambda: comm.Iallreduce(MPI.IN_PLACE,
+                                        np.ones(10, dtype=np.int8),
+                                        op=MPI.BXOR).Wait())
+    case("float64 sum after the failure", np.float64, 3000, MPI.SUM, np.sum,
+         "pmpi")
+    for k, v in counts.items():
+        print(f"{k} {v}")
+    print("PASS", flush=True)
+    sys.exit(0)
+
+
+if FAILING:
+    failing()
 
 # through the switch
 case("int32 sum", np.int32, 3000, MPI.SUM, wrapping_sum, "xina")

@@ -24,7 +24,9 @@
  *                                  rank); MPI_MIN, MPI_MAX exact
  *
  * (MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG where the C type has that
- * width), MPI_IN_PLACE or not.  Everything else, other types (unsigned,
+ * width), MPI_IN_PLACE or not.  An integer sum that overflows wraps, as
+ * OpenMPI's C loops do; OpenMPI's op/avx component saturates 8- and 16-bit
+ * ones instead (open-mpi/ompi#8045), so there PMPI's result differs.  Everything else, other types (unsigned,
  * double, ...) and operators (MPI_PROD, the logical ones, user-defined
  * ones), communicators, count 0, goes to PMPI_Allreduce unchanged, as does
  * everything when XINA_SWITCH is not set.
