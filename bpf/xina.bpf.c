@@ -47,6 +47,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "xina_maps.h"
+#include "xina_lanes.h"
 
 #define IP_MF		0x2000	/* more fragments */
 #define IP_OFFSET	0x1fff	/* fragment offset, in 8-byte units */
@@ -254,7 +255,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
 		return XINA_MALFORMED;
-	/* Only 32-bit dtypes exist; the dtype itself is checked per job. */
+	/* count is in 32-bit words for every dtype (checked per job) */
 	ulen = ntohs_bounded(pkt->udp->len);
 	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
 		return XINA_MALFORMED;
@@ -493,12 +494,6 @@ static __always_inline __u32 xina_opaque(__u32 v)
  * XINA_CHUNK at a time.
  */
 
-enum xina_add_mode {
-	XINA_ADD_COPY,		/* first contribution of the round on this CPU */
-	XINA_ADD_SUM,
-	XINA_ADD_MAX,
-};
-
 /*
  * The element loops run over blocks of XINA_BLK elements with one bounds
  * check per block, then element by element over the tail: the per-element
@@ -693,71 +688,202 @@ __noinline __u64 xina_stage_frags(struct xdp_md *ctx,
 	return sum;
 }
 
-/* Element @x into @v, by @mode (a constant after inlining). */
-static __always_inline void xina_el(__s32 *v, __u32 x, const __u32 mode)
-{
-	if (mode == XINA_ADD_COPY)
-		*v = x;
-	else if (mode == XINA_ADD_SUM)
-		*v = (__u32)*v + x;	/* wrapping two's complement add */
-	else if ((__s32)x > *v)
-		*v = x;
-}
-
 /*
- * One loop per mode: @mode is a constant after inlining, so that no branch
- * on it is left inside the loops (the 6.1 verifier cannot carry "mode is
- * not COPY" from one iteration to the next and would walk every mix).
+ * Combining a contribution into a partial, and a partial into another:
+ * one loop per (dtype, op) mode, the arithmetic of bpf/xina_lanes.h.
+ *
+ * Each mode's loop is a bpf_loop() whose callback combines one block of
+ * XINA_LBLK words with @dtype and @op constants after inlining, so that no
+ * branch on them is left inside a loop.  A bounded loop over up to 2048
+ * words is walked by the verifier iteration by iteration, at every call:
+ * 16 modes would not fit in the 6.1 verifier's budget of one million
+ * instructions.  A bpf_loop() callback is verified once, whatever the
+ * number of its iterations, and the verifier inlines the loop itself (a
+ * known callback, flags 0), leaving one call of the callback per block.
+ *
+ * Whole blocks: the words from @count up to the next multiple of
+ * XINA_LBLK are combined too, from whatever the staging buffer holds
+ * there.  They are never read: a round's contributions all have the same
+ * count, results and their NH take @count words, and the first
+ * contribution of a round on a CPU copies whole blocks.
+ *
+ * The bitwise ops do not depend on the element width (one mode each for
+ * every dtype), INT64 combines whole pairs of words (xina_combine64()).
  */
-static __always_inline void xina_commit_loop(struct xina_part *part,
-					     const struct xina_scratch *s,
-					     __u32 count, const __u32 mode)
-{
-	__u32 i, j, k;
-	__u64 q;
+#define XINA_LBLK	16
 
-	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
-		if (i + XINA_BLK > count)
-			break;
-#pragma unroll
-		for (k = 0; k < XINA_BLK; k += 2) {
-			q = s->q[(i + k) / 2];
-			xina_el(&part->v[i + k], q >> 32, mode);
-			xina_el(&part->v[i + k + 1], q, mode);
-		}
+enum xina_mode {
+	XINA_M_COPY,		/* first contribution of the round on this CPU */
+	XINA_M_AND,
+	XINA_M_OR,
+	XINA_M_XOR,
+	/* the modes of SUM, MAX and MIN, by dtype in enum xina_dtype order */
+	XINA_M_SUM,
+	XINA_M_MAX = XINA_M_SUM + 4,
+	XINA_M_MIN = XINA_M_MAX + 4,
+	__XINA_M_END = XINA_M_MIN + 4,
+};
+
+/*
+ * What the callers of xina_commit() and xina_part_fold() pass: the (dtype,
+ * op) pair as one number, or XINA_HOW_COPY.  They turn it into a mode
+ * (xina_mode_of()) themselves: global functions, verified once for any
+ * argument.  A caller's switch on the pair would fork the verifier's walk
+ * of everything after it into one walk per mode (of the fold's loop over
+ * 256 CPUs, at every iteration).
+ */
+#define XINA_HOW_COPY	0	/* op 0 is never valid */
+
+static __always_inline __u32 xina_how(__u8 dtype, __u8 op)
+{
+	return (__u32)dtype << 8 | op;
+}
+
+/* The combine mode of a (dtype, op) pair xina_dtype_op_ok() accepted. */
+static __always_inline __u32 xina_mode_of(__u32 how)
+{
+	__u32 d = ((how >> 8) - XINA_DTYPE_INT32) & 3, op = how & 0xff;
+
+	switch (op) {
+	case XINA_OP_AND:
+		return XINA_M_AND;
+	case XINA_OP_OR:
+		return XINA_M_OR;
+	case XINA_OP_XOR:
+		return XINA_M_XOR;
+	case XINA_OP_MAX:
+		return XINA_M_MAX + d;
+	case XINA_OP_MIN:
+		return XINA_M_MIN + d;
+	default:
+		return XINA_M_SUM + d;
 	}
-	/*
-	 * The tail is shorter than a block: bounding its loop by XINA_BLK,
-	 * not by XINA_MAX_ELEMS, keeps the verifier from walking up to 2048
-	 * iterations from every block boundary the loop above may leave at.
-	 */
-	for (k = 0; k < XINA_BLK - 1; k++) {
-		j = i + k;
-		if (j >= count || j >= XINA_MAX_ELEMS)
-			break;
-		q = s->q[j / 2];
-		xina_el(&part->v[j], j & 1 ? q : q >> 32, mode);
+}
+
+/* What a loop's callback works on. */
+struct xina_loop {
+	struct xina_part *dst;
+	const struct xina_part *src;		/* fold */
+	const struct xina_scratch *s;		/* commit */
+};
+
+/*
+ * Words @v[0], @v[1] (a pair, the first in the high half of @x) combined
+ * with @x by @dtype and @op; @copy: replaced by it.
+ */
+static __always_inline void xina_pair_in(__s32 *v, __u64 x, const __u32 dtype,
+					 const __u32 op, const int copy)
+{
+	__u64 acc;
+
+	if (copy) {
+		v[0] = x >> 32;
+		v[1] = x;
+	} else if (dtype == XINA_DTYPE_INT64) {
+		acc = (__u64)(__u32)v[0] << 32 | (__u32)v[1];
+		acc = xina_combine64(acc, x, op);
+		v[0] = acc >> 32;
+		v[1] = acc;
+	} else {
+		v[0] = xina_combine32(v[0], x >> 32, dtype, op);
+		v[1] = xina_combine32(v[1], x, dtype, op);
 	}
 }
 
 /*
- * The staged @count elements of a contribution whose tag verified and
- * whose claim was made, into @part: the only write of a contribution's
- * elements to slot memory.
+ * Block @b of a loop: XINA_LBLK words of the staging buffer (@fold 0) or
+ * of the other partial (@fold 1) into l->dst.  Returns 1 (stop) past the
+ * last block a partial holds.
+ */
+static __always_inline long xina_blk(__u32 b, struct xina_loop *l,
+				     const __u32 dtype, const __u32 op,
+				     const int copy, const int fold)
+{
+	struct xina_part *dst = l->dst;
+	__u32 j, k;
+	__u64 x;
+
+	if (b >= XINA_MAX_ELEMS / XINA_LBLK)
+		return 1;
+	j = b * XINA_LBLK;
+#pragma unroll
+	for (k = 0; k < XINA_LBLK; k += 2) {
+		if (fold)
+			x = (__u64)(__u32)l->src->v[j + k] << 32 |
+			    (__u32)l->src->v[j + k + 1];
+		else
+			x = l->s->q[(j + k) / 2];
+		xina_pair_in(&dst->v[j + k], x, dtype, op, copy);
+	}
+	return 0;
+}
+
+/* The callbacks of one combine mode: commit (from staging) and fold. */
+#define XINA_MODE_CBS(name, dtype, op)					\
+static long xina_commit_##name(__u32 b, struct xina_loop *l)		\
+{									\
+	return xina_blk(b, l, dtype, op, 0, 0);				\
+}									\
+static long xina_fold_##name(__u32 b, struct xina_loop *l)		\
+{									\
+	return xina_blk(b, l, dtype, op, 0, 1);				\
+}
+
+/* X(name, mode, dtype, op) for every combine mode. */
+#define XINA_MODES(X)							\
+	X(and, XINA_M_AND, XINA_DTYPE_INT32, XINA_OP_AND)		\
+	X(or, XINA_M_OR, XINA_DTYPE_INT32, XINA_OP_OR)			\
+	X(xor, XINA_M_XOR, XINA_DTYPE_INT32, XINA_OP_XOR)		\
+	X(sum32, XINA_M_SUM, XINA_DTYPE_INT32, XINA_OP_SUM)		\
+	X(sum8, XINA_M_SUM + 1, XINA_DTYPE_INT8, XINA_OP_SUM)		\
+	X(sum16, XINA_M_SUM + 2, XINA_DTYPE_INT16, XINA_OP_SUM)		\
+	X(sum64, XINA_M_SUM + 3, XINA_DTYPE_INT64, XINA_OP_SUM)		\
+	X(max32, XINA_M_MAX, XINA_DTYPE_INT32, XINA_OP_MAX)		\
+	X(max8, XINA_M_MAX + 1, XINA_DTYPE_INT8, XINA_OP_MAX)		\
+	X(max16, XINA_M_MAX + 2, XINA_DTYPE_INT16, XINA_OP_MAX)		\
+	X(max64, XINA_M_MAX + 3, XINA_DTYPE_INT64, XINA_OP_MAX)		\
+	X(min32, XINA_M_MIN, XINA_DTYPE_INT32, XINA_OP_MIN)		\
+	X(min8, XINA_M_MIN + 1, XINA_DTYPE_INT8, XINA_OP_MIN)		\
+	X(min16, XINA_M_MIN + 2, XINA_DTYPE_INT16, XINA_OP_MIN)		\
+	X(min64, XINA_M_MIN + 3, XINA_DTYPE_INT64, XINA_OP_MIN)
+
+#define XINA_CBS_X(name, mode, dtype, op)	XINA_MODE_CBS(name, dtype, op)
+XINA_MODES(XINA_CBS_X)
+
+static long xina_commit_copy(__u32 b, struct xina_loop *l)
+{
+	return xina_blk(b, l, XINA_DTYPE_INT32, XINA_OP_SUM, 1, 0);
+}
+
+/* One bpf_loop() call per mode: each is inlined with its own callback. */
+#define XINA_COMMIT_X(name, mode, dtype, op)				\
+	case mode:							\
+		return bpf_loop(n, xina_commit_##name, &l, 0) == n ? 0 : -1;
+#define XINA_FOLD_X(name, mode, dtype, op)				\
+	case mode:							\
+		return bpf_loop(n, xina_fold_##name, &l, 0) == n ? 0 : -1;
+
+/*
+ * The staged @count words of a contribution whose tag verified and whose
+ * claim was made, into @part as @how says (xina_how(), or XINA_HOW_COPY):
+ * the only write of a contribution's elements to slot memory.
  */
 __noinline int xina_commit(struct xina_part *part,
 			   const struct xina_scratch *s, __u32 count,
-			   __u32 mode)
+			   __u32 how)
 {
+	struct xina_loop l = { .dst = part, .s = s };
+	__u32 n = (count + XINA_LBLK - 1) / XINA_LBLK;
+
 	if (!part || !s || count > XINA_MAX_ELEMS)
 		return -1;
-	if (mode == XINA_ADD_COPY)
-		xina_commit_loop(part, s, count, XINA_ADD_COPY);
-	else if (mode == XINA_ADD_SUM)
-		xina_commit_loop(part, s, count, XINA_ADD_SUM);
-	else
-		xina_commit_loop(part, s, count, XINA_ADD_MAX);
-	return 0;
+	switch (how == XINA_HOW_COPY ? XINA_M_COPY : xina_mode_of(how)) {
+	case XINA_M_COPY:
+		return bpf_loop(n, xina_commit_copy, &l, 0) == n ? 0 : -1;
+	XINA_MODES(XINA_COMMIT_X)
+	default:
+		return -1;
+	}
 }
 
 /* part->v[@base...] into @n staged elements, in network order. */
@@ -796,29 +922,21 @@ static __always_inline struct xina_scratch *xina_scratch_get(void)
 	return bpf_map_lookup_elem(&xina_scratch, &zero);
 }
 
-__noinline int xina_part_fold(struct xina_part *dst, struct xina_part *src,
-			      __u32 count, __u32 op)
+/* The first @count words of partial @src into @dst, as @how says. */
+__noinline int xina_part_fold(struct xina_part *dst,
+			      const struct xina_part *src, __u32 count,
+			      __u32 how)
 {
-	__u32 i, k;
+	struct xina_loop l = { .dst = dst, .src = src };
+	__u32 n = (count + XINA_LBLK - 1) / XINA_LBLK;
 
-	if (!dst || !src)
+	if (!dst || !src || count > XINA_MAX_ELEMS)
 		return -1;
-	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
-		if (i >= count)
-			break;
-		if (op == XINA_OP_SUM) {
-#pragma unroll
-			for (k = 0; k < XINA_BLK; k++)
-				dst->v[i + k] = (__u32)dst->v[i + k] +
-						(__u32)src->v[i + k];
-		} else {
-#pragma unroll
-			for (k = 0; k < XINA_BLK; k++)
-				if (src->v[i + k] > dst->v[i + k])
-					dst->v[i + k] = src->v[i + k];
-		}
+	switch (xina_mode_of(how)) {
+	XINA_MODES(XINA_FOLD_X)
+	default:
+		return -1;
 	}
-	return 0;
 }
 
 /* The first @count elements of @part into the frame's first buffer. */
@@ -1055,8 +1173,7 @@ static __always_inline int xina_check_job(struct xdp_md *ctx,
 		return XINA_STAT_DROP_EPOCH;
 	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
 		return XINA_STAT_DROP_RANGE;
-	if (xh->dtype != XINA_DTYPE_INT32 ||
-	    (xh->op != XINA_OP_SUM && xh->op != XINA_OP_MAX))
+	if (!xina_dtype_op_ok(xh->dtype, xh->op, pkt->count))
 		return XINA_STAT_DROP_OP;
 	*memberp = member;
 	return -1;
@@ -1095,7 +1212,7 @@ enum xina_claim {
 	XINA_CLAIM_DUP,
 	XINA_CLAIM_STALE,
 	XINA_CLAIM_RANGE,	/* round not open yet, or count mismatch */
-	XINA_CLAIM_OP,		/* op differs from the round's */
+	XINA_CLAIM_OP,		/* dtype or op differs from the round's */
 	XINA_CLAIM_EPOCH,	/* the job moved on to another epoch */
 };
 
@@ -1104,6 +1221,7 @@ struct xina_contrib {
 	__u32 round;
 	__u32 rank;
 	__u32 count;
+	__u8 dtype;
 	__u8 op;
 	__s8 exp;
 };
@@ -1168,6 +1286,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		*(volatile __u32 *)&m->done =
 			(XINA_DONE_GEN(m->done) + 1) << 16;
 		m->complete = 0;
+		m->dtype = c->dtype;
 		m->op = c->op;
 		m->count = c->count;
 		m->seen[0] = 0;
@@ -1182,7 +1301,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		ret = XINA_CLAIM_RANGE;
 		goto unlock;
 	}
-	if (c->op != m->op) {
+	if (c->dtype != m->dtype || c->op != m->op) {
 		ret = XINA_CLAIM_OP;
 		goto unlock;
 	}
@@ -1270,7 +1389,7 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 		p = xina_part_of(idx, cpu);
 		if (!p || p->epoch != c->epoch || p->round != c->round)
 			continue;
-		xina_part_fold(mine, p, c->count, c->op);
+		xina_part_fold(mine, p, c->count, xina_how(c->dtype, c->op));
 	}
 }
 
@@ -1405,6 +1524,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 		.round = bpf_ntohl(xh->round),
 		.rank = bpf_ntohs(xh->rank),
 		.count = pkt->count,
+		.dtype = xh->dtype,
 		.op = xh->op,
 		.exp = xh->exp,
 	};
@@ -1412,7 +1532,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	struct xina_kept kept = {};
 	struct xina_part *mine;
 	struct xina_meta *m;
-	__u32 idx, mode;
+	__u32 idx, how;
 
 	idx = job->slot_base + 2 * bpf_ntohl(xh->slot) + (c.round & 1);
 	m = xina_meta_of(idx);
@@ -1456,15 +1576,15 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	if (mine->epoch != c.epoch || mine->round != c.round) {
 		mine->epoch = c.epoch;
 		__sync_lock_test_and_set(&mine->round, c.round);
-		mode = XINA_ADD_COPY;
+		how = XINA_HOW_COPY;
 	} else {
-		mode = c.op == XINA_OP_SUM ? XINA_ADD_SUM : XINA_ADD_MAX;
+		how = xina_how(c.dtype, c.op);
 	}
 	/*
 	 * Cannot fail (the payload length was checked); and the claim is
 	 * made, so done must be bumped in any case or the round would hang.
 	 */
-	xina_commit(mine, s, c.count, mode);
+	xina_commit(mine, s, c.count, how);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
 	if (!xina_done(m, kept.gen, job->workers))

@@ -17,7 +17,7 @@
  * Word combines for 8 and 16-bit lanes are SWAR: the lanes' low bits are
  * added with the top bit of every lane masked off (so no carry leaves a
  * lane), and the top bits are put back with an XOR; MIN and MAX pick each
- * lane by a signed compare.  Each function is exact for every input:
+ * lane by a signed compare, made a mask without a branch.  Each function is exact for every input:
  * selftests/xina_fastpath.c checks them against per-element arithmetic.
  */
 #ifndef XINA_LANES_H
@@ -75,28 +75,75 @@ static __always_inline __u32 xina_sum8(__u32 a, __u32 b)
 	return xina_swar_add(a, b, 0x80808080u);
 }
 
-/* The lane of @a or of @b under @mask, whichever @max_ picks (signed). */
-#define XINA_PICK_(a, b, mask, shift, stype, max_)			\
-	((((stype)((a) >> (shift)) > (stype)((b) >> (shift))) == (max_) ? \
-	  (a) : (b)) & (mask))
+/*
+ * MIN and MAX without a branch: a BPF program has no conditional move, and
+ * the verifier walks both sides of every branch (64 of them in a block of
+ * 8-bit MAX made it give up).  A lane's compare is the sign bit of a
+ * difference computed in 64 bits, where it cannot overflow, made a mask by
+ * a multiplication: not by a negation, since a value in [-1, 0] ANDed
+ * with a constant makes the verifiers since 6.17 fork their walk in two
+ * (one fork per lane: again too many).  XINA_LANES_OPAQUE keeps clang from
+ * turning the bit back into a compare and a branch, or the multiplication
+ * into that negation, on BPF; elsewhere it is nothing (compilers with a
+ * conditional move do as they like).
+ */
+#ifdef __bpf__
+#define XINA_LANES_OPAQUE(v)	asm volatile("" : "+r"(v))
+#else
+#define XINA_LANES_OPAQUE(v)	do { } while (0)
+#endif
+
+/* @mask where the @width-bit lane at @shift of @a is above @b's, else 0. */
+static __always_inline __u32 xina_gt_lane(__u32 a, __u32 b, const int shift,
+					  const int width, __u32 mask)
+{
+	__s64 sa = (__s64)((__u64)a << (64 - shift - width)) >> (64 - width);
+	__s64 sb = (__s64)((__u64)b << (64 - shift - width)) >> (64 - width);
+	__u64 gt = (__u64)(sb - sa) >> 63;	/* a's lane > b's */
+
+	XINA_LANES_OPAQUE(gt);
+	return gt * mask;
+}
+
+/* Each lane of @a where @gt is set, else of @b (@max_), or the other way. */
+static __always_inline __u32 xina_pick_by(__u32 a, __u32 b, __u32 gt,
+					  const int max_)
+{
+	return max_ ? b ^ ((a ^ b) & gt) : a ^ ((a ^ b) & gt);
+}
 
 static __always_inline __u32 xina_pick16(__u32 a, __u32 b, const int max_)
 {
-	return XINA_PICK_(a, b, 0xffff0000u, 16, __s16, max_) |
-	       XINA_PICK_(a, b, 0x0000ffffu, 0, __s16, max_);
+	__u32 gt = xina_gt_lane(a, b, 16, 16, 0xffff0000u) |
+		   xina_gt_lane(a, b, 0, 16, 0x0000ffffu);
+
+	return xina_pick_by(a, b, gt, max_);
 }
 
 static __always_inline __u32 xina_pick8(__u32 a, __u32 b, const int max_)
 {
-	return XINA_PICK_(a, b, 0xff000000u, 24, __s8, max_) |
-	       XINA_PICK_(a, b, 0x00ff0000u, 16, __s8, max_) |
-	       XINA_PICK_(a, b, 0x0000ff00u, 8, __s8, max_) |
-	       XINA_PICK_(a, b, 0x000000ffu, 0, __s8, max_);
+	__u32 gt = xina_gt_lane(a, b, 24, 8, 0xff000000u) |
+		   xina_gt_lane(a, b, 16, 8, 0x00ff0000u) |
+		   xina_gt_lane(a, b, 8, 8, 0x0000ff00u) |
+		   xina_gt_lane(a, b, 0, 8, 0x000000ffu);
+
+	return xina_pick_by(a, b, gt, max_);
 }
 
 static __always_inline __u32 xina_pick32(__u32 a, __u32 b, const int max_)
 {
-	return ((__s32)a > (__s32)b) == max_ ? a : b;
+	return xina_pick_by(a, b, xina_gt_lane(a, b, 0, 32, 0xffffffffu),
+			    max_);
+}
+
+/* 1 if @x < @y as signed 64-bit values, else 0 (Hacker's Delight 2-12). */
+static __always_inline __u64 xina_lt64(__u64 x, __u64 y)
+{
+	__u64 d = x - y;
+
+	d = (d ^ ((x ^ y) & (d ^ x))) >> 63;
+	XINA_LANES_OPAQUE(d);
+	return d;
 }
 
 /*
@@ -137,9 +184,9 @@ static __always_inline __u64 xina_combine64(__u64 acc, __u64 x, const __u32 op)
 	case XINA_OP_SUM:
 		return acc + x;
 	case XINA_OP_MAX:
-		return (__s64)x > (__s64)acc ? x : acc;
+		return acc ^ ((acc ^ x) * xina_lt64(acc, x));
 	case XINA_OP_MIN:
-		return (__s64)x < (__s64)acc ? x : acc;
+		return acc ^ ((acc ^ x) * xina_lt64(x, acc));
 	case XINA_OP_AND:
 		return acc & x;
 	case XINA_OP_OR:

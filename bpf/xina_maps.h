@@ -154,8 +154,8 @@ struct xina_meta {
 	__u8	complete;	/* result of @round is final */
 	__u8	op;		/* enum xina_op of @round */
 	__s8	exp;		/* exp echoed in the result */
-	__u8	pad;
-	__u16	count;		/* elements of @round: all contributions
+	__u8	dtype;		/* enum xina_dtype of @round */
+	__u16	count;		/* words of @round: all contributions
 				 * to one round carry the same count */
 	__u16	pad2;
 	__u64	tag;		/* the result's tag (network order), once
