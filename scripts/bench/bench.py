@@ -325,7 +325,7 @@ class Bench:
                     "loss_size": 64 * MIB,
                     "loss_iters": 2, "fastpath_packets": 3000,
                     "addloop_packets": 200000,
-                    "types_size": 64 * MIB, "types_iters": 3}
+                    "types_size": 16 * MIB, "types_iters": 3}
         return {"cpu": {"workers": [2, 4, 8],
                         "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
                         "iters": [10, 8, 5, 3, 2]},
