@@ -580,10 +580,43 @@ static __always_inline __u64 xina_stage_blk(const __u32 *k, const void *src,
 }
 
 /*
+ * The last @n (1..XINA_BLK - 1) words of a contribution, copied into @s at
+ * element @j (even), still as the frame's bytes: staged in place by pairs
+ * (an odd @n's last pair padded with a zero word), and their NH returned
+ * (0 on an error, which cannot happen: the tag then fails to verify).  The
+ * tail of both xina_stage_lin() and xina_stage_chunk().
+ */
+__noinline __u64 xina_stage_tail(struct xina_scratch *s,
+				 const struct xina_nhkey *nhk, __u32 j,
+				 __u32 n)
+{
+	__u64 sum = 0, q;
+	__u32 k, p;
+
+	if (!s || !nhk)
+		return 0;
+	for (k = 0; k < XINA_BLK; k += 2) {
+		if (k >= n)
+			break;
+		p = xina_opaque(j + k);
+		if (p >= XINA_MAX_ELEMS - 1)
+			return 0;
+		q = xina_pair_of(s->q[p / 2]);
+		if (k + 1 >= n)
+			q &= ~0xffffffffULL;	/* an odd count: zero pad */
+		s->q[p / 2] = q;
+		sum += xina_nh_q(q, &nhk->k[p]);
+	}
+	return sum;
+}
+
+/*
  * The first @count elements, all in the frame's first buffer: staged into
  * @s (pairs 0..(@count-1)/2, an odd count's last pair padded with a zero
- * element), and their NH returned.  On an error (which cannot happen to a
- * packet whose lengths were checked) 0: the tag then fails to verify.
+ * element), and their NH returned.  The blocks are read in place, the
+ * tail copied out first (xina_stage_tail()).  On an error (which cannot
+ * happen to a packet whose lengths were checked) 0: the tag then fails to
+ * verify.
  */
 __noinline __u64 xina_stage_lin(struct xdp_md *ctx,
 				const struct xina_nhkey *nhk,
@@ -591,9 +624,9 @@ __noinline __u64 xina_stage_lin(struct xdp_md *ctx,
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
-	__u32 i, j, k, m0, m1;
-	__u64 sum = 0, q;
+	__u64 sum = 0;
 	__be32 *src;
+	__u32 i, n;
 
 	if (!nhk || !s || count > XINA_MAX_ELEMS)
 		return 0;
@@ -605,25 +638,16 @@ __noinline __u64 xina_stage_lin(struct xdp_md *ctx,
 			return 0;
 		sum += xina_stage_blk(&nhk->k[i], &src[i], &s->q[i / 2]);
 	}
-	/* the tail, by pairs; an odd count is padded with a zero word */
-	for (k = 0; k < XINA_BLK; k += 2) {
-		j = i + k;
-		if (j >= count || j >= XINA_MAX_ELEMS - 1)
-			break;
-		if ((void *)(src + j + 1) > end)
-			return 0;
-		m0 = bpf_ntohl(src[j]);
-		m1 = 0;
-		if (j + 1 < count) {
-			if ((void *)(src + j + 2) > end)
-				return 0;
-			m1 = bpf_ntohl(src[j + 1]);
-		}
-		q = (__u64)m0 << 32 | m1;
-		s->q[j / 2] = q;
-		sum += xina_nh_q(q, &nhk->k[j]);
-	}
-	return sum;
+	if (i >= count)
+		return sum;
+	/* 1..XINA_BLK - 1 words, bounded as xina_chunk_len() explains */
+	n = xina_opaque(count - i - 1);
+	if (n >= XINA_BLK - 1 || i >= XINA_MAX_ELEMS)
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, &s->w[i],
+			       (n + 1) * 4))
+		return 0;
+	return sum + xina_stage_tail(s, nhk, i, n + 1);
 }
 
 /*
@@ -634,8 +658,8 @@ __noinline __u64 xina_stage_chunk(struct xina_scratch *s,
 				  const struct xina_nhkey *nhk, __u32 base,
 				  __u32 n)
 {
-	__u32 i, j, k;
-	__u64 sum = 0, q;
+	__u64 sum = 0;
+	__u32 i, j;
 
 	if (!s || !nhk)
 		return 0;
@@ -647,19 +671,9 @@ __noinline __u64 xina_stage_chunk(struct xina_scratch *s,
 			return 0;
 		sum += xina_stage_blk(&nhk->k[j], &s->q[j / 2], &s->q[j / 2]);
 	}
-	for (k = 0; k < XINA_BLK; k += 2) {
-		if (i + k >= n || i + k >= XINA_CHUNK - 1)
-			break;
-		j = xina_opaque(base + i + k);
-		if (j >= XINA_MAX_ELEMS - 1)
-			return 0;
-		q = xina_pair_of(s->q[j / 2]);
-		if (i + k + 1 >= n)
-			q &= ~0xffffffffULL;	/* an odd count: zero pad */
-		s->q[j / 2] = q;
-		sum += xina_nh_q(q, &nhk->k[j]);
-	}
-	return sum;
+	if (i >= n)
+		return sum;
+	return sum + xina_stage_tail(s, nhk, base + i, n - i);
 }
 
 /*

@@ -19,7 +19,12 @@
  *	calls in flight (test_async_reverse(), test_async_errors()): several
  *	at once whose blocks complete out of order, the completion fd in a
  *	poll() loop, waits with a timeout, errors delivered per request, the
- *	limit of requests in flight, xina_close() with requests in flight.
+ *	limit of requests in flight, xina_close() with requests in flight;
+ *	then every (type, op) pair of xina_allreduce() with 3 workers against
+ *	a switch that aggregates with bpf/xina_lanes.h, checked against a
+ *	per-element reference computed here (overflow, AVG rounding, -0,
+ *	infinities and NaNs in MIN and MAX), and the typed calls' refusals
+ *	(test_types()).
  *   xina-libtest call SWITCH_IP:PORT BIND_IP[:PORT] RANK WORKERS ELEMS
  *		       BLOCKS ok|broken
  *	one worker of a real job (see test_call()); "broken" checks that a
@@ -41,6 +46,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +59,7 @@
 #include "libxina.h"
 #include "xina_auth.h"
 #include "xina_keyfile.h"
+#include "xina_lanes.h"
 
 static int failed;
 
@@ -1831,6 +1838,691 @@ out:
 	CHECK(!as_stop(&as), "async switch saw only well-formed contributions");
 }
 
+/* ---- every (type, op) pair against a switch that aggregates ------------- */
+
+/*
+ * The lanes switch: LS_WORKERS handles of this process (one thread each)
+ * join it and contribute; it combines their words with bpf/xina_lanes.h,
+ * the arithmetic of every aggregator, and answers all of them when the
+ * last one arrived, as a switch does.  It refuses (and counts) what a
+ * switch drops: a pair xina_dtype_op_ok() rejects, a contribution whose
+ * dtype or op is not its round's, a bad tag.  The expected results do not
+ * come from it: ts_ref() computes them element by element in plain C
+ * from the inputs of all workers.
+ */
+#define LS_WORKERS	3
+#define LS_SLOTS	4
+#define LS_ELEMS	16
+
+struct ls_ver {
+	uint32_t	acc[LS_ELEMS];
+	uint32_t	round;
+	uint32_t	seen;		/* ranks that contributed */
+	uint16_t	count;
+	uint8_t		dtype, op;
+	bool		used;
+	struct pkt	res;		/* the result, once complete */
+};
+
+struct ls_report {
+	unsigned int	joins;
+	unsigned int	contribs;
+	unsigned int	results;
+	unsigned int	bad_pair;	/* xina_dtype_op_ok() said no */
+	unsigned int	mismatch;	/* not the round's dtype, op or count */
+	unsigned int	bad_tag;
+	unsigned int	other;
+};
+
+static int ls_run(int fd, int ctl, int rep)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = fd, .events = POLLIN }, { .fd = ctl, .events = POLLIN },
+	};
+	static struct ls_ver ver[LS_SLOTS * 2];
+	struct sockaddr_in member[LS_WORKERS] = {}, from;
+	uint8_t secret[XINA_SECRET_BYTES];
+	__u64 kr[LS_WORKERS][2];
+	struct ls_report r = {};
+	static struct pkt c;
+	struct ls_ver *v;
+	uint32_t vi, i, w;
+	uint16_t rank, cnt;
+	char err[512];
+	socklen_t fl;
+	ssize_t n;
+
+	if (xina_keyfile_read(key_file(), secret, err, sizeof(err)))
+		return 2;
+	for (w = 0; w < LS_WORKERS; w++)
+		xina_derive_key(secret, XINA_LABEL_MEMBER, 7, w, kr[w]);
+	while (poll(pfd, 2, 30000) > 0 && !pfd[1].revents) {
+		fl = sizeof(from);
+		n = recvfrom(fd, &c, sizeof(c), 0, (struct sockaddr *)&from, &fl);
+		rank = ntohs(c.h.rank);
+		if (n < (ssize_t)sizeof(c.h) || rank >= LS_WORKERS ||
+		    ntohl(c.h.job) != 7) {
+			r.other++;
+			continue;
+		}
+		if (c.h.type == XINA_T_JOIN && n == sizeof(c.h)) {
+			if (be64toh(c.h.tag) != xina_tag_hdr(kr[rank], &c.h, 0)) {
+				r.bad_tag++;
+				continue;
+			}
+			member[rank] = from;
+			js_reply(fd, &from, &c, XINA_JOIN_OK, JS_EPOCH, LS_SLOTS,
+				 LS_ELEMS, kr[rank]);
+			r.joins++;
+			continue;
+		}
+		cnt = ntohs(c.h.count);
+		if (c.h.type != XINA_T_CONTRIB || n != (ssize_t)PLEN(cnt) ||
+		    !cnt || cnt > LS_ELEMS || ntohl(c.h.slot) >= LS_SLOTS ||
+		    ntohl(c.h.epoch) != JS_EPOCH) {
+			r.other++;
+			continue;
+		}
+		for (i = 0; i < cnt; i++)
+			c.v[i] = ntohl(c.v[i]);
+		if (be64toh(c.h.tag) !=
+		    xina_tag_hdr(kr[rank], &c.h, xina_nh(k_nh, c.v, cnt))) {
+			r.bad_tag++;
+			continue;
+		}
+		if (!xina_dtype_op_ok(c.h.dtype, c.h.op, cnt)) {
+			r.bad_pair++;
+			continue;
+		}
+		vi = ntohl(c.h.slot) * 2 + (ntohl(c.h.round) & 1);
+		v = &ver[vi];
+		if (!v->used || v->round != ntohl(c.h.round)) {
+			memset(v, 0, sizeof(*v));
+			v->used = true;
+			v->round = ntohl(c.h.round);
+			v->dtype = c.h.dtype;
+			v->op = c.h.op;
+			v->count = cnt;
+			memcpy(v->acc, c.v, cnt * 4);
+		} else if (v->seen & 1u << rank) {
+			/* a resend: answer a complete round again */
+			if (v->seen == (1u << LS_WORKERS) - 1)
+				fs_send(fd, &member[rank], &v->res,
+					PLEN(v->count));
+			continue;
+		} else if (v->dtype != c.h.dtype || v->op != c.h.op ||
+			   v->count != cnt) {
+			r.mismatch++;
+			continue;
+		} else if (v->dtype == XINA_DTYPE_INT64) {
+			for (i = 0; i < cnt; i += 2) {
+				__u64 a = (__u64)v->acc[i] << 32 | v->acc[i + 1];
+
+				a = xina_combine64(a, (__u64)c.v[i] << 32 | c.v[i + 1],
+						   v->op);
+				v->acc[i] = a >> 32;
+				v->acc[i + 1] = a;
+			}
+		} else {
+			for (i = 0; i < cnt; i++)
+				v->acc[i] = xina_combine32(v->acc[i], c.v[i],
+							   v->dtype, v->op);
+		}
+		v->seen |= 1u << rank;
+		r.contribs++;
+		if (v->seen != (1u << LS_WORKERS) - 1)
+			continue;
+		v->res.h = c.h;
+		v->res.h.type = XINA_T_RESULT;
+		v->res.h.flags = 0;
+		v->res.h.rank = 0;
+		for (i = 0; i < cnt; i++)
+			v->res.v[i] = htonl(v->acc[i]);
+		v->res.h.tag = tag_of(k_res, &v->res.h, cnt);
+		for (w = 0; w < LS_WORKERS; w++)
+			fs_send(fd, &member[w], &v->res, PLEN(cnt));
+		r.results++;
+	}
+	return write(rep, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
+}
+
+/* The (type, op) pairs of xina_allreduce(). */
+static const struct {
+	enum xina_type	type;
+	enum xina_op	op;
+} ts_pairs[] = {
+#define TS_INT(t) { t, XINA_OP_SUM }, { t, XINA_OP_MIN }, { t, XINA_OP_MAX }, \
+		  { t, XINA_OP_AVG }, { t, XINA_OP_AND }, { t, XINA_OP_OR },  \
+		  { t, XINA_OP_XOR }
+#define TS_FLT(t) { t, XINA_OP_SUM }, { t, XINA_OP_MIN }, { t, XINA_OP_MAX }, \
+		  { t, XINA_OP_AVG }
+	TS_INT(XINA_TYPE_INT8), TS_INT(XINA_TYPE_INT16),
+	TS_INT(XINA_TYPE_INT32), TS_INT(XINA_TYPE_INT64),
+	TS_FLT(XINA_TYPE_FLOAT16), TS_FLT(XINA_TYPE_BFLOAT16),
+	TS_FLT(XINA_TYPE_FLOAT32),
+};
+
+#define TS_NPAIRS	(sizeof(ts_pairs) / sizeof(ts_pairs[0]))
+/* Odd, and several blocks for every type: padded last words, short blocks. */
+#define TS_N		133
+
+static const char *const ts_op_name[] = {
+	[XINA_OP_SUM] = "sum", [XINA_OP_MAX] = "max", [XINA_OP_MIN] = "min",
+	[XINA_OP_AND] = "and", [XINA_OP_OR] = "or", [XINA_OP_XOR] = "xor",
+	[XINA_OP_AVG] = "avg",
+};
+
+static uint64_t ts_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static unsigned int ts_bits(enum xina_type t)
+{
+	return t == XINA_TYPE_INT8 ? 8 : t == XINA_TYPE_INT64 ? 64 :
+	       t == XINA_TYPE_INT32 || t == XINA_TYPE_FLOAT32 ? 32 : 16;
+}
+
+static bool ts_float(enum xina_type t)
+{
+	return t >= XINA_TYPE_FLOAT16;
+}
+
+/* Sign bit, exponent mask and quiet bit of a float type. */
+static void ts_fmt(enum xina_type t, uint64_t *sign, uint64_t *emask,
+		   uint64_t *quiet)
+{
+	unsigned int w = ts_bits(t), m = t == XINA_TYPE_FLOAT32 ? 23 :
+					 t == XINA_TYPE_FLOAT16 ? 10 : 7;
+
+	*sign = 1ull << (w - 1);
+	*emask = (*sign - 1) & ~((1ull << m) - 1);
+	*quiet = 1ull << (m - 1);
+}
+
+/*
+ * Worker @w's element @i of a pair, as bits.  Integers: all at the
+ * largest value (i % 8 == 0: SUM wraps, AVG must not), all at the smallest
+ * (1), {1, 2, 2} and {-1, -2, -2} (3, 4: AVG 5/3 and -5/3 round down to 1
+ * and -2), random bits otherwise.  Float MIN and MAX: -0 and +0 (i % 8 ==
+ * 0), a NaN of rank 1's sign against finite values (1), -inf and +inf (2),
+ * random finite otherwise.  Float SUM and AVG: random finite values over a
+ * range of 2^16, signs mixed.
+ */
+static uint64_t ts_elem(enum xina_type t, enum xina_op op, unsigned int w,
+			unsigned int i)
+{
+	uint64_t h = ts_mix(ts_mix(t * 64 + op) + w * 1000003ull + i);
+	unsigned int bits = ts_bits(t);
+	uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+	uint64_t sign, emask, quiet, b;
+	int e;
+
+	if (!ts_float(t)) {
+		switch (i % 8) {
+		case 0:
+			return mask >> 1;
+		case 1:
+			return (mask >> 1) + 1;
+		case 3:
+			return w ? 2 : 1;
+		case 4:
+			return (w ? -2ull : -1ull) & mask;
+		default:
+			return h & mask;
+		}
+	}
+	ts_fmt(t, &sign, &emask, &quiet);
+	if (op == XINA_OP_MIN || op == XINA_OP_MAX) {
+		switch (i % 8) {
+		case 0:
+			return w & 1 ? sign : 0;
+		case 1:
+			if (w == 1)
+				return (h & sign) | emask | quiet | (h >> 40 & 3);
+			break;
+		case 2:
+			return w == 2 ? emask : w == 1 ? sign | emask : h & (sign - 1) & ~emask;
+		}
+		b = h & ((sign << 1) - 1);
+		/* an exponent of all ones loses its lowest bit: finite */
+		return (b & emask) == emask ? b & ~(emask & ~(emask << 1)) : b;
+	}
+	/* |x| in [2^-8, 2^8), the significand random */
+	e = (int)(h >> 20 & 15) - 8;
+	if (t == XINA_TYPE_FLOAT32) {
+		float f = ldexpf(1.0f + (float)(h >> 41) * 0x1p-23f, e);
+		uint32_t u;
+
+		memcpy(&u, &f, 4);
+		return u | (h & 1 ? 0x80000000u : 0);
+	}
+	if (t == XINA_TYPE_FLOAT16)
+		return (h & 1 ? 0x8000 : 0) | (uint64_t)(e + 15) << 10 | (h >> 50 & 0x3ff);
+	return (h & 1 ? 0x8000 : 0) | (uint64_t)(e + 127) << 7 | (h >> 50 & 0x7f);
+}
+
+/* A float's value from its bits (exact), through the compiler's types. */
+static double ts_val(enum xina_type t, uint64_t b)
+{
+	_Float16 h;
+	uint16_t s = b;
+	uint32_t u;
+	float f;
+
+	if (t == XINA_TYPE_FLOAT16) {
+		memcpy(&h, &s, 2);
+		return h;
+	}
+	u = t == XINA_TYPE_BFLOAT16 ? (uint32_t)b << 16 : (uint32_t)b;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/*
+ * totalOrder (IEEE 754-2019 5.10) from values, signs and payloads: is
+ * @a above @b?
+ */
+static bool ts_above(enum xina_type t, uint64_t a, uint64_t b)
+{
+	double x = ts_val(t, a), y = ts_val(t, b);
+	uint64_t sign, emask, quiet, pay;
+
+	ts_fmt(t, &sign, &emask, &quiet);
+	pay = sign - 1;
+	if (isnan(x) && isnan(y) && !signbit(x) == !signbit(y))
+		return signbit(x) ? (a & pay) < (b & pay) : (a & pay) > (b & pay);
+	if (isnan(x))
+		return !signbit(x);
+	if (isnan(y))
+		return signbit(y);
+	if (x != y)
+		return x > y;
+	return !signbit(x) && signbit(y);
+}
+
+static int64_t ts_sext(uint64_t v, unsigned int bits)
+{
+	return bits == 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+
+/*
+ * The expected element @i of an integer pair or a float MIN/MAX, from
+ * every worker's input: SUM modulo 2^width, MIN and MAX signed (floats in
+ * totalOrder), bitwise ops, AVG the floor of the exact mean.
+ */
+static uint64_t ts_ref(enum xina_type t, enum xina_op op, unsigned int i)
+{
+	unsigned int bits = ts_bits(t), w;
+	uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1, acc, x;
+	__int128 sum = 0, q;
+
+	acc = ts_elem(t, op, 0, i);
+	for (w = 0; w < LS_WORKERS; w++) {
+		x = ts_elem(t, op, w, i);
+		sum += ts_sext(x, bits);
+		if (!w)
+			continue;
+		switch (op) {
+		case XINA_OP_SUM:
+			acc = (acc + x) & mask;
+			break;
+		case XINA_OP_MAX:
+		case XINA_OP_MIN:
+			if (ts_float(t)) {
+				if (ts_above(t, x, acc) == (op == XINA_OP_MAX))
+					acc = x;
+			} else if ((ts_sext(x, bits) > ts_sext(acc, bits)) ==
+				   (op == XINA_OP_MAX)) {
+				acc = x;
+			}
+			break;
+		case XINA_OP_AND:
+			acc &= x;
+			break;
+		case XINA_OP_OR:
+			acc |= x;
+			break;
+		default:
+			acc ^= x;
+			break;
+		}
+	}
+	if (op == XINA_OP_AVG) {
+		q = sum / LS_WORKERS;
+		if (q * LS_WORKERS != sum && sum < 0)
+			q--;
+		acc = (uint64_t)q & mask;
+	}
+	return acc;
+}
+
+/*
+ * Float SUM/AVG: within the bound of libxina.h of the exact sum (mean),
+ * with E the block's agreed exponent worked out here: float32 W u / 2
+ * (AVG u / 2) + 2^-23 |r| + 2^-149; float16 W u / 2 (AVG u / 2) +
+ * 2^-10 |r| + 2^-24; bfloat16 W u (AVG u) + 2^-7 |r| + 2^-133;
+ * u = 2^(E - B + 1 + L), B the lane bits (32 for float32 and float16, 16
+ * for bfloat16), L = 2 for 3 workers.
+ * The exact sum of 3 of these floats (|x| in [2^-8, 2^8)) fits the 64
+ * bits of a long double's significand.
+ */
+static bool ts_in_bound(enum xina_type t, enum xina_op op, unsigned int i,
+			uint64_t got, double *ratio)
+{
+	unsigned int per = t == XINA_TYPE_BFLOAT16 ? 2 * LS_ELEMS : LS_ELEMS;
+	unsigned int b0 = i / per * per, j, w, B = t == XINA_TYPE_BFLOAT16 ? 16 : 32;
+	long double s = 0, err;
+	double m = 0, r, u, bound;
+	int e, E = -1000;
+
+	for (w = 0; w < LS_WORKERS; w++) {
+		for (m = 0, j = b0; j < b0 + per && j < TS_N; j++)
+			m = fmax(m, fabs(ts_val(t, ts_elem(t, op, w, j))));
+		frexp(m, &e);
+		if (m > 0 && e > E)
+			E = e;
+		s += ts_val(t, ts_elem(t, op, w, i));
+	}
+	r = ts_val(t, got);
+	u = ldexp(1.0, E - (int)B + 1 + 2);
+	if (op == XINA_OP_AVG)
+		s /= LS_WORKERS;
+	if (t == XINA_TYPE_FLOAT32)
+		bound = (op == XINA_OP_SUM ? LS_WORKERS * u / 2 : u / 2) +
+			0x1p-23 * fabs(r) + 0x1p-149;
+	else if (t == XINA_TYPE_FLOAT16)
+		bound = (op == XINA_OP_SUM ? LS_WORKERS * u / 2 : u / 2) +
+			0x1p-10 * fabs(r) + 0x1p-24;
+	else
+		bound = (op == XINA_OP_SUM ? LS_WORKERS * u : u) +
+			0x1p-7 * fabs(r) + 0x1p-133;
+	err = fabsl((long double)r - s);
+	*ratio = (double)(err / bound);
+	return isfinite(r) && err <= bound * (1 + 0x1p-40);
+}
+
+struct ts_worker {
+	pthread_t	thread;
+	struct xina	*x;
+	unsigned int	rank;
+	uint8_t		buf[TS_NPAIRS][TS_N * 8];
+	int		err[TS_NPAIRS];
+	char		msg[TS_NPAIRS][256];
+};
+
+static void *ts_work(void *arg)
+{
+	struct ts_worker *tw = arg;
+	size_t p, i, sz;
+	uint64_t v;
+
+	for (p = 0; p < TS_NPAIRS; p++) {
+		sz = xina_type_size(ts_pairs[p].type);
+		for (i = 0; i < TS_N; i++) {
+			v = htole64(ts_elem(ts_pairs[p].type, ts_pairs[p].op,
+					    tw->rank, i));
+			memcpy(tw->buf[p] + i * sz, &v, sz);
+		}
+		tw->err[p] = xina_allreduce(tw->x, tw->buf[p], TS_N,
+					    ts_pairs[p].type, ts_pairs[p].op);
+		if (tw->err[p])
+			snprintf(tw->msg[p], sizeof(tw->msg[p]), "%s",
+				 xina_last_error(tw->x));
+	}
+	return NULL;
+}
+
+static struct ts_worker ts_w[LS_WORKERS];
+
+/* One pair's results: every worker's as expected and the same bits. */
+static void ts_check_pair(size_t p)
+{
+	enum xina_type t = ts_pairs[p].type;
+	enum xina_op op = ts_pairs[p].op;
+	size_t sz = xina_type_size(t), i;
+	unsigned int w, bad = 0, first = 0, differ = 0;
+	double ratio, worst = 0;
+	uint64_t got, want;
+	bool ok;
+
+	for (w = 0; w < LS_WORKERS; w++) {
+		if (ts_w[w].err[p]) {
+			CHECK(0, "%s %s: rank %u failed: %d (%s)",
+			      xina_type_name(t), ts_op_name[op], w,
+			      ts_w[w].err[p], ts_w[w].msg[p]);
+			return;
+		}
+		differ += memcmp(ts_w[w].buf[p], ts_w[0].buf[p], TS_N * sz) != 0;
+	}
+	for (i = 0; i < TS_N; i++) {
+		got = 0;
+		memcpy(&got, ts_w[0].buf[p] + i * sz, sz);
+		got = le64toh(got);
+		if (ts_float(t) && (op == XINA_OP_SUM || op == XINA_OP_AVG)) {
+			ok = ts_in_bound(t, op, i, got, &ratio);
+			worst = ratio > worst ? ratio : worst;
+		} else {
+			want = ts_ref(t, op, i);
+			ok = got == want;
+		}
+		if (!ok && !bad++)
+			first = i;
+	}
+	if (ts_float(t) && (op == XINA_OP_SUM || op == XINA_OP_AVG))
+		CHECK(!bad && !differ,
+		      "%s %s of %u workers: %u elements within the bound of libxina.h (worst error / bound %.3f; %u wrong, first %u), the same bits on every worker",
+		      xina_type_name(t), ts_op_name[op], LS_WORKERS, TS_N,
+		      worst, bad, first);
+	else
+		CHECK(!bad && !differ,
+		      "%s %s of %u workers: %u elements as the per-element reference (%u wrong, first %u), the same bits on every worker",
+		      xina_type_name(t), ts_op_name[op], LS_WORKERS, TS_N, bad,
+		      first);
+}
+
+/* Element @i of pair (@t, @op) on rank 0, as bits. */
+static uint64_t ts_got(enum xina_type t, enum xina_op op, unsigned int i)
+{
+	size_t p, sz = xina_type_size(t);
+	uint64_t v = 0;
+
+	for (p = 0; p < TS_NPAIRS; p++)
+		if (ts_pairs[p].type == t && ts_pairs[p].op == op)
+			break;
+	memcpy(&v, ts_w[0].buf[p] + i * sz, sz);
+	return le64toh(v);
+}
+
+/* The documented corner cases, spelt out. */
+static void ts_check_corners(void)
+{
+	enum xina_type t;
+
+	for (t = XINA_TYPE_INT8; t <= XINA_TYPE_INT64; t++) {
+		unsigned int b = ts_bits(t);
+		uint64_t mask = b == 64 ? ~0ull : (1ull << b) - 1;
+
+		CHECK(ts_got(t, XINA_OP_SUM, 0) == ((mask >> 1) * 3 & mask),
+		      "%s sum of 3 x max wraps modulo 2^%u", xina_type_name(t), b);
+		CHECK(ts_got(t, XINA_OP_AVG, 0) == mask >> 1 &&
+		      ts_got(t, XINA_OP_AVG, 1) == (mask >> 1) + 1,
+		      "%s avg of 3 x max is max, of 3 x min is min (no wrap)",
+		      xina_type_name(t));
+		CHECK(ts_got(t, XINA_OP_AVG, 3) == 1 &&
+		      ts_got(t, XINA_OP_AVG, 4) == (-2ull & mask),
+		      "%s avg rounds towards minus infinity: {1,2,2} -> 1, {-1,-2,-2} -> -2",
+		      xina_type_name(t));
+	}
+	for (t = XINA_TYPE_FLOAT16; t <= XINA_TYPE_FLOAT32; t++) {
+		uint64_t sign, emask, quiet;
+
+		ts_fmt(t, &sign, &emask, &quiet);
+		CHECK(ts_got(t, XINA_OP_MAX, 0) == 0 &&
+		      ts_got(t, XINA_OP_MIN, 0) == sign,
+		      "%s: max(-0, +0) = +0, min = -0", xina_type_name(t));
+		CHECK((ts_got(t, XINA_OP_MAX, 2) == emask) &&
+		      ts_got(t, XINA_OP_MIN, 2) == (sign | emask),
+		      "%s: max with +inf is +inf, min with -inf is -inf",
+		      xina_type_name(t));
+		CHECK(isnan(ts_val(t, ts_got(t, XINA_OP_MAX, 1))) ==
+		      !(ts_elem(t, XINA_OP_MAX, 1, 1) & sign) &&
+		      isnan(ts_val(t, ts_got(t, XINA_OP_MIN, 9))) ==
+		      !!(ts_elem(t, XINA_OP_MIN, 1, 9) & sign),
+		      "%s: a NaN wins MAX if positive, MIN if negative (totalOrder)",
+		      xina_type_name(t));
+	}
+}
+
+/* Refusals of the typed calls: nothing sent, the handle still usable. */
+static void ts_refusals(struct xina *x, struct xina *x1)
+{
+	static const enum xina_type flt[] = {
+		XINA_TYPE_FLOAT16, XINA_TYPE_BFLOAT16, XINA_TYPE_FLOAT32,
+	};
+	static const uint64_t nan_bits[] = { 0x7e00, 0x7fc0, 0x7fc00000 };
+	static const uint64_t inf_bits[] = { 0xfc00, 0xff80, 0xff800000 };
+	uint8_t buf[64] = {};
+	XINA_STATS(st0);
+	XINA_STATS(st);
+	struct xina_req *r;
+	size_t k, sz;
+	int err;
+
+	xina_get_stats(x, &st0);
+	for (k = 0; k < 3; k++) {
+		sz = xina_type_size(flt[k]);
+		err = xina_allreduce(x, buf, 8, flt[k], XINA_OP_XOR);
+		CHECK(err == -EINVAL && strstr(xina_last_error(x), "bitwise"),
+		      "%s xor refused: %d \"%s\"", xina_type_name(flt[k]), err,
+		      xina_last_error(x));
+		memcpy(buf + 5 * sz, &nan_bits[k], sz);
+		err = xina_allreduce(x, buf, 8, flt[k], XINA_OP_SUM);
+		CHECK(err == -EINVAL && strstr(xina_last_error(x), "element 5 is NaN"),
+		      "%s sum of a NaN refused: \"%s\"", xina_type_name(flt[k]),
+		      xina_last_error(x));
+		memcpy(buf + 5 * sz, &inf_bits[k], sz);
+		err = xina_allreduce(x, buf, 8, flt[k], XINA_OP_AVG);
+		CHECK(err == -EINVAL && strstr(xina_last_error(x), "element 5 is infinite"),
+		      "%s avg of -inf refused: \"%s\"", xina_type_name(flt[k]),
+		      xina_last_error(x));
+		memset(buf, 0, sizeof(buf));
+	}
+	err = xina_allreduce(x, buf, 8, __XINA_TYPE_MAX, XINA_OP_SUM);
+	CHECK(err == -EINVAL, "unknown type refused: \"%s\"", xina_last_error(x));
+	err = xina_allreduce_start(x, buf, 8, XINA_TYPE_INT8, 9, &r);
+	CHECK(err == -EINVAL && !r, "unknown op refused by _start: \"%s\"",
+	      xina_last_error(x));
+	err = xina_allreduce(x1, buf, 1, XINA_TYPE_INT64, XINA_OP_SUM);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x1), "cannot carry"),
+	      "int64 with 1 word per packet refused: \"%s\"", xina_last_error(x1));
+	xina_get_stats(x, &st);
+	CHECK(st.sent == st0.sent, "refused typed calls sent nothing");
+	CHECK(xina_type_size(XINA_TYPE_INT8) == 1 &&
+	      xina_type_size(XINA_TYPE_BFLOAT16) == 2 &&
+	      xina_type_size(XINA_TYPE_INT64) == 8 && !xina_type_size(0) &&
+	      !strcmp(xina_type_name(XINA_TYPE_BFLOAT16), "bfloat16") &&
+	      !xina_type_name(__XINA_TYPE_MAX),
+	      "xina_type_size() and xina_type_name()");
+}
+
+/*
+ * LS_WORKERS handles against the lanes switch run every pair, one after
+ * the other, each worker on a thread of its own; then the results are
+ * checked, a refusal of each kind, and one call in flight.
+ */
+static void test_types(const char *ip)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd, ctl[2], rep[2], status, err;
+	socklen_t sl = sizeof(sa);
+	struct ls_report r = {};
+	struct xina *x1 = NULL;
+	char sw[INET_ADDRSTRLEN];
+	unsigned int w;
+	int16_t h[5] = { 1, -3, 32767, -32768, 7 };
+	struct xina_req *rq[LS_WORKERS];
+	size_t p;
+	pid_t pid;
+	XINA_OPTS(o, .job = 7, .key_file = key_file(),
+		  .workers = LS_WORKERS, .slots = LS_SLOTS, .elems = LS_ELEMS,
+		  .timeout_ms = 10000, .bind_addr = ip);
+
+	keys_load(0);
+	fd = udp_from(ip);
+	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) || pipe(rep)) {
+		perror("xina-libtest: lanes switch");
+		return;
+	}
+	pid = fork();
+	if (!pid) {
+		close(ctl[1]);
+		close(rep[0]);
+		_exit(ls_run(fd, ctl[0], rep[1]));
+	}
+	close(ctl[0]);
+	close(rep[1]);
+	close(fd);
+	inet_ntop(AF_INET, &sa.sin_addr, sw, sizeof(sw));
+	o.switch_addr = sw;
+	o.switch_port = ntohs(sa.sin_port);
+	for (w = 0; w < LS_WORKERS; w++) {
+		o.rank = w;
+		ts_w[w].rank = w;
+		err = xina_open(&o, &ts_w[w].x);
+		CHECK(!err, "rank %u open against the lanes switch (%d)", w, err);
+		if (err)
+			goto out;
+	}
+	for (w = 0; w < LS_WORKERS; w++)
+		pthread_create(&ts_w[w].thread, NULL, ts_work, &ts_w[w]);
+	for (w = 0; w < LS_WORKERS; w++)
+		pthread_join(ts_w[w].thread, NULL);
+	for (p = 0; p < TS_NPAIRS; p++)
+		ts_check_pair(p);
+	ts_check_corners();
+
+	/* int16 MIN in flight, on every rank at once: a request as well */
+	for (w = 0; w < LS_WORKERS; w++) {
+		memcpy(ts_w[w].buf[0], h, sizeof(h));
+		((int16_t *)ts_w[w].buf[0])[0] = (int16_t)(w * 100);
+		ts_w[w].err[0] = xina_allreduce_start(ts_w[w].x, ts_w[w].buf[0],
+						      5, XINA_TYPE_INT16,
+						      XINA_OP_MIN, &rq[w]);
+	}
+	for (err = 0, w = 0; w < LS_WORKERS; w++) {
+		err |= ts_w[w].err[0] ? ts_w[w].err[0] : xina_req_wait(rq[w], 10000);
+		xina_req_free(ts_w[w].err[0] ? NULL : rq[w]);
+	}
+	CHECK(!err && !memcmp(ts_w[2].buf[0], (int16_t[]){ 0, -3, 32767, -32768, 7 }, 10),
+	      "int16 min through xina_allreduce_start() (%d)", err);
+
+	/* last: its join takes rank 0's place on the lanes switch */
+	o.rank = 0;
+	o.elems = 1;
+	err = xina_open(&o, &x1);
+	CHECK(!err, "a handle of 1 word per packet opens (%d)", err);
+	ts_refusals(ts_w[1].x, x1);
+out:
+	xina_close(x1);
+	for (w = 0; w < LS_WORKERS; w++) {
+		xina_close(ts_w[w].x);
+		ts_w[w].x = NULL;
+	}
+	close(ctl[1]);
+	if (read(rep[0], &r, sizeof(r)) != sizeof(r))
+		r.other = ~0u;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status) && !r.bad_pair &&
+	      !r.mismatch && !r.bad_tag && !r.other && r.results,
+	      "lanes switch: %u joins, %u contributions, %u results; %u refused pairs, %u mismatched, %u bad tags, %u other",
+	      r.joins, r.contribs, r.results, r.bad_pair, r.mismatch,
+	      r.bad_tag, r.other);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
@@ -1853,6 +2545,7 @@ int main(int argc, char **argv)
 		test_subnormal(argv[2]);
 		test_async_reverse(argv[2]);
 		test_async_errors(argv[2]);
+		test_types(argv[2]);
 		return failed;
 	}
 	if (argc == 9 && !strcmp(argv[1], "call") &&

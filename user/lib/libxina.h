@@ -3,9 +3,11 @@
  * libxina: the worker side of xina in-network allreduce.
  *
  * A worker opens one handle per job membership, then calls
- * xina_allreduce_i32() or xina_allreduce_f32() as often as it likes; every
- * call returns the element-wise aggregate of the same call on all the job's
- * workers, computed by the switch (the XDP fast path or xina-swagg).
+ * xina_allreduce() (any type and operator, "Types and operators" below),
+ * or its older forms xina_allreduce_i32() and xina_allreduce_f32(), as
+ * often as it likes; every call returns the element-wise aggregate of the
+ * same call on all the job's workers, computed by the switch (the XDP fast
+ * path or xina-swagg).
  *
  * Calls in flight.  xina_allreduce_i32_start() and xina_allreduce_f32_start()
  * queue a call and return a request at once; xina_req_test(),
@@ -131,6 +133,97 @@
  * smaller than the block's largest lose relative precision, as in SwitchML.
  * A sum beyond the float range becomes an infinity, as it would in float
  * arithmetic.
+ *
+ * Types and operators (xina_allreduce()).  Every call is exact integer
+ * arithmetic on the switch, so every result is bitwise the same on every
+ * worker and in every run, whatever the order in which contributions
+ * arrived (Documentation/protocol.md, "Types and operators"; the wire's
+ * packing in include/uapi/linux/xina.h).  opts.elems counts 32-bit words
+ * per packet, so a packet carries 4 * elems int8, 2 * elems int16,
+ * elems int32, elems / 2 int64 (AVG: half that), 2 * elems bfloat16,
+ * elems float16 and float32 (the table says how each travels).
+ *
+ *   type       SUM            MIN, MAX      AND, OR, XOR   AVG
+ *   int8       int8 lanes     int8 lanes    int8 lanes     int16 lanes
+ *   int16      int16 lanes    int16 lanes   int16 lanes    int32 lanes
+ *   int32      int32 lanes    int32 lanes   int32 lanes    int64 lanes
+ *   int64      int64 lanes    int64 lanes   int64 lanes    2 int64 lanes
+ *   float16    BFP int32      ordered int16    -           BFP int32
+ *   bfloat16   BFP int16      ordered int16    -           BFP int16
+ *   float32    BFP int32      ordered int32    -           BFP int32
+ *
+ * Integers.  Two's complement.  SUM wraps modulo 2^width, as unsigned C
+ * arithmetic does (the switch adds lane by lane; no carry crosses a
+ * lane).  MIN and MAX are signed.  AVG is floor(S / W), S the exact sum
+ * of the workers' elements and W opts.workers, i.e. rounded towards minus
+ * infinity (as a right shift, and Python's //, do): {1, 2, 2} gives 1,
+ * {-1, -2, -2} gives -2.  It never wraps: the elements travel in lanes
+ * twice as wide (an int64 as two int64 lanes, its signed high and unsigned
+ * low 32 bits), where the sum of XINA_MAX_WORKERS of them fits, so AVG
+ * takes two (int64: four) times the packets of SUM.
+ *
+ * Float MIN and MAX (exact).  The IEEE bits of an element, read as a
+ * signed integer of the same width, with the bits other than the sign
+ * flipped when the sign is set, are ordered as IEEE 754-2019 totalOrder:
+ * -NaN < -inf < negative values < -0 < +0 < positive values < +inf < +NaN
+ * (NaNs of one sign ordered by payload).  The switch takes the signed
+ * MIN or MAX of those integers and the worker maps the result back: the
+ * result is one of the inputs, bit for bit.  So MAX(-0, +0) = +0 and
+ * MIN(-0, +0) = -0; a NaN with the sign bit clear wins every MAX and
+ * loses every MIN, one with the sign bit set the opposite (note that x86
+ * produces NaNs with the sign bit set, e.g. 0/0); infinities are ordinary
+ * values.  float16 and bfloat16 travel as int16 lanes, float32 as int32.
+ *
+ * Float SUM (block floating point).  float32 as above (xina_allreduce_f32
+ * is xina_allreduce(FLOAT32, SUM)).  float16 and bfloat16 the same way
+ * with B-bit lanes: s = B - 1 - L - E_b, q = rint(x * 2^s) clamped to
+ * +-(2^(B-1-L) - 1), r = Q * 2^-s rounded once (to nearest, ties to even)
+ * to the type.  The lanes, chosen by measurement (Documentation/
+ * protocol.md, "Types and operators"):
+ *
+ *  - bfloat16: INT16 lanes (B = 16), for density: a packet carries twice
+ *    the elements, and 15 - L bits hold a bfloat16 significand (8 bits)
+ *    of the block's largest element whole while W <= 128.  Measured on
+ *    Gaussian data, more results are correctly rounded than with plain
+ *    bfloat16 additions for every W from 3 to 256 (at W = 2 one addition
+ *    is correctly rounded: 100% against 99.7%).
+ *  - float16: INT32 lanes (B = 32), for precision: its 11-bit significand
+ *    and the spread of magnitudes within a block need more than 15 - L
+ *    bits; with INT16 lanes results were measured less accurate than plain
+ *    float16 additions for every W from 2 to 256 (W = 8: 42% correctly
+ *    rounded, mean error 2.7 ulp, against 48% and 1.6 ulp), with INT32
+ *    lanes they are the correctly rounded exact sum (100% of the
+ *    elements, W = 2..256), because x * 2^s is exact for every element
+ *    within 20 - L binades of the block's largest.
+ *    So a float16 packet carries elems elements, as float32's.
+ *
+ * With u = 2^(E_b - B + 1 + L), p = 11, qmin = -24 (float16) or p = 8,
+ * qmin = -133 (bfloat16; 2^qmin is the quantum of the subnormals), per
+ * element
+ *
+ *   float16:   |r - sum_w x_w| <= W * u / 2 + 2^(1-p) * |r| + 2^qmin
+ *   bfloat16:  |r - sum_w x_w| <= W * u     + 2^(1-p) * |r| + 2^qmin
+ *
+ * (the INT16 quantisation of bfloat16 is not exact before rounding, and
+ * its clamp can move an element by up to u, hence W * u rather than
+ * W * u / 2; for float16 in INT32 lanes rint() errs by at most u / 2 and
+ * the clamp never moves a value).  A sum beyond the type's range is an
+ * infinity.
+ *
+ * Float AVG: the same sum, then r = (Q * 2^-s) / W in double, rounded
+ * once to the type: |r - mean| <= u / 2 + 2^-23 |r| + 2^-149 (float32),
+ * u / 2 + 2^(1-p) |r| + 2^qmin (float16), u + 2^(1-p) |r| + 2^qmin
+ * (bfloat16).
+ *
+ * NaN and infinities: MIN and MAX take them (above); SUM and AVG refuse
+ * them (-EINVAL, naming the first such element, before anything is sent;
+ * the handle stays usable), as xina_allreduce_f32() always did: block
+ * floating point has no representation for them, and a NaN or infinity
+ * in one worker's gradient is better reported than spread to all.
+ *
+ * Refused with -EINVAL before anything is sent: AND, OR, XOR of a float
+ * type; an unknown type or op; a type and op whose element does not fit
+ * one packet (int64 needs opts.elems >= 2, int64 AVG >= 4).
  */
 #ifndef LIBXINA_H
 #define LIBXINA_H
@@ -390,8 +483,10 @@ enum xina_type {
 
 /*
  * In place, @n elements of @type at @buf, by @op (enum xina_op: SUM, MIN,
- * MAX, AVG for every type; AND, OR, XOR for the integer types).  The
- * typed calls above are xina_allreduce() with INT32 and FLOAT32.
+ * MAX, AVG for every type; AND, OR, XOR for the integer types), as
+ * "Types and operators" above says.  The typed calls above are
+ * xina_allreduce() with INT32 (any op) and FLOAT32 (SUM).  Log lines and
+ * messages name the type and the op.
  */
 LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
 			       enum xina_type type, enum xina_op op);
@@ -403,8 +498,8 @@ LIBXINA_API const char *xina_type_name(enum xina_type type);
 /*
  * Non-blocking calls.
  *
- * xina_allreduce_i32_start() and xina_allreduce_f32_start() check their
- * arguments (-EINVAL and the message in xina_last_error(), nothing queued),
+ * xina_allreduce_start(), xina_allreduce_i32_start() and
+ * xina_allreduce_f32_start() check their arguments (-EINVAL and the message in xina_last_error(), nothing queued),
  * queue the call and return at once with *@req set.  The call then runs
  * on the handle's progress thread, which the first _start creates (a
  * handle used only with blocking calls never has one): it sends, receives,
@@ -429,9 +524,9 @@ LIBXINA_API const char *xina_type_name(enum xina_type type);
  * (the next call starts then).
  *
  * @buf belongs to the call until it completes: it is read and written by
- * the progress thread (float32: also the pass that finds the block
- * exponents and refuses NaN and infinities, which fails the request with
- * -EINVAL and leaves the handle usable).
+ * the progress thread (float SUM and AVG: also the pass that finds the
+ * block exponents and refuses NaN and infinities, which fails the request
+ * with -EINVAL and leaves the handle usable).
  *
  * xina_req_test(): -EINPROGRESS while the call is queued or running, else
  * its result, 0 or the negative errno the blocking call would have

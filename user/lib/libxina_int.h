@@ -290,13 +290,15 @@ void xina_i64_pack(void *restrict dst, const int64_t *restrict src,
 		   size_t cnt);
 void xina_i64_unpack(int64_t *restrict dst, const void *restrict src,
 		     size_t cnt);
-/* Block floating point of float16 (@bf16 false) and bfloat16. */
-void xina_bfp16_pack(const struct xina *x, uint16_t *restrict dst,
+/*
+ * Block floating point of float16 (@bf16 false: into INT32 lanes) and
+ * bfloat16 (into INT16 lanes).
+ */
+void xina_bfp16_pack(const struct xina *x, void *restrict dst,
 		     const uint16_t *restrict src, size_t cnt, int32_t exp,
 		     bool bf16);
-void xina_bfp16_unpack(const struct xina *x, uint16_t *dst,
-		       const uint16_t *src, size_t cnt, int32_t exp,
-		       unsigned int div, bool bf16);
+void xina_bfp16_unpack(const struct xina *x, uint16_t *dst, const void *src,
+		       size_t cnt, int32_t exp, unsigned int div, bool bf16);
 uint16_t xina_d2h(double d, bool bf16);
 
 #endif /* LIBXINA_INT_H */

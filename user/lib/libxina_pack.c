@@ -238,47 +238,60 @@ uint16_t xina_d2h(double d, bool bf16)
 	return sign | (bits >= inf ? inf : bits);
 }
 
+/* Lane bits of the block floating point of a 16-bit float type. */
+static int xina_bfp16_bits(bool bf16)
+{
+	return bf16 ? 16 : 32;
+}
+
 /*
- * Block floating point of 16-bit floats into INT16 lanes: as float32's
- * into INT32 (libxina.h), with 15 instead of 31 bits: q = rint(x * 2^s),
- * s = 15 - L - E, clamped to +-(2^(15-L) - 1).
+ * Block floating point of 16-bit floats: as float32's into INT32
+ * (libxina.h), float16 into INT32 lanes too, bfloat16 into INT16 lanes
+ * with 15 instead of 31 bits: q = rint(x * 2^s), s = B - 1 - L - E,
+ * clamped to +-(2^(B-1-L) - 1).
  */
 XINA_CLONES
-void xina_bfp16_pack(const struct xina *x, uint16_t *restrict dst,
+void xina_bfp16_pack(const struct xina *x, void *restrict dst,
 		     const uint16_t *restrict src, size_t cnt, int32_t exp,
 		     bool bf16)
 {
+	int b = xina_bfp16_bits(bf16) - 1 - (int)x->headroom;
 	double scale, lim, v;
 	size_t i;
 
 	if (exp == XINA_EXP_ZERO) {
-		memset(dst, 0, cnt * sizeof(*dst));
+		memset(dst, 0, cnt * (bf16 ? 2 : 4));
 		return;
 	}
-	scale = ldexp(1.0, 15 - (int)x->headroom - exp);
-	lim = (double)((1 << (15 - x->headroom)) - 1);
+	scale = ldexp(1.0, b - exp);
+	lim = ldexp(1.0, b) - 1;
 	for (i = 0; i < cnt; i++) {
 		v = (double)xina_h2f(src[i], bf16) * scale;
 		v = (v + XINA_RINT_MAGIC) - XINA_RINT_MAGIC;
 		v = v > lim ? lim : v < -lim ? -lim : v;
-		dst[i] = htons((uint16_t)(int16_t)v);
+		if (bf16)
+			((uint16_t *)dst)[i] = htons((uint16_t)(int16_t)v);
+		else
+			((uint32_t *)dst)[i] = htonl((uint32_t)(int32_t)v);
 	}
 }
 
-/* The INT16 sums back: Q * 2^-s (exact), / @div for AVG, rounded once. */
-void xina_bfp16_unpack(const struct xina *x, uint16_t *dst,
-		       const uint16_t *src, size_t cnt, int32_t exp,
-		       unsigned int div, bool bf16)
+/* The sums back: Q * 2^-s (exact), / @div for AVG, rounded once. */
+void xina_bfp16_unpack(const struct xina *x, uint16_t *dst, const void *src,
+		       size_t cnt, int32_t exp, unsigned int div, bool bf16)
 {
-	double unscale;
+	double unscale, q;
 	size_t i;
 
 	if (exp == XINA_EXP_ZERO) {
 		memset(dst, 0, cnt * sizeof(*dst));
 		return;
 	}
-	unscale = ldexp(1.0, exp - 15 + (int)x->headroom);
-	for (i = 0; i < cnt; i++)
-		dst[i] = xina_d2h((double)(int16_t)ntohs(src[i]) * unscale /
-				  div, bf16);
+	unscale = ldexp(1.0, exp - xina_bfp16_bits(bf16) + 1 +
+			     (int)x->headroom);
+	for (i = 0; i < cnt; i++) {
+		q = bf16 ? (int16_t)ntohs(((const uint16_t *)src)[i]) :
+			   (int32_t)ntohl(((const uint32_t *)src)[i]);
+		dst[i] = xina_d2h(q * unscale / div, bf16);
+	}
 }

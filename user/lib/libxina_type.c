@@ -125,8 +125,10 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 	} else if (op == XINA_OP_MIN || op == XINA_OP_MAX) {
 		k->kind = XINA_K_ORD;
 	} else {
+		/* float32 and float16 into INT32 lanes, bfloat16 into INT16 */
 		k->kind = XINA_K_BFP;
 		k->wop = XINA_OP_SUM;
+		k->lane_bits = type == XINA_TYPE_BFLOAT16 ? 16 : 32;
 	}
 	k->dtype = xina_lane_dtype(k->lane_bits);
 	words = k->lane_bits == 64 ? 2 * k->lanes_per_elem : 0;
@@ -350,9 +352,9 @@ void xina_codec_pack(const struct xina *x, const struct xina_codec *k,
 			xina_f32_pack(x, dst, src, cnt, exp);
 			break;
 		}
-		xina_bfp16_pack(x, (uint16_t *)dst, src, cnt, exp,
+		xina_bfp16_pack(x, dst, src, cnt, exp,
 				k->type == XINA_TYPE_BFLOAT16);
-		xina_pad(dst, cnt * 2);
+		xina_pad(dst, cnt * k->lane_bits / 8);
 		break;
 	}
 }
@@ -378,8 +380,7 @@ void xina_codec_unpack(const struct xina *x, const struct xina_codec *k,
 		if (k->type == XINA_TYPE_FLOAT32)
 			xina_f32_unpack(x, dst, src, cnt, exp, div);
 		else
-			xina_bfp16_unpack(x, dst, (const uint16_t *)src, cnt,
-					  exp, div,
+			xina_bfp16_unpack(x, dst, src, cnt, exp, div,
 					  k->type == XINA_TYPE_BFLOAT16);
 		break;
 	}

@@ -5,11 +5,16 @@
  *
  * The input of every worker is a deterministic function of (rank, element,
  * iteration), so each worker recomputes all workers' inputs and checks
- * its result on its own: int32 bit-exact (wrapping sum, or max), float32
- * finite, bitwise equal to the block floating point scheme of libxina.h
- * recomputed here, and within an error bound derived here from the exact
- * sum of the inputs (see ar_check_f32()).  The FNV-1a checksum of the
- * results lets the caller check that all workers got identical bits.
+ * its result on its own, for every --type and --op: the integer types
+ * bit-exact against per-element arithmetic done here (SUM wrapping, MIN
+ * and MAX signed, AND, OR, XOR, AVG the floor of the exact mean); float
+ * MIN and MAX bit-exact against IEEE 754 totalOrder worked out here on
+ * values (inputs include -0, infinities and NaNs of both signs); float
+ * SUM and AVG finite, bitwise equal to the block floating point scheme of
+ * libxina.h recomputed here, and within an error bound derived here from
+ * the exact sum of the inputs (see ar_check_f32() and ar_check_bfp()).
+ * The FNV-1a checksum of the results lets the caller check that all
+ * workers got identical bits.
  *
  * With --json, one line of keys; besides the counters of
  * struct xina_worker_stats:
@@ -30,6 +35,7 @@
  * on the handle's completion fd: libxina's calls in flight, end to end.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -48,7 +54,8 @@ struct ar_cfg {
 	char		sw_addr[INET_ADDRSTRLEN];
 	char		bind_addr[INET_ADDRSTRLEN];
 	struct xina_opts o;
-	bool		f32;
+	enum xina_type	type;
+	bool		f32;		/* float32 SUM: the historical check */
 	bool		json;
 	bool		verbose;
 	enum xina_op	op;
@@ -75,7 +82,9 @@ static void ar_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: xina-allreduce --switch IP[:PORT] --job ID --key-file PATH --rank R --workers N\n"
-		"                      --slots S --elems E [--dtype i32|f32] [--op sum|max]\n"
+		"                      --slots S --elems E\n"
+		"                      [--type int8|int16|int32|int64|float16|bfloat16|float32 | --dtype i32|f32]\n"
+		"                      [--op sum|max|min|avg|and|or|xor]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
@@ -129,8 +138,50 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
-	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT,
+	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE,
 };
+
+static const char *const ar_ops[] = {
+	[XINA_OP_SUM] = "sum", [XINA_OP_MAX] = "max", [XINA_OP_MIN] = "min",
+	[XINA_OP_AND] = "and", [XINA_OP_OR] = "or", [XINA_OP_XOR] = "xor",
+	[XINA_OP_AVG] = "avg",
+};
+
+static bool ar_float(enum xina_type t)
+{
+	return t == XINA_TYPE_FLOAT16 || t == XINA_TYPE_BFLOAT16 ||
+	       t == XINA_TYPE_FLOAT32;
+}
+
+static int ar_type(const char *arg, enum xina_type *t)
+{
+	int i;
+
+	for (i = XINA_TYPE_INT8; i < __XINA_TYPE_MAX; i++) {
+		if (xina_type_name(i) && !strcmp(arg, xina_type_name(i))) {
+			*t = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, "xina-allreduce: --type '%s' is none of int8, int16, int32, int64, float16, bfloat16, float32\n",
+		arg);
+	return -EINVAL;
+}
+
+static int ar_op(const char *arg, enum xina_op *op)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ar_ops) / sizeof(ar_ops[0]); i++) {
+		if (ar_ops[i] && !strcmp(arg, ar_ops[i])) {
+			*op = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, "xina-allreduce: --op '%s' is none of sum, max, min, avg, and, or, xor\n",
+		arg);
+	return -EINVAL;
+}
 
 static int ar_io(const char *arg, enum xina_io *io)
 {
@@ -198,11 +249,6 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		break;
 	case OPT_BYTES:
 		err = ar_u64("--bytes", arg, 0, 1ull << 40, &c->bytes);
-		if (!err && c->bytes % 4) {
-			fprintf(stderr, "xina-allreduce: --bytes %s is not a whole number of 4-byte elements\n",
-				arg);
-			err = -EINVAL;
-		}
 		break;
 	case OPT_ITERS:
 		err = ar_u64("--iters", arg, 1, 1u << 20, &v);
@@ -210,18 +256,16 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		break;
 	case OPT_DTYPE:
 		if (!strcmp(arg, "i32") || !strcmp(arg, "f32")) {
-			c->f32 = arg[0] == 'f';
+			c->type = arg[0] == 'f' ? XINA_TYPE_FLOAT32 :
+						  XINA_TYPE_INT32;
 			break;
 		}
 		fprintf(stderr, "xina-allreduce: --dtype '%s' is neither i32 nor f32\n", arg);
 		return -EINVAL;
+	case OPT_TYPE:
+		return ar_type(arg, &c->type);
 	case OPT_OP:
-		if (!strcmp(arg, "sum") || !strcmp(arg, "max")) {
-			c->op = arg[1] == 'u' ? XINA_OP_SUM : XINA_OP_MAX;
-			break;
-		}
-		fprintf(stderr, "xina-allreduce: --op '%s' is neither sum nor max\n", arg);
-		return -EINVAL;
+		return ar_op(arg, &c->op);
 	case OPT_NO_GSO:
 		o->flags |= XINA_OPT_F_NO_GSO;
 		break;
@@ -257,6 +301,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "slots", required_argument, NULL, OPT_SLOTS },
 		{ "elems", required_argument, NULL, OPT_ELEMS },
 		{ "dtype", required_argument, NULL, OPT_DTYPE },
+		{ "type", required_argument, NULL, OPT_TYPE },
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "bytes", required_argument, NULL, OPT_BYTES },
 		{ "iters", required_argument, NULL, OPT_ITERS },
@@ -278,6 +323,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	c->o.sz = sizeof(c->o);
 	c->o.switch_addr = c->sw_addr;
 	c->op = XINA_OP_SUM;
+	c->type = XINA_TYPE_INT32;
 	c->bytes = 4 << 20;
 	c->iters = 5;
 	c->inflight = 1;
@@ -309,10 +355,19 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 			c->o.rank, c->o.workers);
 		goto usage;
 	}
-	if (c->f32 && c->op != XINA_OP_SUM) {
-		fprintf(stderr, "xina-allreduce: --dtype f32 supports --op sum only\n");
+	if (ar_float(c->type) && (c->op == XINA_OP_AND ||
+				  c->op == XINA_OP_OR || c->op == XINA_OP_XOR)) {
+		fprintf(stderr, "xina-allreduce: --op %s is bitwise: integer types only, not %s\n",
+			ar_ops[c->op], xina_type_name(c->type));
 		goto usage;
 	}
+	if (c->bytes % xina_type_size(c->type)) {
+		fprintf(stderr, "xina-allreduce: --bytes %llu is not a whole number of %zu-byte %s elements\n",
+			(unsigned long long)c->bytes, xina_type_size(c->type),
+			xina_type_name(c->type));
+		goto usage;
+	}
+	c->f32 = c->type == XINA_TYPE_FLOAT32 && c->op == XINA_OP_SUM;
 	return 0;
 usage:
 	ar_usage(stderr);
@@ -354,16 +409,127 @@ static float ar_f32(uint32_t rank, uint64_t i, uint32_t iter, uint32_t elems)
 		      (int)(h % 41) - 20);
 }
 
+/*
+ * Elements of one packet for @c's type and op, as the wire packs them
+ * (include/uapi/linux/xina.h: count in 32-bit words; 8 and 16-bit lanes
+ * four and two to a word; int64 two words) and libxina.h says AVG of an
+ * integer type travels (in lanes twice as wide; int64 in two int64).
+ */
+static size_t ar_per_pkt(const struct ar_cfg *c)
+{
+	size_t e = c->o.elems;
+	bool avg = c->op == XINA_OP_AVG;
+
+	switch (c->type) {
+	case XINA_TYPE_INT8:
+		return avg ? e * 2 : e * 4;
+	case XINA_TYPE_INT16:
+		return avg ? e : e * 2;
+	case XINA_TYPE_INT32:
+		return avg ? e / 2 : e;
+	case XINA_TYPE_INT64:
+		return avg ? e / 4 : e / 2;
+	case XINA_TYPE_BFLOAT16:	/* block floating point in INT16 */
+		return e * 2;
+	default:
+		return e;
+	}
+}
+
+static unsigned int ar_bits_of(enum xina_type t)
+{
+	return xina_type_size(t) * 8;
+}
+
+/*
+ * Float MIN and MAX input: any finite value (subnormals too), and one in
+ * 32 a special: +-0, +-infinity, a NaN of either sign with a payload.
+ */
+static uint64_t ar_ord_bits(enum xina_type t, uint64_t h)
+{
+	unsigned int w = ar_bits_of(t), mbits = t == XINA_TYPE_FLOAT32 ? 23 :
+				   t == XINA_TYPE_FLOAT16 ? 10 : 7;
+	uint64_t sign = 1ull << (w - 1), emask = (sign - 1) & ~((1ull << mbits) - 1);
+	uint64_t b = (h >> 8) & ((sign << 1) - 1);
+
+	if (h % 32 == 0) {
+		switch ((h >> 5) % 6) {
+		case 0:
+			return 0;
+		case 1:
+			return sign;
+		case 2:
+			return emask;
+		case 3:
+			return sign | emask;
+		case 4:
+			return emask | 1ull << (mbits - 1) | (b & 7);
+		default:
+			return sign | emask | 1ull << (mbits - 1) | (b & 7);
+		}
+	}
+	if ((b & emask) == emask)
+		b ^= 1ull << mbits;
+	return b;
+}
+
+/*
+ * Float16 and bfloat16 SUM and AVG input: as ar_f32() for blocks of zeros;
+ * otherwise random significands of either sign, exponents over 25 binades
+ * (subnormals included for float16) that W workers cannot overflow.
+ */
+static uint16_t ar_h16(const struct ar_cfg *c, uint32_t rank, uint64_t i,
+		       uint32_t iter)
+{
+	uint64_t blk = i / ar_per_pkt(c), h;
+
+	if (ar_hash(0, blk, iter, 2) % 16 == 0 ||
+	    ar_hash(rank, blk, iter, 3) % 8 == 0)
+		return 0;
+	h = ar_hash(rank, i, iter, 4);
+	if (c->type == XINA_TYPE_FLOAT16)	/* exponent field 0..24 */
+		return (h & 0x8000) | (h >> 16) % 25 << 10 | (h >> 32 & 0x3ff);
+	/* bfloat16: exponent field 115..139 */
+	return (h & 0x8000) | (115 + (h >> 16) % 25) << 7 | (h >> 32 & 0x7f);
+}
+
+/* Worker @rank's element @i, as its bits (integers: two's complement). */
+static uint64_t ar_elem(const struct ar_cfg *c, uint32_t rank, uint64_t i,
+			uint32_t iter)
+{
+	float f;
+	uint32_t b;
+
+	if (!ar_float(c->type))
+		return ar_hash(rank, i, iter, 1);
+	if (c->op == XINA_OP_MIN || c->op == XINA_OP_MAX)
+		return ar_ord_bits(c->type, ar_hash(rank, i, iter, 5));
+	if (c->type != XINA_TYPE_FLOAT32)
+		return ar_h16(c, rank, i, iter);
+	f = ar_f32(rank, i, iter, ar_per_pkt(c));
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
 static void ar_fill(const struct ar_cfg *c, void *buf, size_t n, uint32_t iter)
 {
-	size_t i;
+	size_t i, esz = xina_type_size(c->type);
+	uint64_t v;
 
 	for (i = 0; i < n; i++) {
-		if (c->f32)
-			((float *)buf)[i] = ar_f32(c->o.rank, i, iter, c->o.elems);
-		else
-			((int32_t *)buf)[i] = ar_i32(c->o.rank, i, iter);
+		v = htole64(ar_elem(c, c->o.rank, i, iter));
+		memcpy((uint8_t *)buf + i * esz, &v, esz);
 	}
+}
+
+/* Element @i of @buf, as its bits. */
+static uint64_t ar_get(const struct ar_cfg *c, const void *buf, size_t i)
+{
+	size_t esz = xina_type_size(c->type);
+	uint64_t v = 0;
+
+	memcpy(&v, (const uint8_t *)buf + i * esz, esz);
+	return le64toh(v);
 }
 
 static uint64_t ar_fnv(uint64_t h, const void *p, size_t len)
@@ -409,6 +575,278 @@ static void ar_check_i32(const struct ar_cfg *c, const int32_t *r, size_t n,
 		if ((uint32_t)r[i] != acc)
 			ar_bad(res, i, "element %zu is %d, want %d", i, r[i],
 			       (int32_t)acc);
+	}
+}
+
+/* @v of @w bits, sign-extended. */
+static int64_t ar_sext(uint64_t v, unsigned int w)
+{
+	return w == 64 ? (int64_t)v : (int64_t)(v << (64 - w)) >> (64 - w);
+}
+
+/*
+ * The integer types, every op, element by element in plain C: SUM modulo
+ * 2^width, MIN and MAX of the signed values, the bitwise ops, AVG the
+ * floor of the exact mean (the sum in 128 bits).
+ */
+static void ar_check_int(const struct ar_cfg *c, const void *r, size_t n,
+			 uint32_t iter, struct ar_result *res)
+{
+	unsigned int wb = ar_bits_of(c->type);
+	uint64_t mask = wb == 64 ? ~0ull : (1ull << wb) - 1, acc, v, got;
+	int64_t sv, sa;
+	__int128 sum, q;
+	uint32_t w;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		acc = ar_elem(c, 0, i, iter) & mask;
+		sum = ar_sext(acc, wb);
+		for (w = 1; w < c->o.workers; w++) {
+			v = ar_elem(c, w, i, iter) & mask;
+			sv = ar_sext(v, wb);
+			sa = ar_sext(acc, wb);
+			sum += sv;
+			switch (c->op) {
+			case XINA_OP_SUM:
+				acc = (acc + v) & mask;
+				break;
+			case XINA_OP_MAX:
+				acc = sv > sa ? v : acc;
+				break;
+			case XINA_OP_MIN:
+				acc = sv < sa ? v : acc;
+				break;
+			case XINA_OP_AND:
+				acc &= v;
+				break;
+			case XINA_OP_OR:
+				acc |= v;
+				break;
+			case XINA_OP_XOR:
+				acc ^= v;
+				break;
+			default:
+				break;
+			}
+		}
+		if (c->op == XINA_OP_AVG) {
+			q = sum / c->o.workers;
+			if (q * c->o.workers != sum && sum < 0)
+				q--;
+			acc = (uint64_t)(int64_t)q & mask;
+		}
+		got = ar_get(c, r, i);
+		if (got != acc)
+			ar_bad(res, i, "element %zu is %lld, want %lld", i,
+			       (long long)ar_sext(got, wb),
+			       (long long)ar_sext(acc, wb));
+	}
+}
+
+/* A finite or not float of @t from its bits, as a double (exact). */
+static double ar_fval(enum xina_type t, uint64_t b)
+{
+	_Float16 h;
+	uint32_t u;
+	uint16_t s;
+	float f;
+
+	if (t == XINA_TYPE_FLOAT16) {
+		s = b;
+		memcpy(&h, &s, 2);
+		return h;
+	}
+	u = t == XINA_TYPE_BFLOAT16 ? (uint32_t)b << 16 : (uint32_t)b;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/*
+ * IEEE 754 totalOrder of two floats of @t, from their values and, where
+ * values do not decide, signs and NaN payloads: -NaN (larger payload
+ * lower) < -inf < negative < -0 < +0 < positive < +inf < +NaN (larger
+ * payload higher).  Negative, zero, positive as a < b, a = b, a > b.
+ */
+static int ar_total_cmp(enum xina_type t, uint64_t a, uint64_t b)
+{
+	double x = ar_fval(t, a), y = ar_fval(t, b);
+	unsigned int w = ar_bits_of(t);
+	uint64_t pay = (1ull << (w - 1)) - 1;
+	bool xn = isnan(x), yn = isnan(y), xs = signbit(x), ys = signbit(y);
+
+	if (!xn && !yn) {
+		if (x != y)
+			return x < y ? -1 : 1;
+		return xs == ys ? 0 : xs ? -1 : 1;
+	}
+	if (xn && yn && xs == ys) {
+		if ((a & pay) == (b & pay))
+			return 0;
+		return ((a & pay) < (b & pay)) != xs ? -1 : 1;
+	}
+	if (xn)
+		return xs ? -1 : 1;
+	return ys ? 1 : -1;
+}
+
+/* Float MIN and MAX: the totalOrder extreme, bit for bit. */
+static void ar_check_ord(const struct ar_cfg *c, const void *r, size_t n,
+			 uint32_t iter, struct ar_result *res)
+{
+	uint64_t acc, v, got;
+	int cmp;
+	uint32_t w;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		acc = ar_elem(c, 0, i, iter);
+		for (w = 1; w < c->o.workers; w++) {
+			v = ar_elem(c, w, i, iter);
+			cmp = ar_total_cmp(c->type, v, acc);
+			if (c->op == XINA_OP_MAX ? cmp > 0 : cmp < 0)
+				acc = v;
+		}
+		got = ar_get(c, r, i);
+		if (got != acc)
+			ar_bad(res, i, "element %zu is %#llx (%g), want %#llx (%g)",
+			       i, (unsigned long long)got, ar_fval(c->type, got),
+			       (unsigned long long)acc, ar_fval(c->type, acc));
+	}
+}
+
+/*
+ * A double rounded to bfloat16, to nearest, ties to even, by frexp and
+ * rint (libxina does it on the bits): 8-bit significands, 2^-133 the
+ * quantum of the subnormals, an infinity above the largest finite value.
+ */
+static uint16_t ar_to_bf16(double d)
+{
+	double a = fabs(d), q;
+	uint32_t bits;
+	int e, qe;
+
+	if (a == 0)
+		return signbit(d) ? 0x8000 : 0;
+	frexp(a, &e);
+	qe = e - 8 < -133 ? -133 : e - 8;
+	q = rint(ldexp(a, -qe));
+	bits = (uint32_t)(qe + 133) * 128 + (uint32_t)q;
+	if (bits > 0x7f80)
+		bits = 0x7f80;
+	return (signbit(d) ? 0x8000 : 0) | bits;
+}
+
+/* @d rounded to @t (float32: the cast; float16: _Float16's). */
+static uint64_t ar_round(enum xina_type t, double d)
+{
+	_Float16 h;
+	uint16_t s;
+	uint32_t u;
+	float f;
+
+	if (t == XINA_TYPE_FLOAT16) {
+		h = (_Float16)d;
+		memcpy(&s, &h, 2);
+		return s;
+	}
+	if (t == XINA_TYPE_BFLOAT16)
+		return ar_to_bf16(d);
+	f = (float)d;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static void ar_grow(double *e, unsigned int *len, double b);
+static double ar_approx(const double *e, unsigned int len);
+
+/*
+ * Float SUM and AVG but float32 SUM (ar_check_f32): bitwise equal to the
+ * block floating point scheme of libxina.h recomputed here, with B = 32
+ * (float32, float16) or 16 (bfloat16) bits per lane: per block E = max
+ * over workers of the frexp exponent of the largest |x|, L = ceil(log2 W),
+ * s = B - 1 - L - E, q = rint(x * 2^s) clamped to +-(2^(B-1-L) - 1),
+ * Q = sum of q, r = Q * 2^-s (AVG: / W in double) rounded once to the
+ * type.  Then within the bound libxina.h documents against the exact sum
+ * S (AVG: S / W), with u = 2^-s:
+ *   float32 AVG:          u / 2 + 2^-23 |r| + 2^-149
+ *   float16 SUM (AVG):    W u / 2 (u / 2) + 2^-10 |r| + 2^-24
+ *   bfloat16 SUM (AVG):   W u (u) + 2^-7 |r| + 2^-133
+ * (the INT16 lanes' clamp can move a value by up to u, not u / 2).
+ */
+static void ar_check_bfp(const struct ar_cfg *c, const void *r, size_t n,
+			 uint32_t iter, struct ar_result *res)
+{
+	uint32_t w, W = c->o.workers;
+	size_t per = ar_per_pkt(c), off, cnt, i;
+	int L = 0, B = c->type == XINA_TYPE_BFLOAT16 ? 16 : 32, x_e, E;
+	double e[XINA_MAX_WORKERS + 2], x, m, q, lim, scale, unscale;
+	double sum, err, bound, quant, rel, tiny, rv;
+	bool avg = c->op == XINA_OP_AVG;
+	uint64_t got, ref;
+	unsigned int len;
+	int64_t Q;
+
+	while ((1u << L) < W)
+		L++;
+	rel = c->type == XINA_TYPE_FLOAT32 ? 0x1p-23 :
+	      c->type == XINA_TYPE_FLOAT16 ? 0x1p-10 : 0x1p-7;
+	tiny = c->type == XINA_TYPE_FLOAT32 ? 0x1p-149 :
+	       c->type == XINA_TYPE_FLOAT16 ? 0x1p-24 : 0x1p-133;
+	lim = ldexp(1.0, B - 1 - L) - 1;
+	for (off = 0; off < n; off += per) {
+		cnt = n - off < per ? n - off : per;
+		E = XINA_EXP_ZERO;
+		for (w = 0; w < W; w++) {
+			for (m = 0, i = 0; i < cnt; i++)
+				m = fmax(m, fabs(ar_fval(c->type,
+							 ar_elem(c, w, off + i, iter))));
+			if (m == 0)
+				continue;
+			frexp(m, &x_e);
+			E = x_e > E ? x_e : E;
+		}
+		scale = ldexp(1.0, B - 1 - L - E);
+		unscale = ldexp(1.0, E - (B - 1) + L);
+		quant = E == XINA_EXP_ZERO ? 0 :
+			(avg ? 1 : W) * (B == 32 ? unscale / 2 : unscale);
+		for (i = 0; i < cnt; i++) {
+			for (len = 0, Q = 0, w = 0; w < W; w++) {
+				x = ar_fval(c->type, ar_elem(c, w, off + i, iter));
+				ar_grow(e, &len, x);
+				if (E == XINA_EXP_ZERO)
+					continue;
+				q = rint(x * scale);
+				Q += (int64_t)(q > lim ? lim : q < -lim ? -lim : q);
+			}
+			ref = ar_round(c->type, avg ? (double)Q * unscale / W :
+						      (double)Q * unscale);
+			got = ar_get(c, r, off + i);
+			rv = ar_fval(c->type, got);
+			if (!isfinite(rv)) {
+				ar_bad(res, off + i, "element %zu is %g", off + i, rv);
+				continue;
+			}
+			/* |r - S / W| = |r W - S| / W; r W is exact */
+			sum = ar_approx(e, len);
+			ar_grow(e, &len, -(avg ? rv * W : rv));
+			err = fabs(ar_approx(e, len)) / (avg ? W : 1);
+			bound = E == XINA_EXP_ZERO ? 0 :
+				quant + rel * fabs(rv) + tiny;
+			if (err > res->max_abs_err) {
+				res->max_abs_err = err;
+				res->bound_at_max = bound;
+			}
+			if (bound > 0 && err / bound > res->worst_ratio)
+				res->worst_ratio = err / bound;
+			if (got != ref)
+				ar_bad(res, off + i, "element %zu is %a, the scheme gives %a (block exponent %d)",
+				       off + i, rv, ar_fval(c->type, ref), E);
+			else if (err > bound * (1 + 0x1p-40))
+				ar_bad(res, off + i, "element %zu is %a, %g off the exact %s %a, bound %g",
+				       off + i, rv, err, avg ? "mean" : "sum",
+				       avg ? sum / W : sum, bound);
+		}
 	}
 }
 
@@ -628,9 +1066,10 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	if (x)
 		xina_get_stats(x, &st);
 	if (!c->json) {
-		printf("rank %u/%u %s %llu bytes x %u iters: %s; median %.6f s (%.1f MB/s), "
+		printf("rank %u/%u %s %s %llu bytes x %u iters: %s; median %.6f s (%.1f MB/s), "
 		       "max_abs_err %g (bound %g), checksum %016llx, sent %llu retrans %llu ignored %llu\n",
-		       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
+		       c->o.rank, c->o.workers, xina_type_name(c->type),
+		       ar_ops[c->op],
 		       (unsigned long long)c->bytes, done,
 		       ok ? "verified" : "NOT VERIFIED", med,
 		       med > 0 ? c->bytes / med / 1e6 : 0.0, res->max_abs_err,
@@ -639,7 +1078,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 		       (unsigned long long)st.ignored);
 		return;
 	}
-	printf("{\"rank\":%u,\"workers\":%u,\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%llu,"
+	printf("{\"rank\":%u,\"workers\":%u,\"dtype\":\"%s\",\"type\":\"%s\",\"op\":\"%s\",\"bytes\":%llu,"
 	       "\"elems_per_pkt\":%u,\"slots\":%u,\"iters\":%u,\"verified\":%s,"
 	       "\"bad_elems\":%llu,\"max_abs_err\":%.17g,\"bound\":%.17g,"
 	       "\"worst_err_over_bound\":%.6g,\"checksum\":\"%016llx\","
@@ -649,8 +1088,10 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu,"
 	       "\"bad_tag\":%llu,\"epoch\":%u,\"joins\":%llu,\"join_busy\":%u",
-	       c->o.rank, c->o.workers, c->f32 ? "f32" : "i32",
-	       c->op == XINA_OP_SUM ? "sum" : "max",
+	       c->o.rank, c->o.workers,
+	       c->type == XINA_TYPE_INT32 ? "i32" :
+	       c->type == XINA_TYPE_FLOAT32 ? "f32" : xina_type_name(c->type),
+	       xina_type_name(c->type), ar_ops[c->op],
 	       (unsigned long long)c->bytes, c->o.elems, c->o.slots, done,
 	       ok ? "true" : "false", (unsigned long long)res->bad,
 	       res->max_abs_err, res->bound_at_max, res->worst_ratio,
@@ -685,8 +1126,8 @@ static char ar_req_msg[1024];
 static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 			    size_t n)
 {
-	size_t per = ((n + c->o.elems - 1) / c->o.elems + c->inflight - 1) /
-		     c->inflight * c->o.elems;
+	size_t pp = ar_per_pkt(c), esz = xina_type_size(c->type);
+	size_t per = ((n + pp - 1) / pp + c->inflight - 1) / c->inflight * pp;
 	struct xina_req *r[AR_MAX_INFLIGHT];
 	unsigned int k, started = 0, pending;
 	struct pollfd pfd;
@@ -703,8 +1144,16 @@ static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 	for (k = 0; k < c->inflight; k++) {
 		off = (size_t)k * per < n ? (size_t)k * per : n;
 		len = n - off < per ? n - off : per;
-		err = c->f32 ? xina_allreduce_f32_start(x, (float *)buf + off, len, &r[k]) :
-		      xina_allreduce_i32_start(x, (int32_t *)buf + off, len, c->op, &r[k]);
+		/* the historical pairs through their own calls */
+		if (c->f32)
+			err = xina_allreduce_f32_start(x, (float *)buf + off,
+						       len, &r[k]);
+		else if (c->type == XINA_TYPE_INT32)
+			err = xina_allreduce_i32_start(x, (int32_t *)buf + off,
+						       len, c->op, &r[k]);
+		else
+			err = xina_allreduce_start(x, (uint8_t *)buf + off * esz,
+						   len, c->type, c->op, &r[k]);
 		if (err) {
 			snprintf(ar_req_msg, sizeof(ar_req_msg), "start of call %u of %u: %s",
 				 k + 1, c->inflight, xina_last_error(x));
@@ -757,19 +1206,30 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		t0 = ar_now(CLOCK_MONOTONIC);
 		if (c->inflight > 1)
 			err = ar_call_inflight(c, x, buf, n);
+		else if (c->f32)
+			err = xina_allreduce_f32(x, buf, n);
+		else if (c->type == XINA_TYPE_INT32)
+			err = xina_allreduce_i32(x, buf, n, c->op);
 		else
-			err = c->f32 ? xina_allreduce_f32(x, buf, n) :
-			      xina_allreduce_i32(x, buf, n, c->op);
+			err = xina_allreduce(x, buf, n, c->type, c->op);
 		secs[it] = ar_now(CLOCK_MONOTONIC) - t0;
 		res->t_end = ar_now(CLOCK_REALTIME);
 		if (err)
 			return err;
 		*done = it + 1;
-		res->checksum = ar_fnv(res->checksum, buf, n * 4);
+		res->checksum = ar_fnv(res->checksum, buf,
+				       n * xina_type_size(c->type));
 		if (c->f32)
 			ar_check_f32(c, buf, n, it, in, res);
-		else
+		else if (c->type == XINA_TYPE_INT32 &&
+			 (c->op == XINA_OP_SUM || c->op == XINA_OP_MAX))
 			ar_check_i32(c, buf, n, it, res);
+		else if (!ar_float(c->type))
+			ar_check_int(c, buf, n, it, res);
+		else if (c->op == XINA_OP_MIN || c->op == XINA_OP_MAX)
+			ar_check_ord(c, buf, n, it, res);
+		else
+			ar_check_bfp(c, buf, n, it, res);
 		if (res->bad) {
 			fprintf(stderr, "xina-allreduce: rank %u: iteration %u: %llu elements wrong, first at index %llu%s%s\n",
 				c->o.rank, it, (unsigned long long)res->bad,
@@ -796,11 +1256,11 @@ int main(int argc, char **argv)
 
 	if (ar_parse(&c, argc, argv))
 		return 2;
-	n = c.bytes / 4;
+	n = c.bytes / xina_type_size(c.type);
 	c.o.log = ar_log;
 	c.o.log_ctx = &c.o.rank;
 	c.o.log_level = c.verbose ? XINA_LOG_DEBUG : XINA_LOG_WARN;
-	buf = malloc(n ? n * 4 : 4);
+	buf = malloc(c.bytes ? c.bytes : 8);
 	secs = calloc(c.iters, sizeof(*secs));
 	/* the float check's copy of one block of every worker's input */
 	in = malloc((size_t)c.o.workers * c.o.elems * sizeof(*in));
