@@ -75,24 +75,32 @@ class Poly(torch.nn.Module):
         return (h * h * self.w2).sum(dim=1)
 
 
-def half_bound(world, stack, r, p, qmin):
-    """libxina's 16-bit avg (block floating point into INT16 lanes, then
+# libxina's block floating point of the 16-bit floats: lane bits (float16
+# in INT32 lanes, bfloat16 in INT16), significand bits, smallest quantum.
+HALF = {"float16": (32, 11, -24), "bfloat16": (16, 8, -133)}
+
+
+def half_bound(name, world, stack, r):
+    """libxina's 16-bit avg (block floating point into B-bit lanes, then
     one rounding to a p-bit significand), with the block exponent taken as
     the largest of the whole gradient (a block's is never larger): half a
-    quantum 2^-(15 - L - E) for the average, 2^-p |r| for the rounding,
-    half the smallest quantum 2^qmin, 2^-52 |r| for the division."""
+    quantum 2^-(B - 1 - L - E) for the average (no clamp while W <= 128,
+    see xina_python_types.float_bound()), 2^-p |r| for the rounding, half
+    the smallest quantum 2^qmin, 2^-52 |r| for the division."""
+    lane, p, qmin = HALF[name]
     L = (world - 1).bit_length()
     e = int(np.frexp(np.max(np.abs(stack)))[1])
-    return (2.0 ** (e - 15 + L) / 2 + 2.0 ** -p * np.abs(r) +
+    return (2.0 ** (e - lane + 1 + L) / 2 + 2.0 ** -p * np.abs(r) +
             2.0 ** (qmin - 1) + 2.0 ** -52 * np.abs(r)) * (1 + 2.0 ** -40)
 
 
-def half_slots(sizes, elems):
-    """Slots of 16-bit avg calls: 2 elems elements a packet, and the int32
-    max call of their blocks' exponents."""
+def half_slots(name, sizes, elems):
+    """Slots of 16-bit avg calls: elems 32-bit words a packet, an element
+    a lane, and the int32 max call of their blocks' exponents."""
+    per = elems * 32 // HALF[name][0]
     slots = 0
     for n in sizes:
-        b = -(-n // (2 * elems))
+        b = -(-n // per)
         slots += b + -(-b // elems)
     return slots
 
@@ -126,7 +134,7 @@ def main_float16(a, rank, world, elems):
         stack = torch.stack(every).double().numpy()
         exact = stack.sum(axis=0) / world
         gx = flat_grads(mx).double().numpy()
-        b = half_bound(world, stack, gx, 11, -24)
+        b = half_bound("float16", world, stack, gx)
         err = np.abs(gx - exact)
         if np.any(err > b):
             k = int(np.argmax(err - b))
@@ -148,7 +156,7 @@ def main_float16(a, rank, world, elems):
           f"buckets through xina (avg): every gradient within the bound of "
           f"the exact average (worst error/bound {worst:.3f}), replicas "
           "identical", flush=True)
-    print(f"switch_slots {half_slots(sizes, elems)}", flush=True)
+    print(f"switch_slots {half_slots('float16', sizes, elems)}", flush=True)
     state.handle.close()
 
 
@@ -184,7 +192,7 @@ def main_bfloat16(a, rank, world, elems):
         stack = torch.stack(ins[k]).double().numpy()
         exact = stack.sum(axis=0) / world
         r = got.double().numpy()
-        b = half_bound(world, stack, r, 8, -133)
+        b = half_bound("bfloat16", world, stack, r)
         err = np.abs(r - exact)
         if np.any(err > b):
             j = int(np.argmax(err - b))
@@ -195,7 +203,8 @@ def main_bfloat16(a, rank, world, elems):
     print(f"ok: bfloat16: {len(sizes)} buckets through the hook "
           f"({state.max_in_flight} in flight at once) within the bound of "
           f"the exact average (worst error/bound {worst:.3f})", flush=True)
-    print(f"switch_slots {half_slots(sizes, elems)}", flush=True)
+    print(f"switch_slots {half_slots('bfloat16', sizes, elems)}",
+          flush=True)
     state.handle.close()
 
 

@@ -130,19 +130,23 @@ def reference(name, op, ins, world):
 
 
 # Block floating point as libxina.h describes it, per float type: the
-# integer lane's bits, the float's significand bits and its smallest
-# quantum (subnormal step).
-BFP = {"float32": (32, 24, -149), "float16": (16, 11, -24),
+# integer lane's bits of its sum (float16: 32, for precision; bfloat16:
+# 16, for density), the float's significand bits and its smallest quantum
+# (subnormal step).
+BFP = {"float32": (32, 24, -149), "float16": (32, 11, -24),
        "bfloat16": (16, 8, -133)}
 
 
 def per_packet(name, op, elems):
     """Elements of one call in a packet of @elems 32-bit words: integers
     as themselves (int8 four to a word, int16 two, int64 two words), but
-    avg in lanes twice as wide; floats in integer lanes of their width."""
+    avg in lanes twice as wide; floats' min and max in integer lanes of
+    their width, their sum and avg in the lanes of BFP."""
     bits = 8 * SIZE[name]
     if name in INTS and op == xina.AVG:
         bits *= 2
+    if name in FLOATS and op in (xina.SUM, xina.AVG):
+        bits = BFP[name][0]
     if bits >= 64:
         return elems // (bits // 32)
     return elems * (32 // bits)
@@ -167,14 +171,20 @@ def float_bound(name, op, res, ins, world, elems):
     exact one, derived here from the scheme rather than taken from the
     library.  Per block of a packet: E the largest frexp exponent of any
     worker's block, L = ceil(log2 W), the scale 2^s with s = B - 1 - L -
-    E for B-bit lanes, q = rint(x 2^s) off by at most 1/2 (no clamp at
-    these W: the top binade's elements are whole multiples of the
-    quantum): the sum of W is off by W/2 2^-s, the average by 1/2 2^-s.
-    Then one rounding to the type: 2^-p |r| for a p-bit significand, or
-    half the smallest quantum; the average's division in double adds
-    2^-52 |r|."""
+    E for B-bit lanes, q = rint(x 2^s) off by at most 1/2 (no clamp for
+    W <= 128: an element of the top binade, M 2^(E - p) with |M| < 2^p,
+    is a whole multiple of the quantum for p <= B - 1 - L, and at most
+    2^(B-1-L) - 2^(B-1-L-p) <= 2^(B-1-L) - 1 of them): the sum of W is
+    off by W/2 2^-s, the average by 1/2 2^-s.  Then one rounding to the
+    type: 2^-p |r| for a p-bit significand, or half the smallest quantum;
+    the average's division in double adds 2^-52 |r|.  (libxina.h states
+    looser bounds, 2^(1-p) |r| and, for bfloat16, W 2^-s, valid for
+    every W.)"""
     bits_, p, qmin = BFP[name]
     L = (world - 1).bit_length()
+    if p > bits_ - 1 - L:
+        fail(f"the bound of {name} is derived for W <= {2 ** (bits_ - 1 - p)}"
+             f" only, not {world}")
     per = per_packet(name, op, elems)
     div = world if op == xina.AVG else 1
     absmax = np.max(np.abs(np.stack(ins)), axis=0)
