@@ -38,6 +38,10 @@ PROJ_K = "4"
 TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 TYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2,
               "bfloat16": 2, "float32": 4}
+# Bits of the lane a SUM of the type takes on the wire (libxina.h, "Types
+# and operators": float16 sums in INT32 lanes, for precision).
+SUM_LANE_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
+                 "float16": 32, "bfloat16": 16, "float32": 32}
 
 
 def mb(bps):
@@ -335,7 +339,7 @@ class Report:
         if not runs:
             return None
         ref = runs.get("int32")
-        out = ["| type | bytes per element | elements per packet | "
+        out = ["| type | bytes per element | SUM elements per packet | "
                "elements/s (millions) | goodput MB/s per worker | "
                "elements/s / int32's | worker CPU s per GiB |",
                "|---|---:|---:|---:|---:|---:|---:|"]
@@ -345,7 +349,7 @@ class Report:
             if not r:
                 continue
             size = TYPE_BYTES[t]
-            per_pkt = f"{epp * 4 // size}" if epp else "–"
+            per_pkt = f"{epp * 32 // SUM_LANE_BITS[t]}" if epp else "–"
             gib = r["iters"] * r["bytes"] / GIB
             out.append(
                 f"| {t} | {size} | {per_pkt} | {r['eps'] / 1e6:.1f} | "
@@ -399,7 +403,9 @@ class Report:
         for t in ("int16", "float16", "bfloat16"):
             r = runs.get(t)
             what = (f"16-bit types: {t} ≥ 1.8x the elements per second of "
-                    "int32 through the XDP switch (4 workers, same launch)")
+                    "int32 through the XDP switch (4 workers, same launch)" +
+                    (": its sums travel in 32-bit lanes (libxina.h)"
+                     if SUM_LANE_BITS[t] == 32 else ""))
             if not (r and ref):
                 rows.append(f"| {what} | not in this run | – |")
                 continue
@@ -894,10 +900,13 @@ class Report:
                 f"through the XDP switch, {r0['workers']} workers, CPU-bound "
                 "(`scripts/bench/types_allreduce.py`: the Python package, "
                 "xina_allreduce() by type; the same bytes for every type, so "
-                "a 16-bit type has twice the elements of int32).  The 16-bit "
-                "integers travel two to a 32-bit word, int8 four, int64 in "
-                "two words; the floats are quantised to integers by "
-                "libxina (block floating point).  Ratios are against int32 "
+                "a 16-bit type has twice the elements of int32).  int16 "
+                "travels two to a 32-bit word, int8 four, int64 in two "
+                "words; the floats' sums are quantised to integers by "
+                "libxina (block floating point): bfloat16 into 16-bit "
+                "lanes, float16 into 32-bit lanes (for precision, "
+                "libxina.h), float32 into 32-bit lanes, after an int32 max "
+                "call of the blocks' exponents.  Ratios are against int32 "
                 "of the same launch.", "", types, ""]
         if fast_types:
             parts += [
