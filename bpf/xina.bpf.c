@@ -805,6 +805,19 @@ static __always_inline void xina_pair_in(__s32 *v, __u64 x, const __u32 dtype,
 }
 
 /*
+ * The narrow SUMs, lane-wise, on a pair of words at once as one 64-bit
+ * value: (xina_combine_pair()) in the partials' order (on a little-endian
+ * machine the second word in the high half), so a staged pair is rotated
+ * first and a partial's pair not at all.
+ */
+static __always_inline int xina_by_pairs(const __u32 dtype, const __u32 op)
+{
+	return op == XINA_OP_SUM &&
+	       (dtype == XINA_DTYPE_INT16 || dtype == XINA_DTYPE_INT8) &&
+	       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+}
+
+/*
  * Block @b of a loop: XINA_LBLK words of the staging buffer (@fold 0) or
  * of the other partial (@fold 1) into l->dst.  Returns 1 (stop) past the
  * last block a partial holds.
@@ -822,6 +835,18 @@ static __always_inline long xina_blk(__u32 b, struct xina_loop *l,
 	j = b * XINA_LBLK;
 #pragma unroll
 	for (k = 0; k < XINA_LBLK; k += 2) {
+		if (!copy && xina_by_pairs(dtype, op)) {
+			__u64 *acc = (__u64 *)&dst->v[j + k];
+
+			if (fold) {
+				x = *(const __u64 *)&l->src->v[j + k];
+			} else {
+				x = l->s->q[(j + k) / 2];
+				x = x << 32 | x >> 32;
+			}
+			*acc = xina_combine_pair(*acc, x, dtype, op);
+			continue;
+		}
 		if (fold)
 			x = (__u64)(__u32)l->src->v[j + k] << 32 |
 			    (__u32)l->src->v[j + k + 1];

@@ -65,6 +65,12 @@ static __always_inline __u32 xina_swar_add(__u32 a, __u32 b, __u32 m)
 	return ((a & ~m) + (b & ~m)) ^ ((a ^ b) & m);
 }
 
+/* The same on a pair of words: 32 bits are a lane boundary of every type. */
+static __always_inline __u64 xina_swar_add64(__u64 a, __u64 b, __u64 m)
+{
+	return ((a & ~m) + (b & ~m)) ^ ((a ^ b) & m);
+}
+
 static __always_inline __u32 xina_sum16(__u32 a, __u32 b)
 {
 	return xina_swar_add(a, b, 0x80008000u);
@@ -198,7 +204,9 @@ static __always_inline __u64 xina_combine64(__u64 acc, __u64 x, const __u32 op)
 
 /*
  * A staged pair of words (the first in the high half, as the fast path
- * stages them): for INT64 one element, else two words.
+ * stages them): for INT64 one element, else two words.  But for INT64 the
+ * ops are lane-wise, so that any other order of the two words does too,
+ * as long as @acc and @x have the same.
  */
 static __always_inline __u64 xina_combine_pair(__u64 acc, __u64 x,
 					       const __u32 dtype,
@@ -206,6 +214,10 @@ static __always_inline __u64 xina_combine_pair(__u64 acc, __u64 x,
 {
 	if (dtype == XINA_DTYPE_INT64)
 		return xina_combine64(acc, x, op);
+	if (op == XINA_OP_SUM && dtype == XINA_DTYPE_INT16)
+		return xina_swar_add64(acc, x, 0x8000800080008000ULL);
+	if (op == XINA_OP_SUM && dtype == XINA_DTYPE_INT8)
+		return xina_swar_add64(acc, x, 0x8080808080808080ULL);
 	if (op == XINA_OP_AND)
 		return acc & x;
 	if (op == XINA_OP_OR)

@@ -212,6 +212,8 @@ struct contrib {
 	unsigned int tag_rank;	/* whose key tags it (default rank) */
 	__u64 tag_xor;		/* flipped in the tag once computed */
 	int flip_elem;		/* element changed after tagging; -1: none */
+	const __u32 *words;	/* the payload's words (host order); NULL:
+				 * val() */
 };
 
 static struct contrib contrib(unsigned int rank, __u32 slot, __u32 round,
@@ -324,7 +326,9 @@ static size_t build_frame(__u8 *buf, const struct contrib *c)
 	xh->aux = htonl(c->aux);
 	xh->offset = htobe64(c->offset);
 	for (i = 0; i < c->nvals; i++)
-		v[i] = htonl(val(c->rank, c->slot, c->round, i));
+		v[i] = htonl(c->words ? c->words[i] :
+					(__u32)val(c->rank, c->slot, c->round,
+						   i));
 	xh->tag = htobe64(xina_tag_hdr(K[c->tag_rank % XINA_MAX_WORKERS], xh,
 				       nh_wire(v, c->nvals)) ^ c->tag_xor);
 	if (c->flip_elem >= 0 && (unsigned int)c->flip_elem < c->nvals)
@@ -1353,16 +1357,24 @@ TEST(bad_dtype_op)
 	struct contrib c;
 
 	ASSERT_OK(job_pending(&s));
+	/* a slot no round opened: the check comes before any claim */
 	c = valid();
+	c.slot = 2;
 	c.dtype = 0;
 	EXPECT_EQ(refused("dtype 0", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
-	c.dtype = XINA_DTYPE_INT32 + 1;
-	EXPECT_EQ(refused("dtype 2", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.dtype = __XINA_DTYPE_MAX;
+	EXPECT_EQ(refused("dtype 5", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.dtype = 0xff;
+	EXPECT_EQ(refused("dtype 255", &c, NO_STAT, XINA_STAT_DROP_OP, &s),
+		  0);
 	c = valid();
+	c.slot = 2;
 	c.op = 0;
 	EXPECT_EQ(refused("op 0", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
-	c.op = XINA_OP_MAX + 1;
-	EXPECT_EQ(refused("op 3", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.op = __XINA_OP_WIRE_MAX;
+	EXPECT_EQ(refused("op 7", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
+	c.op = XINA_OP_AVG;	/* libxina's, never on the wire */
+	EXPECT_EQ(refused("op AVG", &c, NO_STAT, XINA_STAT_DROP_OP, &s), 0);
 	free(s.buf);
 }
 
@@ -2302,6 +2314,416 @@ TEST(two_cpus_exact)
 	EXPECT_EQ(done, slots * rounds);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), slots * rounds);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), slots * rounds * workers);
+}
+
+/* ---- element types and operators --------------------------------------- *
+ *
+ * Every (dtype, op) pair against a reference computed here element by
+ * element, in plain C on int8_t .. int64_t: not through bpf/xina_lanes.h,
+ * whose arithmetic the fast path uses, so that the two are independent.
+ */
+
+static const __u8 DTYPES[] = {
+	XINA_DTYPE_INT8, XINA_DTYPE_INT16, XINA_DTYPE_INT32, XINA_DTYPE_INT64,
+};
+static const __u8 OPS[] = {
+	XINA_OP_SUM, XINA_OP_MIN, XINA_OP_MAX, XINA_OP_AND, XINA_OP_OR,
+	XINA_OP_XOR,
+};
+
+#define NDTYPES		(sizeof(DTYPES) / sizeof(DTYPES[0]))
+#define NOPS		(sizeof(OPS) / sizeof(OPS[0]))
+#define T_WORKERS	4
+#define T_ELEMS		(4 * XINA_MAX_ELEMS)	/* int8 in the largest block */
+
+static unsigned int dt_bits(__u8 dtype)
+{
+	switch (dtype) {
+	case XINA_DTYPE_INT8:
+		return 8;
+	case XINA_DTYPE_INT16:
+		return 16;
+	case XINA_DTYPE_INT64:
+		return 64;
+	default:
+		return 32;
+	}
+}
+
+static __u64 mix64(__u64 x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Element @i of rank @r, @bits wide, sign-extended: element 0 is the
+ * type's maximum and element 1 its minimum in every contribution (SUM
+ * wraps, MIN and MAX meet the extremes), a quarter of the others one of
+ * the extremes or their neighbours, the rest random.
+ */
+static __s64 tval(unsigned int r, unsigned int i, unsigned int bits,
+		  __u32 seed)
+{
+	__s64 max = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
+	__s64 min = -max - 1;
+	__s64 edge[] = { min, max, -1, 0, 1, min + 1, max - 1 };
+	__u64 x = mix64((__u64)seed << 40 ^ (__u64)r << 32 ^ i);
+
+	if (i == 0)
+		return max;
+	if (i == 1)
+		return min;
+	if (!(x & 3))
+		return edge[(x >> 2) % 7];
+	if (bits == 64)
+		return (__s64)x;
+	return (__s64)(x << (64 - bits)) >> (64 - bits);
+}
+
+/* The reference: @a combined with @b as @dtype by @op, in plain C. */
+#define REF_OP(T, UT, op, a, b)						\
+	({								\
+		T x_ = (T)(a), y_ = (T)(b), z_;				\
+		switch (op) {						\
+		case XINA_OP_SUM:					\
+			z_ = (T)(UT)((UT)x_ + (UT)y_);			\
+			break;						\
+		case XINA_OP_MIN:					\
+			z_ = x_ < y_ ? x_ : y_;				\
+			break;						\
+		case XINA_OP_MAX:					\
+			z_ = x_ > y_ ? x_ : y_;				\
+			break;						\
+		case XINA_OP_AND:					\
+			z_ = x_ & y_;					\
+			break;						\
+		case XINA_OP_OR:					\
+			z_ = x_ | y_;					\
+			break;						\
+		default:						\
+			z_ = x_ ^ y_;					\
+			break;						\
+		}							\
+		(__s64)z_;						\
+	})
+
+static __s64 ref_op(__u8 dtype, __u8 op, __s64 a, __s64 b)
+{
+	switch (dtype) {
+	case XINA_DTYPE_INT8:
+		return REF_OP(int8_t, uint8_t, op, a, b);
+	case XINA_DTYPE_INT16:
+		return REF_OP(int16_t, uint16_t, op, a, b);
+	case XINA_DTYPE_INT64:
+		return REF_OP(int64_t, uint64_t, op, a, b);
+	default:
+		return REF_OP(int32_t, uint32_t, op, a, b);
+	}
+}
+
+/* @n elements into words as the wire packs them (uapi: "count"). */
+static void t_pack(__u8 dtype, const __s64 *e, unsigned int n, __u32 *w,
+		   unsigned int count)
+{
+	unsigned int i;
+
+	memset(w, 0, count * 4);
+	for (i = 0; i < n; i++) {
+		switch (dtype) {
+		case XINA_DTYPE_INT8:
+			w[i / 4] |= (__u32)(__u8)e[i] << (24 - 8 * (i % 4));
+			break;
+		case XINA_DTYPE_INT16:
+			w[i / 2] |= (__u32)(__u16)e[i] << (16 - 16 * (i % 2));
+			break;
+		case XINA_DTYPE_INT64:
+			w[2 * i] = (__u64)e[i] >> 32;
+			w[2 * i + 1] = (__u32)e[i];
+			break;
+		default:
+			w[i] = (__u32)e[i];
+			break;
+		}
+	}
+}
+
+/* Element @i of the words @w (host order) as @dtype. */
+static __s64 t_elem(__u8 dtype, const __u32 *w, unsigned int i)
+{
+	switch (dtype) {
+	case XINA_DTYPE_INT8:
+		return (int8_t)(w[i / 4] >> (24 - 8 * (i % 4)));
+	case XINA_DTYPE_INT16:
+		return (int16_t)(w[i / 2] >> (16 - 16 * (i % 2)));
+	case XINA_DTYPE_INT64:
+		return (int64_t)((__u64)w[2 * i] << 32 | w[2 * i + 1]);
+	default:
+		return (int32_t)w[i];
+	}
+}
+
+struct tround {
+	__u8 dtype, op;
+	__u32 slot, round, seed;
+	unsigned int workers;
+	unsigned int count;	/* words */
+	unsigned int nelem;	/* elements; the rest of the words: padding */
+	const unsigned int *order;	/* ranks in arrival order */
+	__u32 res[XINA_MAX_ELEMS];	/* the result's words, host order */
+	unsigned int wrapped;	/* SUM: elements whose sum wrapped */
+};
+
+static __s64 t_e[T_WORKERS][T_ELEMS];
+static __u32 t_w[T_WORKERS][XINA_MAX_ELEMS];
+
+/*
+ * One round of @t: every worker's contribution in @t->order, rank r on CPU
+ * r % CPUs (so that the partials of several CPUs are folded); returns the
+ * number of wrong result elements (padding lanes included, which must be
+ * 0), -1 when the verdicts or the result's header are wrong.
+ */
+static int t_round(struct tround *t)
+{
+	unsigned int lanes = 32 * t->count / dt_bits(t->dtype);
+	int ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int k, r, i, bad = 0;
+	const struct xina_hdr *xh;
+	struct contrib c;
+	struct run r_;
+	__s64 want;
+	__int128 exact;
+	int ret;
+
+	if (dt_bits(t->dtype) == 64)
+		lanes = t->count / 2;
+	for (r = 0; r < t->workers; r++) {
+		for (i = 0; i < t->nelem; i++)
+			t_e[r][i] = tval(r, i, dt_bits(t->dtype), t->seed);
+		t_pack(t->dtype, t_e[r], t->nelem, t_w[r], t->count);
+	}
+	for (k = 0; k < t->workers; k++) {
+		r = t->order[k];
+		if (ncpus > 1 && pin_cpu(r % ncpus))
+			return -1;
+		c = contrib(r, t->slot, t->round, t->count, t->op);
+		c.dtype = t->dtype;
+		c.words = t_w[r];
+		ret = send_c(&c, &r_);
+		if (ret != (k + 1 < t->workers ? XDP_DROP : V_RESULT)) {
+			XT_LOG("dtype %u op %u slot %u round %u rank %u: verdict %d",
+			       t->dtype, t->op, t->slot, t->round, r, ret);
+			return -1;
+		}
+	}
+	pin_cpu(0);
+	xh = xhdr(r_.out);
+	if (r_.len != PAYLOAD_OFF + 4 * t->count ||
+	    xh->type != XINA_T_RESULT || xh->dtype != t->dtype ||
+	    xh->op != t->op || ntohs(xh->count) != t->count ||
+	    !result_tag_ok(r_.out)) {
+		XT_LOG("dtype %u op %u: result header: type %u dtype %u op %u count %u",
+		       t->dtype, t->op, xh->type, xh->dtype, xh->op,
+		       ntohs(xh->count));
+		return -1;
+	}
+	for (i = 0; i < t->count; i++)
+		t->res[i] = ntohl(((const __be32 *)(xh + 1))[i]);
+	t->wrapped = 0;
+	for (i = 0; i < lanes; i++) {
+		want = 0;
+		exact = 0;
+		if (i < t->nelem) {
+			want = t_e[0][i];
+			exact = want;
+			for (r = 1; r < t->workers; r++) {
+				want = ref_op(t->dtype, t->op, want, t_e[r][i]);
+				exact += t_e[r][i];
+			}
+		}
+		if (t->op == XINA_OP_SUM && exact != want)
+			t->wrapped++;
+		if (t_elem(t->dtype, t->res, i) != want) {
+			if (!bad)
+				XT_LOG("dtype %u op %u slot %u round %u elem %u%s: %lld, want %lld",
+				       t->dtype, t->op, t->slot, t->round, i,
+				       i < t->nelem ? "" : " (padding)",
+				       (long long)t_elem(t->dtype, t->res, i),
+				       (long long)want);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* Arrival orders of T_WORKERS contributions. */
+static const unsigned int T_ORDERS[][T_WORKERS] = {
+	{ 0, 1, 2, 3 }, { 3, 2, 1, 0 }, { 2, 0, 3, 1 }, { 1, 3, 0, 2 },
+};
+#define T_NORDERS	(sizeof(T_ORDERS) / sizeof(T_ORDERS[0]))
+
+/*
+ * Every (dtype, op) pair, one slot each, four workers on both CPUs, 37
+ * words (38 for INT64: an even count; blocks and a tail), with padding
+ * lanes in the last word of INT8 (3) and INT16 (1); each pair in four
+ * arrival orders (rounds 0..3 of its slot): every result exact, and the
+ * same bits whatever the order.  SUM must have wrapped in every type.
+ */
+TEST(types_every_pair)
+{
+	static struct tround t, first;
+	unsigned int d, o, n, bad = 0, wrapped[NDTYPES] = { 0 };
+	int e;
+
+	ASSERT_OK(job_add(T_WORKERS, NDTYPES * NOPS, 64, false));
+	for (d = 0; d < NDTYPES; d++) {
+		for (o = 0; o < NOPS; o++) {
+			for (n = 0; n < T_NORDERS; n++) {
+				t = (struct tround){
+					.dtype = DTYPES[d], .op = OPS[o],
+					.slot = d * NOPS + o, .round = n,
+					.seed = d * NOPS + o,
+					.workers = T_WORKERS,
+					.count = DTYPES[d] ==
+						 XINA_DTYPE_INT64 ? 38 : 37,
+					.order = T_ORDERS[n],
+				};
+				t.nelem = 32 * t.count / dt_bits(t.dtype);
+				if (t.dtype == XINA_DTYPE_INT8)
+					t.nelem -= 3;
+				if (t.dtype == XINA_DTYPE_INT16)
+					t.nelem -= 1;
+				if (t.dtype == XINA_DTYPE_INT64)
+					t.nelem = t.count / 2;
+				e = t_round(&t);
+				ASSERT_TRUE(e >= 0, "round failed");
+				bad += e;
+				wrapped[d] += t.wrapped;
+				if (!n) {
+					first = t;
+					continue;
+				}
+				if (memcmp(first.res, t.res, 4 * t.count)) {
+					XT_LOG("dtype %u op %u: order %u gives other bits than order 0",
+					       t.dtype, t.op, n);
+					bad++;
+				}
+			}
+		}
+	}
+	EXPECT_EQ(bad, 0);
+	for (d = 0; d < NDTYPES; d++)
+		EXPECT_TRUE(wrapped[d] > 0, "dtype %u: no SUM wrapped",
+			    DTYPES[d]);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), NDTYPES * NOPS * T_NORDERS);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB),
+		  NDTYPES * NOPS * T_NORDERS * T_WORKERS);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), 0);
+}
+
+/*
+ * Jumbo 16-bit blocks: 2048 words (4095 elements and a padding lane) in
+ * frames of several buffers, SUM, MIN and MAX, in two arrival orders.
+ */
+TEST(types_jumbo_int16)
+{
+	static const __u8 ops[] = { XINA_OP_SUM, XINA_OP_MIN, XINA_OP_MAX };
+	static struct tround t, first;
+	unsigned int o, n, bad = 0;
+	int e;
+
+	ASSERT_OK(job_add(T_WORKERS, 3, XINA_MAX_ELEMS, false));
+	for (o = 0; o < 3; o++) {
+		for (n = 0; n < 2; n++) {
+			t = (struct tround){
+				.dtype = XINA_DTYPE_INT16, .op = ops[o],
+				.slot = o, .round = n, .seed = 100 + o,
+				.workers = T_WORKERS,
+				.count = XINA_MAX_ELEMS,
+				.nelem = 2 * XINA_MAX_ELEMS - 1,
+				.order = T_ORDERS[n],
+			};
+			e = t_round(&t);
+			ASSERT_TRUE(e >= 0, "round failed");
+			bad += e;
+			if (!n)
+				first = t;
+			else if (memcmp(first.res, t.res, 4 * t.count)) {
+				XT_LOG("op %u: the second order gives other bits",
+				       t.op);
+				bad++;
+			}
+		}
+	}
+	EXPECT_EQ(bad, 0);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 6);
+}
+
+/* INT64 takes two words per element: an odd count is drop_op. */
+TEST(int64_odd_count)
+{
+	struct snapshot s;
+	struct contrib c;
+
+	ASSERT_OK(job_pending(&s));
+	c = valid();
+	c.slot = 2;	/* no round open: nothing may open one */
+	c.dtype = XINA_DTYPE_INT64;
+	c.count = c.nvals = 7;
+	EXPECT_EQ(refused("INT64, 7 words", &c, NO_STAT, XINA_STAT_DROP_OP,
+			  &s), 0);
+	c.count = c.nvals = 1;
+	EXPECT_EQ(refused("INT64, 1 word", &c, NO_STAT, XINA_STAT_DROP_OP,
+			  &s), 0);
+	c = valid();	/* the pending round's slot */
+	c.dtype = XINA_DTYPE_INT64;
+	c.count = c.nvals = 7;
+	EXPECT_EQ(refused("INT64, 7 words, pending slot", &c, NO_STAT,
+			  XINA_STAT_DROP_OP, &s), 0);
+}
+
+/*
+ * A round opened by (INT16, MIN) takes no contribution of another pair:
+ * every other pair, the same op in another type and the same type with
+ * another op included, is drop_op with slot memory unchanged; then the
+ * round's own pair is taken.
+ */
+TEST(round_keeps_its_pair)
+{
+	struct contrib c = contrib(0, 1, 0, 8, XINA_OP_MIN);
+	unsigned int d, o, refusals = 0;
+	struct snapshot s;
+	struct run r;
+	char what[64];
+
+	c.dtype = XINA_DTYPE_INT16;
+	ASSERT_OK(job_add(4, 4, 8, true));
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_EQ(jstat(XINA_STAT_CONTRIB), 1);
+	ASSERT_OK(snap_take(&s));
+	for (d = 0; d < NDTYPES; d++) {
+		for (o = 0; o < NOPS; o++) {
+			if (DTYPES[d] == XINA_DTYPE_INT16 &&
+			    OPS[o] == XINA_OP_MIN)
+				continue;
+			c = contrib(1, 1, 0, 8, OPS[o]);
+			c.dtype = DTYPES[d];
+			snprintf(what, sizeof(what), "dtype %u op %u",
+				 DTYPES[d], OPS[o]);
+			EXPECT_EQ(refused(what, &c, NO_STAT,
+					  XINA_STAT_DROP_OP, &s), 0);
+			refusals++;
+		}
+	}
+	EXPECT_EQ(refusals, NDTYPES * NOPS - 1);
+	free(s.buf);
+	c = contrib(1, 1, 0, 8, XINA_OP_MIN);
+	c.dtype = XINA_DTYPE_INT16;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 2);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), NDTYPES * NOPS - 1);
 }
 
 /* ---- fan-out: xina_fanout on the TC hook, live ----------------------------- */

@@ -3,7 +3,13 @@
  * xina-bench-fastpath: cost of the XDP fast path per packet, through
  * BPF_PROG_TEST_RUN, for K = infinity (adds only), K = 4 and K = 1.
  *
- *   xina-bench-fastpath [-n PACKETS] [-e ELEMS[,ELEMS...]] [-d DEVFMT]
+ *   xina-bench-fastpath [-n PACKETS] [-e WORDS[,WORDS...]] [-d DEVFMT]
+ *                       [-T DTYPE[,DTYPE...]]
+ *
+ * -e gives the payload of a packet in 32-bit words (the wire's count),
+ * -T the element types to run (int8, int16, int32, int64; default int32):
+ * a word holds four int8, two int16, one int32 or half an int64 (an odd
+ * count is refused for int64).  All cases are SUM.
  *
  * Run it in a namespace that has one device per rank (the rack's switch
  * namespace: -d p%d, the default): every contribution of rank r enters on
@@ -42,7 +48,11 @@
  * tag, are in the number.
  *
  * The thread is pinned to one CPU: the per-CPU partial is then the one
- * checked.  One JSON line per case on stdout.
+ * checked.  One JSON line per case on stdout: "dtype" the element type,
+ * "elems" the words per packet (the name kept from when only int32
+ * existed), "elements" the elements of that type per packet, and "eps"
+ * the elements per second per core, elements * 1e9 / ns_net (the nop
+ * line has neither dtype nor eps).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -76,6 +86,7 @@ static __u32 bench_nhk[XINA_MAX_ELEMS];
 #define BENCH_CPU	0
 #define K_INF		0	/* the slot never completes */
 #define MAX_ELEMS_LIST	8
+#define MAX_DTYPES	4
 
 struct pkt {
 	struct ethhdr eth;
@@ -98,6 +109,7 @@ struct bench {
 	int ncpus;
 	int ifindex[4];		/* device of rank r (K <= 4) */
 	unsigned int packets;
+	__u8 dtype;		/* of the case being run */
 	struct xina_part *parts;	/* one per possible CPU (lookup buffer) */
 	double *ns;
 };
@@ -107,14 +119,108 @@ static __u32 member_addr(unsigned int rank)
 	return htonl(0x0a630000 | (rank + 1));	/* 10.99.x.y */
 }
 
-/* Element i of rank r: small and distinct, so that sums are easy to check. */
-static __s32 elem(unsigned int rank, unsigned int i)
+static const struct {
+	const char *name;
+	__u8 dtype;
+	unsigned int bits;
+} dtypes[] = {
+	{ "int8", XINA_DTYPE_INT8, 8 },
+	{ "int16", XINA_DTYPE_INT16, 16 },
+	{ "int32", XINA_DTYPE_INT32, 32 },
+	{ "int64", XINA_DTYPE_INT64, 64 },
+};
+
+static unsigned int dtype_bits(__u8 dtype)
 {
-	return (__s32)(i * 3 + rank * 1000 + 1);
+	unsigned int i;
+
+	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (dtypes[i].dtype == dtype)
+			return dtypes[i].bits;
+	return 32;
 }
 
-static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
-			unsigned int count)
+static const char *dtype_name(__u8 dtype)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (dtypes[i].dtype == dtype)
+			return dtypes[i].name;
+	return "?";
+}
+
+/* Elements of @dtype in @count words. */
+static unsigned int elements_of(__u8 dtype, unsigned int count)
+{
+	return count * 32 / dtype_bits(dtype);
+}
+
+/*
+ * Element i of rank r: distinct, so that sums are easy to check (int64
+ * elements use both of their words).
+ */
+static __s64 elem(__u8 dtype, unsigned int rank, unsigned int i)
+{
+	__s64 v = (__s64)(i * 3 + rank * 1000 + 1);
+
+	return dtype == XINA_DTYPE_INT64 ? v * 0x100000001LL : v;
+}
+
+/*
+ * Word @w of a block whose element i is @mul * (sum of elem(r, i) over
+ * ranks r < @ranks), wrapped to the type's width as the switch sums:
+ * packed as the wire packs it (include/uapi/linux/xina.h, "count").
+ */
+static __u32 word_of(__u8 dtype, unsigned int ranks, __u64 mul,
+		     unsigned int w)
+{
+	unsigned int bits = dtype_bits(dtype), lanes, l, i, r;
+	__u32 word = 0;
+	__u64 v;
+
+	if (bits == 64) {
+		for (v = 0, r = 0; r < ranks; r++)
+			v += (__u64)elem(dtype, r, w / 2);
+		v *= mul;
+		return w & 1 ? (__u32)v : (__u32)(v >> 32);
+	}
+	lanes = 32 / bits;
+	for (l = 0; l < lanes; l++) {
+		i = w * lanes + l;
+		for (v = 0, r = 0; r < ranks; r++)
+			v += (__u64)elem(dtype, r, i);
+		v *= mul;
+		if (bits < 32)
+			v &= (1U << bits) - 1;
+		word |= (__u32)v << (32 - bits * (l + 1));
+	}
+	return word;
+}
+
+/* Word @w of rank @rank's contribution. */
+static __u32 contrib_word(__u8 dtype, unsigned int rank, unsigned int w)
+{
+	unsigned int bits = dtype_bits(dtype), lanes, l;
+	__u32 word = 0;
+	__u64 v;
+
+	if (bits == 64) {
+		v = elem(dtype, rank, w / 2);
+		return w & 1 ? (__u32)v : (__u32)(v >> 32);
+	}
+	lanes = 32 / bits;
+	for (l = 0; l < lanes; l++) {
+		v = (__u64)elem(dtype, rank, w * lanes + l);
+		if (bits < 32)
+			v &= (1U << bits) - 1;
+		word |= (__u32)v << (32 - bits * (l + 1));
+	}
+	return word;
+}
+
+static size_t build_pkt(struct pkt *p, __u8 dtype, unsigned int rank,
+			__u32 round, unsigned int count)
 {
 	size_t ulen = sizeof(p->udp) + sizeof(p->xh) + count * 4;
 	static __u32 m[XINA_MAX_ELEMS];
@@ -138,7 +244,7 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 	p->udp.len = htons(ulen);
 	p->xh.version = XINA_WIRE_VERSION;
 	p->xh.type = XINA_T_CONTRIB;
-	p->xh.dtype = XINA_DTYPE_INT32;
+	p->xh.dtype = dtype;
 	p->xh.op = XINA_OP_SUM;
 	p->xh.count = htons(count);
 	p->xh.job = htonl(BENCH_JOB);
@@ -146,8 +252,8 @@ static size_t build_pkt(struct pkt *p, unsigned int rank, __u32 round,
 	p->xh.round = htonl(round);
 	p->xh.epoch = htonl(BENCH_EPOCH);
 	for (i = 0; i < count; i++) {
-		p->v[i] = htonl(elem(rank, i));
-		m[i] = elem(rank, i);
+		m[i] = contrib_word(dtype, rank, i);
+		p->v[i] = htonl(m[i]);
 	}
 	xina_derive_key(bench_secret, XINA_LABEL_MEMBER, BENCH_JOB, rank, k);
 	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh,
@@ -219,8 +325,8 @@ static long run_one(int prog_fd, int ifindex, struct pkt *in, size_t len,
 	return o.duration;
 }
 
-static void report(const char *kcase, unsigned int count, double *ns,
-		   unsigned int n, double timer)
+static void report(const char *kcase, __u8 dtype, unsigned int count,
+		   double *ns, unsigned int n, double timer)
 {
 	double p25, med, p75, p99, sum = 0;
 	unsigned int i, m = 0;
@@ -236,10 +342,18 @@ static void report(const char *kcase, unsigned int count, double *ns,
 			m++;
 		}
 	}
-	printf("{\"bench\":\"fastpath\",\"k\":\"%s\",\"elems\":%u,\"packets\":%u,"
+	printf("{\"bench\":\"fastpath\",\"k\":\"%s\",", kcase);
+	if (dtype)
+		printf("\"dtype\":\"%s\",", dtype_name(dtype));
+	printf("\"elems\":%u,\"packets\":%u,"
 	       "\"ns_median\":%.1f,\"ns_p25\":%.1f,\"ns_p75\":%.1f,\"ns_mean\":%.1f,"
-	       "\"ns_timer\":%.1f,\"ns_net\":%.1f}\n",
-	       kcase, count, n, med, p25, p75, sum / m, timer, sum / m - timer);
+	       "\"ns_timer\":%.1f,\"ns_net\":%.1f",
+	       count, n, med, p25, p75, sum / m, timer, sum / m - timer);
+	if (dtype)
+		printf(",\"elements\":%u,\"eps\":%.4g",
+		       elements_of(dtype, count),
+		       elements_of(dtype, count) * 1e9 / (sum / m - timer));
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -257,7 +371,7 @@ static int load_nop(void)
 static int bench_timer(struct bench *b, double *timer)
 {
 	struct pkt p;
-	size_t len = build_pkt(&p, 0, 0, 64);
+	size_t len = build_pkt(&p, XINA_DTYPE_INT32, 0, 0, 64);
 	unsigned int i;
 	__u32 ret;
 	long d;
@@ -269,23 +383,23 @@ static int bench_timer(struct bench *b, double *timer)
 		b->ns[i] = d;
 	}
 	*timer = quantile(b->ns, b->packets, 0.5);
-	report("nop", 64, b->ns, b->packets, 0);
+	report("nop", 0, 64, b->ns, b->packets, 0);
 	return 0;
 }
 
 static int check_partial(struct bench *b, unsigned int count, unsigned int n)
 {
-	__u32 k = 0;
+	__u32 k = 0, want;
 	unsigned int i;
-	__s32 want;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.xina_vals), &k, b->parts))
 		return -errno;
 	for (i = 0; i < count; i++) {
-		want = (__s32)((__u32)elem(0, i) * n);
-		if (b->parts[BENCH_CPU].v[i] != want) {
-			fprintf(stderr, "xina-bench-fastpath: K=inf, %u elements: partial[%u] is %d after %u packets, expected %d\n",
-				count, i, b->parts[BENCH_CPU].v[i], n, want);
+		want = word_of(b->dtype, 1, n, i);
+		if ((__u32)b->parts[BENCH_CPU].v[i] != want) {
+			fprintf(stderr, "xina-bench-fastpath: K=inf, %s, %u words: partial[%u] is 0x%08x after %u packets, expected 0x%08x\n",
+				dtype_name(b->dtype), count, i,
+				(__u32)b->parts[BENCH_CPU].v[i], n, want);
 			return -EIO;
 		}
 	}
@@ -307,7 +421,7 @@ static int bench_kinf(struct bench *b, unsigned int count, double timer)
 	err = job_setup(b, XINA_MAX_WORKERS);
 	if (err)
 		return err;
-	len = build_pkt(&p, 0, 0, count);
+	len = build_pkt(&p, b->dtype, 0, 0, count);
 	for (i = 0; i < b->packets; i++) {
 		if (bpf_map_update_elem(meta_fd, &k, &zero, 0))
 			return -errno;
@@ -324,16 +438,16 @@ static int bench_kinf(struct bench *b, unsigned int count, double timer)
 	err = check_partial(b, count, b->packets);
 	if (err)
 		return err;
-	report("inf", count, b->ns, b->packets, timer);
+	report("inf", b->dtype, count, b->ns, b->packets, timer);
 	return 0;
 }
 
 /* The result, behind the mark xina_xdp leaves in the metadata for TC. */
-static int check_result(const struct marked_pkt *o, unsigned int k,
-			unsigned int count, __u32 round)
+static int check_result(const struct marked_pkt *o, __u8 dtype,
+			unsigned int k, unsigned int count, __u32 round)
 {
 	const struct pkt *out = &o->pkt;
-	unsigned int i, r;
+	unsigned int i;
 	__u32 want;
 
 	if (o->mark.magic != XINA_MARK_MAGIC || o->mark.job != BENCH_JOB ||
@@ -348,11 +462,11 @@ static int check_result(const struct marked_pkt *o, unsigned int k,
 		return -EIO;
 	}
 	for (i = 0; i < count; i++) {
-		for (want = 0, r = 0; r < k; r++)
-			want += elem(r, i);
+		want = word_of(dtype, k, 1, i);
 		if (ntohl(out->v[i]) != want) {
-			fprintf(stderr, "xina-bench-fastpath: K=%u round %u: element %u is %d, expected %d\n",
-				k, round, i, (__s32)ntohl(out->v[i]), (__s32)want);
+			fprintf(stderr, "xina-bench-fastpath: K=%u %s round %u: word %u is 0x%08x, expected 0x%08x\n",
+				k, dtype_name(dtype), round, i,
+				ntohl(out->v[i]), want);
 			return -EIO;
 		}
 	}
@@ -378,7 +492,7 @@ static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 	for (i = 0; i < b->packets; i++) {
 		rank = i % k;
 		round = i / k;
-		len = build_pkt(&p, rank, round, count);
+		len = build_pkt(&p, b->dtype, rank, round, count);
 		d = run_one(b->prog_fd, b->ifindex[rank], &p, len, &out, &ret);
 		if (d < 0)
 			return d;
@@ -386,7 +500,7 @@ static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 		if (rank + 1 < k && ret == XDP_DROP)
 			continue;
 		if (rank + 1 == k && ret == XDP_PASS) {
-			err = check_result(&out, k, count, round);
+			err = check_result(&out, b->dtype, k, count, round);
 			if (err)
 				return err;
 			continue;
@@ -396,7 +510,7 @@ static int bench_k(struct bench *b, unsigned int k, unsigned int count,
 		return -EIO;
 	}
 	snprintf(name, sizeof(name), "%u", k);
-	report(name, count, b->ns, b->packets, timer);
+	report(name, b->dtype, count, b->ns, b->packets, timer);
 	return 0;
 }
 
@@ -471,15 +585,37 @@ static int parse_elems(char *arg, unsigned int *elems)
 	return n;
 }
 
+/* -T: a list of element type names; returns how many, or -1. */
+static int parse_dtypes(char *arg, __u8 *dt)
+{
+	char *save = NULL, *tok;
+	unsigned int i;
+	int n = 0;
+
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+			if (!strcmp(tok, dtypes[i].name))
+				break;
+		if (i == sizeof(dtypes) / sizeof(dtypes[0]) || n == MAX_DTYPES) {
+			fprintf(stderr, "xina-bench-fastpath: bad element type '%s' (int8, int16, int32, int64, at most %d of them)\n",
+				tok, MAX_DTYPES);
+			return -1;
+		}
+		dt[n++] = dtypes[i].dtype;
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int elems[MAX_ELEMS_LIST] = { 64, 256, 358 };
+	__u8 dt[MAX_DTYPES] = { XINA_DTYPE_INT32 };
 	struct bench b = { .packets = 20000 };
+	int nelems = 3, ndt = 1, i, d, c, err;
 	const char *devfmt = "p%d";
-	int nelems = 3, i, c, err;
 	double timer;
 
-	while ((c = getopt(argc, argv, "n:e:d:")) != -1) {
+	while ((c = getopt(argc, argv, "n:e:d:T:")) != -1) {
 		switch (c) {
 		case 'n':
 			b.packets = strtoul(optarg, NULL, 10);
@@ -497,21 +633,38 @@ int main(int argc, char **argv)
 		case 'd':
 			devfmt = optarg;
 			break;
+		case 'T':
+			ndt = parse_dtypes(optarg, dt);
+			if (ndt < 0)
+				return 2;
+			break;
 		default:
-			fprintf(stderr, "usage: xina-bench-fastpath [-n PACKETS] [-e ELEMS[,ELEMS...]] [-d DEVFMT]\n");
+			fprintf(stderr, "usage: xina-bench-fastpath [-n PACKETS] [-e WORDS[,WORDS...]] [-d DEVFMT] [-T DTYPE[,DTYPE...]]\n");
 			return 2;
+		}
+	}
+	for (d = 0; d < ndt; d++) {
+		for (i = 0; i < nelems; i++) {
+			if (dt[d] == XINA_DTYPE_INT64 && elems[i] & 1) {
+				fprintf(stderr, "xina-bench-fastpath: int64 takes an even number of words, not %u\n",
+					elems[i]);
+				return 2;
+			}
 		}
 	}
 	err = bench_open(&b, devfmt);
 	if (err)
 		goto out;
 	err = bench_timer(&b, &timer);
-	for (i = 0; i < nelems && !err; i++) {
-		err = bench_kinf(&b, elems[i], timer);
-		if (!err)
-			err = bench_k(&b, 4, elems[i], timer);
-		if (!err)
-			err = bench_k(&b, 1, elems[i], timer);
+	for (d = 0; d < ndt && !err; d++) {
+		b.dtype = dt[d];
+		for (i = 0; i < nelems && !err; i++) {
+			err = bench_kinf(&b, elems[i], timer);
+			if (!err)
+				err = bench_k(&b, 4, elems[i], timer);
+			if (!err)
+				err = bench_k(&b, 1, elems[i], timer);
+		}
 	}
 out:
 	if (err)
