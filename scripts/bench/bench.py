@@ -633,6 +633,18 @@ class Bench:
             raise BenchError(f"xina-bench-fastpath: {out.stderr.strip()}")
         for j in self.json_lines(out.stdout):
             self.keep(j)
+        # The wire types at xina's packet size (in 32-bit words), in one run:
+        # their ratios to int32 are of the same run.
+        out = subprocess.run(["ip", "netns", "exec", self.rack.sw,
+                              f"{self.bin}/xina-bench-fastpath", "-n",
+                              str(p["fastpath_packets"]), "-e", str(ELEMS),
+                              "-T", ",".join(WIRE_TYPES)],
+                             text=True, capture_output=True)
+        if out.returncode:
+            raise BenchError(f"xina-bench-fastpath -T: {out.stderr.strip()}")
+        for j in self.json_lines(out.stdout):
+            j["types_run"] = True
+            self.keep(j)
 
     # ---- the run ------------------------------------------------------
 
