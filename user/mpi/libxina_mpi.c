@@ -26,10 +26,11 @@
  * (MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG where the C type has that
  * width), MPI_IN_PLACE or not.  An integer sum that overflows wraps, as
  * OpenMPI's C loops do; OpenMPI's op/avx component saturates 8- and 16-bit
- * ones instead (open-mpi/ompi#8045), so there PMPI's result differs.  Everything else, other types (unsigned,
- * double, ...) and operators (MPI_PROD, the logical ones, user-defined
- * ones), communicators, count 0, goes to PMPI_Allreduce unchanged, as does
- * everything when XINA_SWITCH is not set.
+ * ones instead (open-mpi/ompi#8045), so there PMPI's result differs.
+ * Everything else, other types (unsigned, double, ...) and operators
+ * (MPI_PROD, the logical ones, user-defined ones), communicators, count 0,
+ * goes to PMPI_Allreduce unchanged, as does everything when XINA_SWITCH is
+ * not set.
  *
  * MPI_Iallreduce of the same, under MPI_THREAD_MULTIPLE, goes through the
  * switch as a libxina request (libxina.h, "Non-blocking calls": it makes
@@ -306,23 +307,24 @@ static bool xm_job_comm(MPI_Comm comm)
 static bool xm_kind(MPI_Datatype type, MPI_Op op, enum xina_type *xtype,
 		    enum xina_op *xop, size_t *size)
 {
-	bool integer = true;
+	bool integer;
 
 	if (type == MPI_INT8_T || type == MPI_SIGNED_CHAR)
 		*xtype = XINA_TYPE_INT8;
-	else if (type == MPI_INT16_T || (type == MPI_SHORT && sizeof(short) == 2))
+	else if (type == MPI_INT16_T ||
+		 (type == MPI_SHORT && sizeof(short) == 2))
 		*xtype = XINA_TYPE_INT16;
 	else if (type == MPI_INT32_T || (type == MPI_INT && sizeof(int) == 4))
 		*xtype = XINA_TYPE_INT32;
-	else if (type == MPI_INT64_T || (type == MPI_LONG && sizeof(long) == 8) ||
+	else if (type == MPI_INT64_T ||
+		 (type == MPI_LONG && sizeof(long) == 8) ||
 		 (type == MPI_LONG_LONG && sizeof(long long) == 8))
 		*xtype = XINA_TYPE_INT64;
-	else if (type == MPI_FLOAT) {
+	else if (type == MPI_FLOAT)
 		*xtype = XINA_TYPE_FLOAT32;
-		integer = false;
-	} else {
+	else
 		return false;
-	}
+	integer = *xtype != XINA_TYPE_FLOAT32;
 
 	if (op == MPI_SUM)
 		*xop = XINA_OP_SUM;
