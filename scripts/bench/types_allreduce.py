@@ -11,10 +11,12 @@
 #       [--op sum] [--iters 3] [--warmup 1]
 #
 # One JSON line per type, in one handle (the join and torch's start are
-# paid once), every rank the same calls in the same order.  Each timed
-# call has the same tensor bytes whatever the type, so a 16-bit type has
-# twice the elements of int32 (and, packed two to a 32-bit word, the same
-# packets).  Timing as the other drivers: a barrier (an int32 call of one
+# paid once), every rank the same calls in the same order: each iteration
+# runs every type once, in turn, so that load from elsewhere on the
+# machine weighs on every type alike.  Each timed call has the same tensor
+# bytes whatever the type (one buffer, viewed as each), so a 16-bit type
+# has twice the elements of int32 (and, packed two to a 32-bit word, the
+# same packets).  Timing as the other drivers: a barrier (an int32 call of one
 # element through the switch), then the call, its time on this rank; the
 # caller takes the slowest rank's per iteration.  The input is restored
 # before each call and the result checked after it against a closed form,
@@ -55,35 +57,40 @@ def self_cpu():
 
 
 def pattern(n, factor, dtype):
-    return ((torch.arange(n, dtype=torch.int64) % 12 + 1) * factor).to(dtype)
+    """Element i: (i % 12 + 1) * factor, as @dtype (a tile repeated)."""
+    tile = ((torch.arange(12, dtype=torch.int64) + 1) * factor).to(dtype)
+    return tile.repeat(-(-n // 12))[:n]
 
 
-def measure(x, a, name, nbytes, one):
-    n = nbytes // SIZE[name]
-    dt = getattr(torch, name)
-    src = pattern(n, a.rank + 1, dt)
-    want = pattern(n, a.workers * (a.workers + 1) // 2, dt)
-    if a.op == "max":
-        want = pattern(n, a.workers, dt)
-    buf = src.clone()
-    times, cpu = [], 0.0
+def measure(x, a, raw, types, one):
+    """Every type once per iteration, in turn, so that what the shared
+    machine does meanwhile weighs on all of them alike; one buffer of
+    --bytes bytes, viewed as each type.  Returns the JSON records."""
+    recs = {t: {"bench": "types", "dtype": t, "op": a.op,
+                "workers": a.workers, "rank": a.rank, "bytes": a.bytes,
+                "elems": a.bytes // SIZE[t], "iters": a.iters, "t": [],
+                "cpu_s": 0.0} for t in types}
+    factor = a.workers * (a.workers + 1) // 2 if a.op == "sum" else \
+        a.workers
     for it in range(a.warmup + a.iters):
-        buf.copy_(src)
-        x.allreduce(one)                     # barrier
-        c0, t0 = self_cpu(), time.perf_counter()
-        x.allreduce(buf, a.op)
-        t = time.perf_counter() - t0
-        c = self_cpu() - c0
-        bad = int((buf != want).sum())
-        if bad:
-            raise SystemExit(f"types_allreduce: rank {a.rank}: {name} "
-                             f"{a.op}: {bad} of {n} elements wrong")
-        if it >= a.warmup:
-            times.append(t)
-            cpu += c
-    return {"bench": "types", "dtype": name, "op": a.op,
-            "workers": a.workers, "rank": a.rank, "bytes": nbytes,
-            "elems": n, "iters": a.iters, "t": times, "cpu_s": cpu}
+        for t in types:
+            dt = getattr(torch, t)
+            buf = raw.view(dt)
+            n = buf.numel()
+            buf.copy_(pattern(n, a.rank + 1, dt))
+            x.allreduce(one)                     # barrier
+            c0, t0 = self_cpu(), time.perf_counter()
+            x.allreduce(buf, a.op)
+            el = time.perf_counter() - t0
+            c = self_cpu() - c0
+            bad = int((buf != pattern(n, factor, dt)).sum())
+            if bad:
+                raise SystemExit(f"types_allreduce: rank {a.rank}: {t} "
+                                 f"{a.op}: {bad} of {n} elements wrong")
+            if it >= a.warmup:
+                recs[t]["t"].append(el)
+                recs[t]["cpu_s"] += c
+    return [recs[t] for t in types]
 
 
 def main():
@@ -107,14 +114,16 @@ def main():
     for t in types:
         if t not in SIZE:
             ap.error(f"type '{t}' is none of {', '.join(SIZE)}")
+    if a.bytes % 8:
+        ap.error("--bytes must be a multiple of 8 (whole int64 elements)")
     torch.set_num_threads(1)
     one = np.zeros(1, dtype=np.int32)
+    raw = torch.empty(a.bytes, dtype=torch.uint8)
     with xina.Xina(a.switch, a.job, a.rank, a.workers, a.slots, a.elems,
                    key_file=a.key_file, bind=a.bind,
                    timeout_ms=a.timeout_ms) as x:
-        for t in types:
-            print(json.dumps(measure(x, a, t, a.bytes, one)), flush=True)
-            x.allreduce(one)
+        for rec in measure(x, a, raw, types, one):
+            print(json.dumps(rec), flush=True)
     return 0
 
 
