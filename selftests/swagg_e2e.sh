@@ -418,7 +418,7 @@ test_bad_packets()
 	stop_swagg
 	# the libtest's join, then the worker's: a restart, a new epoch
 	for c in malformed=9 no_job=1 drop_key=0 drop_auth=2 drop_epoch=1 \
-		 drop_member=2 drop_range=2 drop_op=2 join=2 epoch_new=1 \
+		 drop_member=2 drop_range=2 drop_op=4 join=2 epoch_new=1 \
 		 join_refused=0 join_stale=0; do
 		want=${c#*=}
 		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||

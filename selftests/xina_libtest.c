@@ -855,11 +855,15 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	send_pkt(fd, &to, &p, PLEN(4), "slot out of range");
 	good(&p); p.h.count = htons(1025);
 	send_pkt(fd, &to, &p, PLEN(1025), "count above elems");
-	/* drop_op: 2 */
+	/* drop_op: 4 */
 	good(&p); p.h.dtype = 9;
 	send_pkt(fd, &to, &p, PLEN(4), "unknown dtype");
 	good(&p); p.h.op = 7;
 	send_pkt(fd, &to, &p, PLEN(4), "unknown op");
+	good(&p); p.h.op = XINA_OP_AVG;
+	send_pkt(fd, &to, &p, PLEN(4), "AVG, a library operator, on the wire");
+	good(&p); p.h.dtype = XINA_DTYPE_INT64; p.h.count = htons(3);
+	send_pkt(fd, &to, &p, PLEN(3), "INT64 of an odd count");
 	close(fd);
 	close(fo);
 	return failed;

@@ -603,11 +603,12 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 	 */
 	xina_fail(x,
 		  "job %u rank %u: no result from switch %s:%u for %llu ms%s; "
-		  "%llu of %llu blocks done, %u outstanding (%s%s); "
+		  "%s %s: %llu of %llu blocks done, %u outstanding (%s%s); "
 		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
 		  (unsigned long long)(xina_call_timeout_ns(x, c) / 1000000),
 		  c->done ? "" : " (join timeout: a peer may not have reached this call)",
+		  xina_type_name(c->k->type), xina_op_name(c->k->op),
 		  (unsigned long long)c->done,
 		  (unsigned long long)c->nblocks, k, list, k > 8 ? ", ..." : "",
 		  (unsigned long long)(x->st.retrans - c->st0.retrans),
