@@ -28,6 +28,11 @@ ELEMS=64
 SLOTS=16
 ITERS=2
 TIMEOUT_MS=2000
+# Until its first result a call waits this long for peers: on a loaded
+# machine the N processes of a run may start seconds apart (and wait out
+# the switch's busy time after the previous run).  A stall after that is
+# still given up after TIMEOUT_MS.
+JOIN_TIMEOUT_MS=10000
 XINA_UDP_PORT=9277
 SW=$RACK_SWITCH_IP:$XINA_UDP_PORT
 JOB=31
@@ -90,7 +95,7 @@ run_pair()
 		--job "$JOB" --key-file "$KEYFILE" --slots "$SLOTS" \
 		--elems "$ELEMS" --type "$t" --op "$op" \
 		--bytes $((count * SIZE[$t])) --iters "$ITERS" \
-		--timeout-ms "$TIMEOUT_MS"
+		--timeout-ms "$TIMEOUT_MS" --join-timeout-ms "$JOIN_TIMEOUT_MS"
 }
 
 # check_pair AGG TYPE OP: both runs verified, the same bits everywhere.
