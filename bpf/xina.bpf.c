@@ -808,10 +808,11 @@ static __always_inline void xina_pair_in(__s32 *v, __u64 x, const __u32 dtype,
 }
 
 /*
- * The narrow SUMs, lane-wise, on a pair of words at once as one 64-bit
- * value: (xina_combine_pair()) in the partials' order (on a little-endian
- * machine the second word in the high half), so a staged pair is rotated
- * first and a partial's pair not at all.
+ * The narrow SUMs work lane by lane, so a pair of words can be combined at
+ * once as one 64-bit value (xina_combine_pair()) in any order of its two
+ * words: in the partials' order (on a little-endian machine the second
+ * word in the high half), a staged pair rotated into it, a partial's pair
+ * loaded as it is.
  */
 static __always_inline int xina_by_pairs(const __u32 dtype, const __u32 op)
 {
