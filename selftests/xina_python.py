@@ -4,6 +4,7 @@
 
     xina_python.py layout CC           struct mirror against the C header
     xina_python.py sync|async|errors   one rank, configured by XINA_* env
+    xina_python.py types N             every dtype x op (xina_python_types)
     xina_python.py ddp                 the DDP hook against Gloo
 
 Each prints "ok: ..." lines and a last line "PASS" (or raises): the shell
@@ -38,6 +39,8 @@ def layout(cc, root):
         for f, _ in cls._fields_:
             lines.append(f'\tprintf("{cname} {f} %zu\\n", '
                          f"offsetof(struct {cname}, {f}));")
+    for name in _capi.MIRRORED_CONSTS:
+        lines.append(f'\tprintf("const {name} %lld\\n", (long long){name});')
     lines += ["\treturn 0;", "}"]
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "layout.c")
@@ -67,8 +70,13 @@ def layout(cc, root):
                 fail(f"{cname}.{f} at offset {c[(cname, f)]} in C, {off} "
                      "in the mirror")
             n += 1
+    for name in _capi.MIRRORED_CONSTS:
+        if c[("const", name)] != getattr(_capi, name):
+            fail(f"{name} is {c[('const', name)]} in C, "
+                 f"{getattr(_capi, name)} in the mirror")
     print(f"ok: {n} fields of {len(_capi.MIRRORED)} structs at the same "
-          "offsets, same sizes")
+          f"offsets, same sizes; {len(_capi.MIRRORED_CONSTS)} constants "
+          "the same")
 
 
 def inputs(rank, n, kind):
@@ -271,7 +279,13 @@ def error_checks(env):
     x = xina.open_from_env()
     expect(TypeError, "dtype float64 not supported",
            lambda: x.allreduce(np.ones(8)), "wrong dtype")
-    expect(TypeError, "expected a numpy.ndarray",
+    expect(TypeError, "dtype uint8 not supported: int8, int16, int32, "
+           "int64, float16, bfloat16, float32",
+           lambda: x.allreduce(np.ones(8, dtype=np.uint8)), "unsigned dtype")
+    expect(TypeError, "dtype int32 in non-native byte order (>i4)",
+           lambda: x.allreduce(np.ones(8, dtype=">i4")),
+           "non-native byte order")
+    expect(TypeError, "expected a numpy.ndarray or a torch.Tensor",
            lambda: x.allreduce([1, 2, 3]), "not an array")
     expect(ValueError, "not contiguous",
            lambda: x.allreduce(np.ones(16, dtype=np.int32)[::2]),
@@ -280,17 +294,39 @@ def error_checks(env):
     ro.flags.writeable = False
     expect(ValueError, "read-only", lambda: x.allreduce(ro),
            "read-only array")
-    expect(ValueError, "float32 is summed only",
-           lambda: x.allreduce(np.ones(4, dtype=np.float32), xina.MAX),
-           "float32 max")
-    expect(ValueError, "neither 'sum' nor 'max'",
-           lambda: x.allreduce(np.ones(4, dtype=np.int32), "min"),
+    expect(ValueError, "op 'band' is bitwise: for integer dtypes, not "
+           "float32",
+           lambda: x.allreduce(np.ones(4, dtype=np.float32), xina.BAND),
+           "bitwise op on floats")
+    expect(ValueError, "op 'prod' is none of sum, min, max, avg, band, bor, "
+           "bxor", lambda: x.allreduce(np.ones(4, dtype=np.int32), "prod"),
            "unknown op")
+    import torch
+    expect(ValueError, "op 'bxor' is bitwise: for integer dtypes, not "
+           "bfloat16",
+           lambda: x.allreduce_async(torch.ones(4, dtype=torch.bfloat16),
+                                     xina.BXOR),
+           "torch: bitwise op on bfloat16, async")
+    expect(TypeError, "dtype float64 not supported",
+           lambda: x.allreduce(torch.ones(4, dtype=torch.float64)),
+           "torch: float64")
+    expect(ValueError, "tensor is not contiguous",
+           lambda: x.allreduce(torch.ones(4, 4, dtype=torch.int16).t()),
+           "torch: non-contiguous tensor")
+    expect(ValueError, "tensor on meta: libxina reduces host memory",
+           lambda: x.allreduce(torch.ones(4, device="meta")),
+           "torch: tensor not in host memory")
+    if x.in_flight():
+        fail("an argument error left a call in flight")
     # argument errors left the handle usable: one worker, the sum is itself
     a = np.arange(5, dtype=np.int32)
     x.allreduce(a)
     if not np.array_equal(a, np.arange(5)):
         fail("one-worker sum is not the input")
+    t = torch.arange(-3, 4, dtype=torch.int16)
+    x.allreduce(t, xina.MIN)
+    if not torch.equal(t, torch.arange(-3, 4, dtype=torch.int16)):
+        fail("one-worker int16 min is not the input")
     print("ok: the handle works after the argument errors")
     x.close()
 
@@ -387,6 +423,9 @@ def main():
                                                              n)
     elif cmd == "errors":
         error_checks(os.environ)
+    elif cmd == "types":
+        import xina_python_types
+        xina_python_types.main(sys.argv[2:])
     elif cmd == "ddp":
         import xina_python_ddp
         xina_python_ddp.main(sys.argv[2:])

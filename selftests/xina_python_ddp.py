@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """The DDP hook against Gloo, a few steps (xina_python.py ddp ...).
 
+--dtype float16: a float16 model (float16 buckets, averaged by libxina),
+each step against the exact average; --dtype bfloat16: bfloat16 buckets
+through the hook as DDP calls it (see main_bfloat16()).  The rest of
+this describes the float32 run:
+
 Every rank builds one small model three times from the same seed: plain
 (its local gradients), DDP with the xina hook, DDP with DDP's default
 allreduce over Gloo.  Each step starts all three from the same
@@ -54,10 +59,161 @@ def flat_grads(m):
     return torch.cat([p.grad.reshape(-1) for p in m.parameters()])
 
 
+class Poly(torch.nn.Module):
+    """A model CPU float16 can train in torch 1.13 (no matmul, no relu:
+    "addmm" and "clamp_min" have no Half kernel on the CPU there)."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w1 = torch.nn.Parameter(torch.randn(3000, generator=g) / 4)
+        self.b1 = torch.nn.Parameter(torch.randn(3000, generator=g) / 4)
+        self.w2 = torch.nn.Parameter(torch.randn(3000, generator=g) / 4)
+
+    def forward(self, x):
+        h = x * self.w1 + self.b1
+        return (h * h * self.w2).sum(dim=1)
+
+
+# libxina's block floating point of the 16-bit floats: lane bits (float16
+# in INT32 lanes, bfloat16 in INT16), significand bits, smallest quantum.
+HALF = {"float16": (32, 11, -24), "bfloat16": (16, 8, -133)}
+
+
+def half_bound(name, world, stack, r):
+    """libxina's 16-bit avg (block floating point into B-bit lanes, then
+    one rounding to a p-bit significand), with the block exponent taken as
+    the largest of the whole gradient (a block's is never larger): half a
+    quantum 2^-(B - 1 - L - E) for the average (no clamp while W <= 128,
+    see xina_python_types.float_bound()), 2^-p |r| for the rounding, half
+    the smallest quantum 2^qmin, 2^-52 |r| for the division."""
+    lane, p, qmin = HALF[name]
+    L = (world - 1).bit_length()
+    e = int(np.frexp(np.max(np.abs(stack)))[1])
+    return (2.0 ** (e - lane + 1 + L) / 2 + 2.0 ** -p * np.abs(r) +
+            2.0 ** (qmin - 1) + 2.0 ** -52 * np.abs(r)) * (1 + 2.0 ** -40)
+
+
+def half_slots(name, sizes, elems):
+    """Slots of 16-bit avg calls: elems 32-bit words a packet, an element
+    a lane, and the int32 max call of their blocks' exponents."""
+    per = elems * 32 // HALF[name][0]
+    slots = 0
+    for n in sizes:
+        b = -(-n // per)
+        slots += b + -(-b // elems)
+    return slots
+
+
+def main_float16(a, rank, world, elems):
+    """A float16 model under DDP with the xina hook: its gradient buckets
+    are float16; each step's averaged gradient against the exact average
+    of every rank's local one (Gloo all_gather)."""
+    torch.manual_seed(0)
+    ref = Poly().half()
+    mx = Poly().half()
+    mx.load_state_dict(ref.state_dict())
+    dx = DDP(mx, bucket_cap_mb=8192 / 2 ** 20)
+    state = xina.ddp.register(dx)
+    opt = torch.optim.SGD(dx.parameters(), lr=1e-3)
+    worst = 0.0
+    for step in range(a.steps):
+        ref.load_state_dict(mx.state_dict())
+        g = torch.Generator().manual_seed(100 * step + rank)
+        x = torch.randn(16, 3000, generator=g).half()
+        y = torch.randn(16, generator=g)
+        for m in (ref, dx):
+            m.zero_grad(set_to_none=True)
+            ((m(x).float() - y) ** 2).mean().backward()
+        local = flat_grads(ref)
+        if local.dtype != torch.float16 or flat_grads(mx).dtype != \
+                torch.float16:
+            raise SystemExit("FAIL: the gradients are not float16")
+        every = [torch.empty_like(local) for _ in range(world)]
+        dist.all_gather(every, local)
+        stack = torch.stack(every).double().numpy()
+        exact = stack.sum(axis=0) / world
+        gx = flat_grads(mx).double().numpy()
+        b = half_bound("float16", world, stack, gx)
+        err = np.abs(gx - exact)
+        if np.any(err > b):
+            k = int(np.argmax(err - b))
+            raise SystemExit(f"FAIL: float16 step {step}: gradient {k} "
+                             f"{gx[k]!r}, exact {exact[k]!r}, off by "
+                             f"{err[k]:.3g} > bound {b[k]:.3g}")
+        if not np.any(np.abs(exact - local.double().numpy()) > b):
+            raise SystemExit(f"FAIL: float16 step {step}: the average is "
+                             "the local gradient: nothing was reduced")
+        worst = max(worst, float(np.max(err / b)))
+        opt.step()
+    params = torch.cat([p.detach().reshape(-1) for p in mx.parameters()])
+    every = [torch.empty_like(params) for _ in range(world)]
+    dist.all_gather(every, params)
+    if any(not torch.equal(e, params) for e in every):
+        raise SystemExit("FAIL: float16 replicas differ after the steps")
+    sizes = list(state.bucket_elems)
+    print(f"ok: float16 model, {a.steps} steps, {state.buckets} float16 "
+          f"buckets through xina (avg): every gradient within the bound of "
+          f"the exact average (worst error/bound {worst:.3f}), replicas "
+          "identical", flush=True)
+    print(f"switch_slots {half_slots('float16', sizes, elems)}", flush=True)
+    state.handle.close()
+
+
+class Bucket:
+    """What the hook uses of a dist.GradBucket: its buffer."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def buffer(self):
+        return self.t
+
+
+def main_bfloat16(a, rank, world, elems):
+    """bfloat16 buckets through the hook, called as DDP calls it (torch
+    1.13's Gloo has no bfloat16, so DDP cannot even broadcast a bfloat16
+    model at construction): several in flight, each against the exact
+    average of every rank's bucket."""
+    state = xina.ddp.XinaHookState(xina.open_from_env())
+    sizes = [3000, 5000, 700]
+    ins = {}
+    futs = []
+    for k, n in enumerate(sizes):
+        ins[k] = [torch.randn(n, generator=torch.Generator().manual_seed(
+            1000 * k + r)).to(torch.bfloat16) for r in range(world)]
+        futs.append(xina.ddp.allreduce_hook(state,
+                                            Bucket(ins[k][rank].clone())))
+    worst = 0.0
+    for k, f in enumerate(futs):
+        got = f.wait()
+        if got.dtype != torch.bfloat16:
+            raise SystemExit(f"FAIL: bucket {k} came back as {got.dtype}")
+        stack = torch.stack(ins[k]).double().numpy()
+        exact = stack.sum(axis=0) / world
+        r = got.double().numpy()
+        b = half_bound("bfloat16", world, stack, r)
+        err = np.abs(r - exact)
+        if np.any(err > b):
+            j = int(np.argmax(err - b))
+            raise SystemExit(f"FAIL: bfloat16 bucket {k} element {j}: "
+                             f"{r[j]!r}, exact {exact[j]!r}, off by "
+                             f"{err[j]:.3g} > bound {b[j]:.3g}")
+        worst = max(worst, float(np.max(err / b)))
+    print(f"ok: bfloat16: {len(sizes)} buckets through the hook "
+          f"({state.max_in_flight} in flight at once) within the bound of "
+          f"the exact average (worst error/bound {worst:.3f})", flush=True)
+    print(f"switch_slots {half_slots('bfloat16', sizes, elems)}",
+          flush=True)
+    state.handle.close()
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--master", required=True)
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--dtype", default="float32",
+                    choices=["float32", "float16", "bfloat16"])
     a = ap.parse_args(argv)
 
     torch.set_num_threads(1)
@@ -67,6 +223,12 @@ def main(argv):
     elems = int(os.environ["XINA_ELEMS"])
     dist.init_process_group("gloo", init_method=f"tcp://{a.master}",
                             rank=rank, world_size=world)
+    if a.dtype != "float32":
+        (main_float16 if a.dtype == "float16" else main_bfloat16)(
+            a, rank, world, elems)
+        print("PASS", flush=True)
+        sys.stderr.flush()
+        os._exit(0)
 
     torch.manual_seed(0)
     ref = net()

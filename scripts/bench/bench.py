@@ -82,6 +82,11 @@ WIRE_EXTRA = 8 + 12 + 4               # preamble, inter-frame gap, FCS
 # The fast path microbenchmark: these element counts, and xina's own.
 FASTPATH_ELEMS = [64, 256, 356]
 
+# Element types: goodput of each through the XDP switch (SUM, 4 workers,
+# one tensor size) and the fast path's cost per packet of each wire type.
+TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
+WIRE_TYPES = ["int8", "int16", "int32", "int64"]
+
 
 class BenchError(Exception):
     pass
@@ -319,14 +324,16 @@ class Bench:
                     "link": {"workers": [4], "sizes": [64 * MIB], "iters": [3]},
                     "loss_size": 64 * MIB,
                     "loss_iters": 2, "fastpath_packets": 3000,
-                    "addloop_packets": 200000}
+                    "addloop_packets": 200000,
+                    "types_size": 16 * MIB, "types_iters": 3}
         return {"cpu": {"workers": [2, 4, 8],
                         "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
                         "iters": [10, 8, 5, 3, 2]},
                 "link": {"workers": [2, 4, 8], "sizes": [64 * MIB], "iters": [3]},
                 "loss_size": 64 * MIB,
                 "loss_iters": 3, "fastpath_packets": 20000,
-                "addloop_packets": 2000000}
+                "addloop_packets": 2000000,
+                "types_size": 64 * MIB, "types_iters": 5}
 
     # ---- launches -----------------------------------------------------
 
@@ -527,6 +534,52 @@ class Bench:
         finally:
             self.rack.xctl("job", "del", str(JOB))
 
+    def types(self, n):
+        """Every element type through the XDP switch, SUM of one tensor
+        size (the same bytes for each: a 16-bit type has twice the
+        elements of int32), through the Python package
+        (types_allreduce.py): elements per second of each, and their ratio
+        to int32's in the same launch."""
+        p = self.plan()
+        nbytes, iters = p["types_size"], p["types_iters"]
+        script = f"{ROOT}/scripts/bench/types_allreduce.py"
+        self.job_add(n)
+        try:
+            def run():
+                procs = [self.spawn(
+                    ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+                    ["env", f"XINA_LIBXINA={self.o}/libxina.so.0",
+                     "/usr/bin/python3", script, "--rank", str(i),
+                     "--workers", str(n), "--switch", SWITCH_IP,
+                     "--job", str(JOB), "--key-file", self.keyfile,
+                     "--slots", str(SLOTS), "--elems", str(ELEMS),
+                     "--bind", f"{worker_ip(i)}:{WORKER_PORT}",
+                     "--bytes", str(nbytes), "--iters", str(iters),
+                     "--types", ",".join(TYPES), "--warmup", "1"])
+                    for i in range(n)]
+                return self.collect(procs, f"types {n}")
+            saved = self.dtypes
+            self.dtypes = TYPES      # checked(): every type's bytes crossed
+            try:
+                outs = self.checked("types", n, [nbytes], [iters], 1, run)
+            finally:
+                self.dtypes = saved
+        finally:
+            self.rack.xctl("job", "del", str(JOB))
+        ranks = [self.json_lines(o) for o in outs]
+        for k, r0 in enumerate(ranks[0]):
+            per = [rk[k] for rk in ranks]
+            times = [max(q["t"][i] for q in per) for i in range(r0["iters"])]
+            med = quantile(times, 0.5)
+            self.keep({"bench": "types_xdp", "dtype": r0["dtype"],
+                       "op": r0["op"], "workers": n, "bytes": r0["bytes"],
+                       "elems": r0["elems"], "iters": r0["iters"],
+                       "t": times, "t_median_s": med,
+                       "eps": r0["elems"] / med,
+                       "goodput_Bps": r0["bytes"] / med,
+                       "worker_cpu_s": sum(q["cpu_s"] for q in per),
+                       "regime": self.regime, "bg_busy_frac": self.bg_busy})
+
     def mpi_xina(self, n, sizes, iters):
         """An unmodified MPI program (xina-bench-mpi) through the XDP switch
         by libxina-mpi.so."""
@@ -579,6 +632,18 @@ class Bench:
         if out.returncode:
             raise BenchError(f"xina-bench-fastpath: {out.stderr.strip()}")
         for j in self.json_lines(out.stdout):
+            self.keep(j)
+        # The wire types at xina's packet size (in 32-bit words), in one run:
+        # their ratios to int32 are of the same run.
+        out = subprocess.run(["ip", "netns", "exec", self.rack.sw,
+                              f"{self.bin}/xina-bench-fastpath", "-n",
+                              str(p["fastpath_packets"]), "-e", str(ELEMS),
+                              "-T", ",".join(WIRE_TYPES)],
+                             text=True, capture_output=True)
+        if out.returncode:
+            raise BenchError(f"xina-bench-fastpath -T: {out.stderr.strip()}")
+        for j in self.json_lines(out.stdout):
+            j["types_run"] = True
             self.keep(j)
 
     # ---- the run ------------------------------------------------------
@@ -651,6 +716,8 @@ class Bench:
             if n in cpu["workers"]:
                 self.xdp(n, cpu["sizes"], cpu["iters"])
                 self.mpi_xina(n, cpu["sizes"], cpu["iters"])
+            if n == 4:
+                self.types(n)
             if n in link["workers"]:
                 self.set_regime("link", n)
                 self.xdp(n, link["sizes"], link["iters"])

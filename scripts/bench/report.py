@@ -34,6 +34,14 @@ PORT_BPS = 100e9
 PROJ_MTUS = [(9000, 2048), (1500, (1500 - 20 - 8 - 48) // 4)]
 # The projection assumes jobs of this many workers (the K=4 fast path cost).
 PROJ_K = "4"
+# Element types, in the order of the Types table; 16-bit ones have a target.
+TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
+TYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2,
+              "bfloat16": 2, "float32": 4}
+# Bits of the lane a SUM of the type takes on the wire (libxina.h, "Types
+# and operators": float16 sums in INT32 lanes, for precision).
+SUM_LANE_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
+                 "float16": 32, "bfloat16": 16, "float32": 32}
 
 
 def mb(bps):
@@ -113,16 +121,21 @@ class Report:
         ws = self.values("workers", regime)
         return 4 if 4 in ws else (ws[-1] if ws else None)
 
+    @staticmethod
+    def untyped(r):
+        """A record of the int32 microbenchmarks (not the per-type run)."""
+        return not r.get("types_run")
+
     def bench(self, name, k=None, elems=None):
         for r in self.micro:
             if r["bench"] == name and (k is None or r.get("k") == k) and \
-               (elems is None or r["elems"] == elems):
+               (elems is None or r["elems"] == elems) and self.untyped(r):
                 return r
         return None
 
     def fast_elems(self):
         return sorted({r["elems"] for r in self.micro if r["bench"] == "fastpath"
-                       and r["k"] != "nop"})
+                       and r["k"] != "nop" and self.untyped(r)})
 
     # ---- tables: CPU-bound regime --------------------------------------
 
@@ -313,19 +326,122 @@ class Report:
             out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
 
+    # ---- element types ------------------------------------------------
+
+    def type_runs(self):
+        """dtype -> its goodput record through the XDP switch."""
+        return {r["dtype"]: r for r in self.micro if r["bench"] == "types_xdp"}
+
+    def types_table(self):
+        """Elements per second of each type through the XDP switch, and
+        against int32's of the same launch."""
+        runs = self.type_runs()
+        if not runs:
+            return None
+        ref = runs.get("int32")
+        out = ["| type | bytes per element | SUM elements per packet | "
+               "elements/s (millions) | goodput MB/s per worker | "
+               "elements/s / int32's | worker CPU s per GiB |",
+               "|---|---:|---:|---:|---:|---:|---:|"]
+        epp = self.meta.get("xina", {}).get("elems_per_packet")
+        for t in TYPES:
+            r = runs.get(t)
+            if not r:
+                continue
+            size = TYPE_BYTES[t]
+            per_pkt = f"{epp * 32 // SUM_LANE_BITS[t]}" if epp else "–"
+            gib = r["iters"] * r["bytes"] / GIB
+            out.append(
+                f"| {t} | {size} | {per_pkt} | {r['eps'] / 1e6:.1f} | "
+                f"{mb(r['goodput_Bps'])} | " +
+                (f"{r['eps'] / ref['eps']:.2f}x" if ref else "–") +
+                f" | {r['worker_cpu_s'] / r['workers'] / gib:.2f} |")
+        return "\n".join(out)
+
+    def fast_types(self):
+        """(dtype, k) -> the per-type fast path record, largest elems."""
+        best = {}
+        for r in self.micro:
+            if r["bench"] != "fastpath" or not r.get("types_run"):
+                continue
+            key = (r.get("dtype"), r.get("k"))
+            if key not in best or r["elems"] > best[key]["elems"]:
+                best[key] = r
+        return best
+
+    def fast_types_table(self):
+        """The fast path's elements per second per core by wire type
+        (BPF_PROG_TEST_RUN), against int32's of the same run."""
+        f = self.fast_types()
+        if not f:
+            return None
+        ks = [k for k in ("inf", "4", "1") if any(key[1] == k for key in f)]
+        out = ["| type | " + " | ".join(
+                   f"K={k}: ns per packet | K={k}: elements/s per core | "
+                   f"K={k}: / int32's" for k in ks) + " |",
+               "|---|" + "---:|---:|---:|" * len(ks)]
+        for t in TYPES:
+            row = []
+            for k in ks:
+                r, ref = f.get((t, k)), f.get(("int32", k))
+                if not r:
+                    row += ["–", "–", "–"]
+                    continue
+                row += [f"{r['ns_net']:.0f}" if "ns_net" in r else "–",
+                        f"{r['eps'] / 1e9:.2f} G",
+                        f"{r['eps'] / ref['eps']:.2f}x" if ref else "–"]
+            if any(c != "–" for c in row):
+                out.append(f"| {t} | " + " | ".join(row) + " |")
+        return "\n".join(out)
+
+    def types_targets(self):
+        """Rows of the targets table: 16-bit types >= 1.8x int32's
+        elements per second, through the switch and in the fast path."""
+        rows = []
+        runs = self.type_runs()
+        ref = runs.get("int32")
+        for t in ("int16", "float16", "bfloat16"):
+            r = runs.get(t)
+            what = (f"16-bit types: {t} ≥ 1.8x the elements per second of "
+                    "int32 through the XDP switch (4 workers, same launch)" +
+                    (": its sums travel in 32-bit lanes (libxina.h)"
+                     if SUM_LANE_BITS[t] == 32 else ""))
+            if not (r and ref):
+                rows.append(f"| {what} | not in this run | – |")
+                continue
+            ratio = r["eps"] / ref["eps"]
+            rows.append(f"| {what} | {ratio:.2f}x ({r['eps'] / 1e6:.0f} M vs "
+                        f"{ref['eps'] / 1e6:.0f} M elements/s) | " +
+                        ("met" if ratio >= 1.8 else
+                         f"missed by {1.8 / ratio:.2f}x") + " |")
+        f = self.fast_types()
+        r, ref = f.get(("int16", "inf")), f.get(("int32", "inf"))
+        if r and ref:
+            ratio = r["eps"] / ref["eps"]
+            rows.append("| 16-bit types: int16 ≥ 1.8x the elements per "
+                        "second of int32 in the fast path (K=inf, "
+                        "BPF_PROG_TEST_RUN) | "
+                        f"{ratio:.2f}x ({r['eps'] / 1e9:.2f} G vs "
+                        f"{ref['eps'] / 1e9:.2f} G) | " +
+                        ("met" if ratio >= 1.8 else
+                         f"missed by {1.8 / ratio:.2f}x") + " |")
+        return rows
+
     # ---- projection to real hardware ------------------------------------
 
     def cost_fit(self, name, k=None):
         """ns per packet = a + b x elements, fitted over the measured counts."""
         key = "ns_net" if name == "fastpath" else "ns_median"
         pts = [(r["elems"], r[key]) for r in self.micro
-               if r["bench"] == name and (k is None or r.get("k") == k)]
+               if r["bench"] == name and (k is None or r.get("k") == k) and
+               self.untyped(r)]
         return fit(pts), max((e for e, _ in pts), default=0)
 
     def per_elem(self, name):
         """(elements, ns) of the C loop at its largest element count: its
         cost per element, where a fixed cost per packet weighs least."""
-        r = max((r for r in self.micro if r["bench"] == name),
+        r = max((r for r in self.micro if r["bench"] == name and
+                 self.untyped(r)),
                 key=lambda r: r["elems"], default=None)
         return (r["elems"], r["ns_median"]) if r else None
 
@@ -485,6 +601,7 @@ class Report:
                 rows.append(f"| at 1% loss ≥ 80% of lossless, {r['workers']} workers "
                             f"{size_str(r['bytes'])} {r['dtype']} | {pct(f)} | "
                             f"{'met' if f >= 0.8 else 'missed'} |")
+        rows += self.types_targets()
         return "\n".join(rows)
 
     # ---- plots --------------------------------------------------------
@@ -773,6 +890,29 @@ class Report:
         ]
         if loss_runs:
             parts += ["## xina under loss", "", self.loss_table(), ""]
+        types, fast_types = self.types_table(), self.fast_types_table()
+        if types or fast_types:
+            parts += ["## Types", ""]
+        if types:
+            r0 = next(iter(self.type_runs().values()))
+            parts += [
+                f"SUM of {size_str(r0['bytes'])} tensors of each element type "
+                f"through the XDP switch, {r0['workers']} workers, CPU-bound "
+                "(`scripts/bench/types_allreduce.py`: the Python package, "
+                "xina_allreduce() by type; the same bytes for every type, so "
+                "a 16-bit type has twice the elements of int32).  int16 "
+                "travels two to a 32-bit word, int8 four, int64 in two "
+                "words; the floats' sums are quantised to integers by "
+                "libxina (block floating point): bfloat16 into 16-bit "
+                "lanes, float16 into 32-bit lanes (for precision, "
+                "libxina.h), float32 into 32-bit lanes, after an int32 max "
+                "call of the blocks' exponents.  Ratios are against int32 "
+                "of the same launch.", "", types, ""]
+        if fast_types:
+            parts += [
+                "The fast path alone per wire type (`xina-bench-fastpath -T`, "
+                "BPF_PROG_TEST_RUN, the largest packet measured), against "
+                "int32 of the same run:", "", fast_types, ""]
         mpi = self.mpi_xina_table()
         if mpi:
             parts += [
@@ -844,6 +984,10 @@ def main():
         shutil.copyfile(p, os.path.join(imgdir, os.path.basename(p)))
     with open(a.doc, "w") as f:
         f.write(text)
+    # the per-type rows on the terminal too: a QUICK run's page is not kept
+    for table in (rep.types_table(), rep.fast_types_table()):
+        if table:
+            print("report: types:\n" + table, file=sys.stderr)
     print(f"report: {a.doc}, {len(plots)} plots in {a.plots}", file=sys.stderr)
     return 0
 

@@ -13,17 +13,24 @@
  * MPI_THREAD_MULTIPLE, where calls on two congruent communicators may run
  * at once), of
  *
- *   MPI_INT (and MPI_INT32_T)  MPI_SUM, MPI_MAX, and MPI_MIN as
- *                              ~max(~x): bitwise NOT reverses the order of
- *                              int32 exactly, INT_MIN included;
- *   MPI_FLOAT                  MPI_SUM, with libxina's block floating
- *                              point (libxina.h: within its error bound,
- *                              bitwise identical on every rank);
+ *   MPI_INT8_T, MPI_SIGNED_CHAR    MPI_SUM, MPI_MIN, MPI_MAX, MPI_BAND,
+ *   MPI_INT16_T, MPI_SHORT         MPI_BOR, MPI_BXOR: exact (two's
+ *   MPI_INT32_T, MPI_INT           complement, sums wrapping, as
+ *   MPI_INT64_T, MPI_LONG,         libxina's xina_allreduce() of the
+ *   MPI_LONG_LONG                  integer type of the same width)
+ *   MPI_FLOAT                      MPI_SUM with libxina's block floating
+ *                                  point (libxina.h: within its error
+ *                                  bound, bitwise identical on every
+ *                                  rank); MPI_MIN, MPI_MAX exact
  *
- * MPI_IN_PLACE or not.  Everything else, other types, operators (float
- * MAX and MIN included: libxina's float path only sums), communicators,
- * count 0, goes to PMPI_Allreduce unchanged, as does everything when
- * XINA_SWITCH is not set.
+ * (MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG where the C type has that
+ * width), MPI_IN_PLACE or not.  An integer sum that overflows wraps, as
+ * OpenMPI's C loops do; OpenMPI's op/avx component saturates 8- and 16-bit
+ * ones instead (open-mpi/ompi#8045), so there PMPI's result differs.
+ * Everything else, other types (unsigned, double, ...) and operators
+ * (MPI_PROD, the logical ones, user-defined ones), communicators, count 0,
+ * goes to PMPI_Allreduce unchanged, as does everything when XINA_SWITCH is
+ * not set.
  *
  * MPI_Iallreduce of the same, under MPI_THREAD_MULTIPLE, goes through the
  * switch as a libxina request (libxina.h, "Non-blocking calls": it makes
@@ -296,88 +303,110 @@ static bool xm_job_comm(MPI_Comm comm)
 	return provided != MPI_THREAD_MULTIPLE;
 }
 
-enum xm_kind { XM_NONE, XM_I32_SUM, XM_I32_MAX, XM_I32_MIN, XM_F32_SUM };
-
-static enum xm_kind xm_kind(MPI_Datatype type, MPI_Op op)
+/* What a call of @type by @op is to libxina; false: not for the switch. */
+static bool xm_kind(MPI_Datatype type, MPI_Op op, enum xina_type *xtype,
+		    enum xina_op *xop, size_t *size)
 {
-	bool i32 = (type == MPI_INT && sizeof(int) == 4) ||
-		   type == MPI_INT32_T;
+	bool integer;
 
-	if (i32 && op == MPI_SUM)
-		return XM_I32_SUM;
-	if (i32 && op == MPI_MAX)
-		return XM_I32_MAX;
-	if (i32 && op == MPI_MIN)
-		return XM_I32_MIN;
-	if (type == MPI_FLOAT && op == MPI_SUM)
-		return XM_F32_SUM;
-	return XM_NONE;
+	if (type == MPI_INT8_T || type == MPI_SIGNED_CHAR)
+		*xtype = XINA_TYPE_INT8;
+	else if (type == MPI_INT16_T ||
+		 (type == MPI_SHORT && sizeof(short) == 2))
+		*xtype = XINA_TYPE_INT16;
+	else if (type == MPI_INT32_T || (type == MPI_INT && sizeof(int) == 4))
+		*xtype = XINA_TYPE_INT32;
+	else if (type == MPI_INT64_T ||
+		 (type == MPI_LONG && sizeof(long) == 8) ||
+		 (type == MPI_LONG_LONG && sizeof(long long) == 8))
+		*xtype = XINA_TYPE_INT64;
+	else if (type == MPI_FLOAT)
+		*xtype = XINA_TYPE_FLOAT32;
+	else
+		return false;
+	integer = *xtype != XINA_TYPE_FLOAT32;
+
+	if (op == MPI_SUM)
+		*xop = XINA_OP_SUM;
+	else if (op == MPI_MIN)
+		*xop = XINA_OP_MIN;
+	else if (op == MPI_MAX)
+		*xop = XINA_OP_MAX;
+	else if (op == MPI_BAND && integer)
+		*xop = XINA_OP_AND;
+	else if (op == MPI_BOR && integer)
+		*xop = XINA_OP_OR;
+	else if (op == MPI_BXOR && integer)
+		*xop = XINA_OP_XOR;
+	else
+		return false;
+	*size = xina_type_size(*xtype);
+	return *size > 0;
 }
 
-static void xm_not(int32_t *buf, size_t n)
+/*
+ * An eligible call on @comm: lock, and open the handle at the first one.
+ * Returns with the lock held and XM_ON (through the switch) or XM_FAILED
+ * (the handle is unusable: the caller says so and xm_fail()s), or with it
+ * released and XM_OFF (to PMPI).
+ */
+static enum xm_state xm_enter(MPI_Comm comm)
 {
-	size_t i;
+	enum xm_state state;
 
-	for (i = 0; i < n; i++)
-		buf[i] = ~buf[i];
+	pthread_mutex_lock(&xm.lock);
+	if (xm.state == XM_UNSET)
+		xm_activate(comm);
+	state = xm.state;
+	if (state == XM_OFF)
+		pthread_mutex_unlock(&xm.lock);
+	return state;
 }
 
-static int xm_reduce(enum xm_kind kind, void *buf, size_t n)
+/*
+ * The end of an eligible call that did not reach the switch, or failed in
+ * it, under xm.lock (its cause said already): the handle is unusable from
+ * now on (libxina.h), and so every later eligible call fails here too
+ * rather than wait for peers that may have moved on.  To the
+ * communicator's error handler, as a failed collective is.
+ */
+static int xm_fail(MPI_Comm comm)
 {
-	int err;
-
-	switch (kind) {
-	case XM_I32_SUM:
-		return xina_allreduce_i32(xm.x, buf, n, XINA_OP_SUM);
-	case XM_I32_MAX:
-		return xina_allreduce_i32(xm.x, buf, n, XINA_OP_MAX);
-	case XM_I32_MIN:
-		xm_not(buf, n);
-		err = xina_allreduce_i32(xm.x, buf, n, XINA_OP_MAX);
-		if (!err)
-			xm_not(buf, n);
-		return err;
-	case XM_F32_SUM:
-		return xina_allreduce_f32(xm.x, buf, n);
-	default:
-		return -EINVAL;
-	}
+	xm.state = XM_FAILED;
+	pthread_mutex_unlock(&xm.lock);
+	PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+	return MPI_ERR_OTHER;
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
 		  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-	enum xm_kind kind = xm_kind(datatype, op);
+	enum xina_type xtype;
+	enum xina_op xop;
+	size_t size;
 	int err;
 
-	if (kind == XM_NONE || count <= 0 ||
+	if (!xm_kind(datatype, op, &xtype, &xop, &size) || count <= 0 ||
 	    __atomic_load_n(&xm.state, __ATOMIC_RELAXED) == XM_OFF ||
 	    !xm_job_comm(comm))
 		goto pmpi;
 
-	pthread_mutex_lock(&xm.lock);
-	if (xm.state == XM_UNSET)
-		xm_activate(comm);
-	if (xm.state == XM_OFF) {
-		pthread_mutex_unlock(&xm.lock);
+	switch (xm_enter(comm)) {
+	case XM_OFF:
 		goto pmpi;
-	}
-	if (xm.state == XM_FAILED) {
-		pthread_mutex_unlock(&xm.lock);
+	case XM_FAILED:
 		xm_say("MPI_Allreduce after a failed one: the xina handle is unusable");
-		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-		return MPI_ERR_OTHER;
+		return xm_fail(comm);
+	default:
+		break;
 	}
 	if (sendbuf != MPI_IN_PLACE)
-		memcpy(recvbuf, sendbuf, (size_t)count * 4);
-	err = xm_reduce(kind, recvbuf, count);
+		memcpy(recvbuf, sendbuf, (size_t)count * size);
+	err = xina_allreduce(xm.x, recvbuf, count, xtype, xop);
 	if (err) {
-		xm_say("MPI_Allreduce of %d elements through xina: %s",
-		       count, xina_last_error(xm.x));
-		xm.state = XM_FAILED;
-		pthread_mutex_unlock(&xm.lock);
-		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-		return MPI_ERR_OTHER;
+		xm_say("MPI_Allreduce of %d %s elements through xina: %s",
+		       count, xina_type_name(xtype), xina_last_error(xm.x));
+		return xm_fail(comm);
 	}
 	xm.taken++;
 	pthread_mutex_unlock(&xm.lock);
@@ -399,8 +428,7 @@ struct xm_ireq {
 	struct xm_ireq	*next;
 	struct xina_req	*r;
 	MPI_Request	greq;
-	enum xm_kind	kind;
-	void		*buf;
+	enum xina_type	type;
 	size_t		n;
 	int		err;	/* MPI error class, once completed */
 };
@@ -442,11 +470,10 @@ static void *xm_completer(void *arg)
 			}
 			*pp = q->next;
 			if (st) {
-				xm_say("MPI_Iallreduce of %zu elements through xina: %s",
-				       q->n, xina_req_error(q->r));
+				xm_say("MPI_Iallreduce of %zu %s elements through xina: %s",
+				       q->n, xina_type_name(q->type),
+				       xina_req_error(q->r));
 				q->err = MPI_ERR_OTHER;
-			} else if (q->kind == XM_I32_MIN) {
-				xm_not(q->buf, q->n);
 			}
 			PMPI_Grequest_complete(q->greq);
 		}
@@ -517,8 +544,11 @@ static void xm_completer_stop(void)
 	xmi.running = false;
 }
 
-/* Under xm.lock, xm.state XM_ON: start @q's call, or say why not. */
-static int xm_istart(struct xm_ireq *q, MPI_Comm comm)
+/*
+ * Under xm.lock, xm.state XM_ON: start @q's call, @op on @buf, or say why
+ * not.
+ */
+static int xm_istart(struct xm_ireq *q, void *buf, enum xina_op op)
 {
 	int err;
 
@@ -528,18 +558,11 @@ static int xm_istart(struct xm_ireq *q, MPI_Comm comm)
 		xm_say("MPI_Iallreduce: cannot start the completion thread");
 		return -1;
 	}
-	if (q->kind == XM_I32_MIN)
-		xm_not(q->buf, q->n);
-	if (q->kind == XM_F32_SUM)
-		err = xina_allreduce_f32_start(xm.x, q->buf, q->n, &q->r);
-	else
-		err = xina_allreduce_i32_start(xm.x, q->buf, q->n,
-					       q->kind == XM_I32_SUM ?
-					       XINA_OP_SUM : XINA_OP_MAX, &q->r);
+	err = xina_allreduce_start(xm.x, buf, q->n, q->type, op, &q->r);
 	if (err) {
 		pthread_mutex_unlock(&xmi.lock);
-		xm_say("MPI_Iallreduce of %zu elements through xina: %s", q->n,
-		       xina_last_error(xm.x));
+		xm_say("MPI_Iallreduce of %zu %s elements through xina: %s",
+		       q->n, xina_type_name(q->type), xina_last_error(xm.x));
 		return -1;
 	}
 	PMPI_Grequest_start(xm_query, xm_free, xm_cancel, q, &q->greq);
@@ -553,43 +576,40 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 		   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 		   MPI_Request *request)
 {
-	enum xm_kind kind = xm_kind(datatype, op);
+	enum xina_type xtype;
 	struct xm_ireq *q;
+	enum xina_op xop;
 	int provided;
+	size_t size;
 
-	if (kind == XM_NONE || count <= 0 ||
+	if (!xm_kind(datatype, op, &xtype, &xop, &size) || count <= 0 ||
 	    __atomic_load_n(&xm.state, __ATOMIC_RELAXED) == XM_OFF ||
 	    PMPI_Query_thread(&provided) != MPI_SUCCESS ||
 	    provided != MPI_THREAD_MULTIPLE || !xm_job_comm(comm))
 		goto pmpi;
 
-	pthread_mutex_lock(&xm.lock);
-	if (xm.state == XM_UNSET)
-		xm_activate(comm);
-	if (xm.state == XM_OFF) {
-		pthread_mutex_unlock(&xm.lock);
+	switch (xm_enter(comm)) {
+	case XM_OFF:
 		goto pmpi;
+	case XM_FAILED:
+		xm_say("MPI_Iallreduce after a failed call: the xina handle is unusable");
+		return xm_fail(comm);
+	default:
+		break;
 	}
 	q = calloc(1, sizeof(*q));
-	if (xm.state == XM_FAILED || !q) {
-		pthread_mutex_unlock(&xm.lock);
-		free(q);
-		xm_say("MPI_Iallreduce after a failed call: the xina handle is unusable");
-		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-		return MPI_ERR_OTHER;
+	if (!q) {
+		xm_say("MPI_Iallreduce: out of memory");
+		return xm_fail(comm);
 	}
 	if (sendbuf != MPI_IN_PLACE)
-		memcpy(recvbuf, sendbuf, (size_t)count * 4);
-	q->kind = kind;
-	q->buf = recvbuf;
+		memcpy(recvbuf, sendbuf, (size_t)count * size);
+	q->type = xtype;
 	q->n = count;
 	q->err = MPI_SUCCESS;
-	if (xm_istart(q, comm)) {
-		xm.state = XM_FAILED;
-		pthread_mutex_unlock(&xm.lock);
+	if (xm_istart(q, recvbuf, xop)) {
 		free(q);
-		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
-		return MPI_ERR_OTHER;
+		return xm_fail(comm);
 	}
 	*request = q->greq;
 	xm.taken++;

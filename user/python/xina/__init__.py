@@ -9,16 +9,31 @@
         x.allreduce(a)                     # in place: the sum over workers
         fut = x.allreduce_async(b, "max")  # concurrent.futures.Future
         fut.result()
+        x.allreduce(torch.ones(8, dtype=torch.bfloat16), "avg")
 
     async def step(x, grads):              # asyncio: awaitable calls
         await asyncio.gather(*(x.allreduce_aio(g) for g in grads))
 
 A handle is one worker's membership of one job on the switch (see
 "xinactl job add").  Every worker of the job makes the same calls in the
-same order; each returns the element-wise SUM (int32, float32) or MAX
-(int32) over all workers.  int32 sums are exact (wrapping); float32 goes
-through libxina's block floating point, within the bound documented in
-libxina.h (xina_f32_bound()), bitwise identical on every worker.
+same order; each returns the element-wise reduction over all workers,
+through libxina's xina_allreduce():
+
+    buffers  numpy arrays and torch tensors (on the CPU, contiguous) of
+             int8, int16, int32, int64, float16, bfloat16 (torch only:
+             numpy has no such dtype) and float32, native byte order
+    ops      "sum", "min", "max", "avg" (the sum divided by the workers)
+             for every dtype; "band", "bor", "bxor" (bitwise and, or,
+             exclusive or, as torch.distributed.ReduceOp names them) for
+             the integer dtypes
+
+Integer results are exact: two's complement, sums wrapping modulo 2^bits
+as numpy and torch wrap, min and max signed.  Floats never travel as
+floats: min and max are exact (an order-preserving map to integers),
+sums and averages go through libxina's block floating point, within the
+bounds documented in libxina.h (xina_f32_bound() for float32), bitwise
+identical on every worker.  16-bit types travel two elements to a 32-bit
+word (twice the elements per packet of int32), int8 four.
 
 Errors of libxina raise XinaError (an OSError: .errno is the errno value,
 the message is libxina's own, xina_last_error()).  After a failure in the
@@ -54,17 +69,40 @@ import ctypes
 import errno as _errno
 import os
 import select
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import _capi
 
 __all__ = ["Xina", "XinaError", "open_from_env", "f32_bound",
-           "headroom_bits", "SUM", "MAX"]
+           "headroom_bits", "DTYPES", "OPS", "SUM", "MIN", "MAX", "AVG",
+           "BAND", "BOR", "BXOR"]
 
 SUM = "sum"
+MIN = "min"
 MAX = "max"
-_OPS = {SUM: _capi.XINA_OP_SUM, MAX: _capi.XINA_OP_MAX}
+AVG = "avg"
+BAND = "band"
+BOR = "bor"
+BXOR = "bxor"
+_OPS = {SUM: _capi.XINA_OP_SUM, MIN: _capi.XINA_OP_MIN,
+        MAX: _capi.XINA_OP_MAX, AVG: _capi.XINA_OP_AVG,
+        BAND: _capi.XINA_OP_AND, BOR: _capi.XINA_OP_OR,
+        BXOR: _capi.XINA_OP_XOR}
+_BITWISE = (BAND, BOR, BXOR)
+OPS = tuple(_OPS)
+# dtype name (numpy's and torch's alike) -> (enum xina_type, bytes, integer)
+_TYPES = {
+    "int8": (_capi.XINA_TYPE_INT8, 1, True),
+    "int16": (_capi.XINA_TYPE_INT16, 2, True),
+    "int32": (_capi.XINA_TYPE_INT32, 4, True),
+    "int64": (_capi.XINA_TYPE_INT64, 8, True),
+    "float16": (_capi.XINA_TYPE_FLOAT16, 2, False),
+    "bfloat16": (_capi.XINA_TYPE_BFLOAT16, 2, False),
+    "float32": (_capi.XINA_TYPE_FLOAT32, 4, False),
+}
+DTYPES = tuple(_TYPES)
 _IOS = {"auto": _capi.XINA_IO_AUTO, "udp": _capi.XINA_IO_UDP,
         "xsk": _capi.XINA_IO_XSK}
 
@@ -79,6 +117,59 @@ class XinaError(OSError):
 def _np():
     import numpy  # imported on first use: the module loads without it
     return numpy
+
+
+# A numpy.ndarray or a torch.Tensor (neither is imported to load the module).
+Buffer = Any
+
+
+def _buffer(buf) -> Tuple[int, int, str]:
+    """(address, elements, dtype name) of an array or tensor the
+    allreduce may work on in place, or TypeError/ValueError saying why
+    not.  torch is looked for only if the program imported it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(buf, torch.Tensor):
+        if buf.device.type != "cpu":
+            raise ValueError(f"tensor on {buf.device}: libxina reduces "
+                             "host memory (tensor.cpu() makes a copy)")
+        if not buf.is_contiguous():
+            raise ValueError("tensor is not contiguous: the allreduce works "
+                             "in place on one block of memory "
+                             "(tensor.contiguous() makes a copy)")
+        name = str(buf.dtype).replace("torch.", "")
+        return buf.data_ptr(), buf.numel(), name
+    np = _np()
+    if not isinstance(buf, np.ndarray):
+        raise TypeError("expected a numpy.ndarray or a torch.Tensor, got "
+                        f"{type(buf).__name__}")
+    if not buf.dtype.isnative:
+        raise TypeError(f"dtype {buf.dtype.name} in non-native byte order "
+                        f"({buf.dtype.str}) not supported "
+                        "(numpy.ndarray.astype() converts)")
+    if not buf.flags.c_contiguous:
+        raise ValueError("array is not contiguous: the allreduce works "
+                         "in place on one block of memory "
+                         "(numpy.ascontiguousarray() makes a copy)")
+    if not buf.flags.writeable:
+        raise ValueError("array is read-only: the allreduce writes its "
+                         "result in place")
+    return buf.ctypes.data, buf.size, buf.dtype.name
+
+
+def _call_args(buf, op: str) -> Tuple[int, int, int, int]:
+    """(address, elements, enum xina_type, enum xina_op) of an allreduce
+    of @buf by @op, or TypeError/ValueError naming what is wrong."""
+    addr, n, name = _buffer(buf)
+    if name not in _TYPES:
+        raise TypeError(f"dtype {name} not supported: "
+                        f"{', '.join(DTYPES)} (bfloat16: torch only)")
+    xtype, _, integer = _TYPES[name]
+    if not isinstance(op, str) or op not in _OPS:
+        raise ValueError(f"op {op!r} is none of {', '.join(OPS)}")
+    if op in _BITWISE and not integer:
+        raise ValueError(f"op '{op}' is bitwise: for integer dtypes, "
+                         f"not {name}")
+    return addr, n, xtype, _OPS[op]
 
 
 def _addr_port(what: str, s: str, default_port: int):
@@ -116,7 +207,7 @@ class Xina:
 
     Calls in flight use libxina's non-blocking API (libxina.h,
     "Non-blocking calls"): allreduce_async() and allreduce_aio() start
-    the call in C (xina_allreduce_*_start) and return at once; libxina's
+    the call in C (xina_allreduce_start) and return at once; libxina's
     progress thread of the handle moves the packets, whatever Python is
     doing, and the handle's completion file descriptor (an eventfd) says
     when a call is done.  No Python thread runs per call:
@@ -245,49 +336,23 @@ class Xina:
                 self._h = _capi.ctypes.c_void_p()
                 self._cfd = -1
 
-    def _check(self, buf, op: str):
-        np = _np()
-        if not isinstance(buf, np.ndarray):
-            raise TypeError("expected a numpy.ndarray, got "
-                            f"{type(buf).__name__}")
-        if buf.dtype == np.dtype(np.int32):
-            f32 = False
-        elif buf.dtype == np.dtype(np.float32):
-            f32 = True
-        else:
-            raise TypeError(f"dtype {buf.dtype} not supported: int32 or "
-                            "float32 in native byte order")
-        if not buf.flags.c_contiguous:
-            raise ValueError("array is not contiguous: the allreduce works "
-                             "in place on one block of memory "
-                             "(numpy.ascontiguousarray() makes a copy)")
-        if not buf.flags.writeable:
-            raise ValueError("array is read-only: the allreduce writes its "
-                             "result in place")
-        if op not in _OPS:
-            raise ValueError(f"op '{op}' is neither 'sum' nor 'max'")
-        if f32 and op != SUM:
-            raise ValueError("float32 is summed only: libxina's float path "
-                             "has no max")
-        return f32
+    @staticmethod
+    def _check(buf, op: str) -> Tuple[int, int, int, int]:
+        return _call_args(buf, op)
 
     def _handle(self) -> ctypes.c_void_p:
         if not self._h.value:
             raise XinaError(_errno.EBADF, "handle is closed")
         return self._h
 
-    def allreduce(self, buf, op: str = SUM):
-        """Reduce @buf (int32 or float32 numpy array) in place over the
-        job's workers and return it.  Runs after the calls of this handle
-        still in flight (their order is the job's); ctypes drops the GIL
-        for the call."""
-        f32 = self._check(buf, op)
+    def allreduce(self, buf: Buffer, op: str = SUM) -> Buffer:
+        """Reduce @buf (a numpy array or torch tensor of DTYPES) in place
+        by @op (one of OPS) over the job's workers and return it.  Runs
+        after the calls of this handle still in flight (their order is the
+        job's); ctypes drops the GIL for the call."""
+        addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
-        ptr = buf.ctypes.data_as(ctypes.c_void_p)
-        if f32:
-            rc = self._lib.xina_allreduce_f32(h, ptr, buf.size)
-        else:
-            rc = self._lib.xina_allreduce_i32(h, ptr, buf.size, _OPS[op])
+        rc = self._lib.xina_allreduce(h, addr, n, xtype, xop)
         if rc:
             raise XinaError(-rc, self.last_error())
         # The calls started before this one are done in libxina: their
@@ -298,7 +363,7 @@ class Xina:
 
     def _start(self, buf, op: str, resolve: _Resolve,
                block: bool = False) -> None:
-        """xina_allreduce_*_start(), the request registered with
+        """xina_allreduce_start(), the request registered with
         @resolve, which the sweep calls (rc, message) once it is done.
         With @block, a full handle (EAGAIN: max_requests in flight) waits
         for its oldest call and tries again."""
@@ -315,20 +380,15 @@ class Xina:
             self._sweep()
 
     def _start1(self, buf, op: str, resolve: _Resolve) -> None:
-        f32 = self._check(buf, op)
+        addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
         req = ctypes.c_void_p()
-        ptr = buf.ctypes.data_as(ctypes.c_void_p)
         # Started and registered as one step against _sweep(): a
         # completion is then never read off the fd before its request is
         # in _pending (the sweep reads the fd first, then looks).
         with self._plock:
-            if f32:
-                rc = self._lib.xina_allreduce_f32_start(
-                    h, ptr, buf.size, ctypes.byref(req))
-            else:
-                rc = self._lib.xina_allreduce_i32_start(
-                    h, ptr, buf.size, _OPS[op], ctypes.byref(req))
+            rc = self._lib.xina_allreduce_start(h, addr, n, xtype, xop,
+                                                ctypes.byref(req))
             if rc:
                 raise XinaError(-rc, self.last_error())
             self._pending[req.value] = (req, buf, resolve)
@@ -374,10 +434,12 @@ class Xina:
                 return
             self._sweep()
 
-    def allreduce_async(self, buf, op: str = SUM) -> concurrent.futures.Future:
+    def allreduce_async(self, buf: Buffer,
+                        op: str = SUM) -> concurrent.futures.Future:
         """Start reducing @buf in place; the future's result is @buf.
 
-        The call runs in libxina (xina_allreduce_*_start); the future is
+        As allreduce() for the dtypes and ops.  The call runs in libxina
+        (xina_allreduce_start); the future is
         completed by the handle's waiter thread when the completion fd
         says so.  Argument errors raise here; errors of libxina (the
         request's own, xina_req_error()) come out of future.result().
@@ -405,8 +467,9 @@ class Xina:
         self._start(buf, op, resolve, block=True)
         return fut
 
-    def allreduce_aio(self, buf, op: str = SUM) -> "asyncio.Future":
-        """Start reducing @buf in place; await the result (@buf).
+    def allreduce_aio(self, buf: Buffer, op: str = SUM) -> "asyncio.Future":
+        """Start reducing @buf in place; await the result (@buf).  As
+        allreduce() for the dtypes and ops.
 
         For asyncio: call it from a coroutine of the running loop.  The
         loop watches the handle's completion fd (loop.add_reader) and

@@ -2,9 +2,10 @@
 """ctypes mirror of user/libxina.h: the structs, the constants, the calls.
 
 Keep it in step with libxina.h.  selftests/xina_python.sh builds a small C
-program from these field names (offsetof and sizeof) and compares its
-numbers with ctypes', so that a field added, moved or renamed in the header
-fails a test instead of corrupting the options silently.
+program from these field names (offsetof and sizeof) and constants and
+compares its numbers with ctypes', so that a field added, moved or renamed
+in the header, or an enum renumbered, fails a test instead of corrupting
+the options or the calls silently.
 """
 
 import ctypes
@@ -18,6 +19,11 @@ XINA_MAX_WORKERS = 256
 XINA_MAX_ELEMS = 2048
 XINA_OP_SUM = 1
 XINA_OP_MAX = 2
+XINA_OP_MIN = 3
+XINA_OP_AND = 4
+XINA_OP_OR = 5
+XINA_OP_XOR = 6
+XINA_OP_AVG = 16        # libxina only: SUM divided by the workers
 
 # libxina.h
 XINA_LOG_WARN = 0
@@ -26,6 +32,13 @@ XINA_IO_AUTO = 0
 XINA_IO_UDP = 1
 XINA_IO_XSK = 2
 XINA_DEF_MAX_REQUESTS = 64
+XINA_TYPE_INT8 = 1
+XINA_TYPE_INT16 = 2
+XINA_TYPE_INT32 = 3
+XINA_TYPE_INT64 = 4
+XINA_TYPE_FLOAT16 = 5
+XINA_TYPE_BFLOAT16 = 6
+XINA_TYPE_FLOAT32 = 7
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
                           ctypes.c_char_p)
@@ -90,8 +103,9 @@ class XinaWorkerStats(ctypes.Structure):
     ]
 
 
-# The C structs mirrored here, for the layout test.
+# The C structs and constants mirrored here, for the layout test.
 MIRRORED = {"xina_opts": XinaOpts, "xina_worker_stats": XinaWorkerStats}
+MIRRORED_CONSTS = [n for n in list(globals()) if n.startswith("XINA_")]
 
 _lib: Optional[ctypes.CDLL] = None
 
@@ -140,6 +154,11 @@ def lib() -> ctypes.CDLL:
         raise OSError("libxina.so.0 not found (set XINA_LIBXINA, build "
                       "with make, or make install): " + "; ".join(tried))
 
+    if not hasattr(handle, "xina_allreduce"):
+        raise OSError(f"{handle._name}: no xina_allreduce(): a libxina "
+                      "older than this package (element types other than "
+                      "int32 and float32); install the libxina of the same "
+                      "release")
     p = ctypes.c_void_p
     handle.xina_open.argtypes = [ctypes.POINTER(XinaOpts), ctypes.POINTER(p)]
     handle.xina_open.restype = ctypes.c_int
@@ -150,6 +169,13 @@ def lib() -> ctypes.CDLL:
     handle.xina_allreduce_i32.restype = ctypes.c_int
     handle.xina_allreduce_f32.argtypes = [p, ctypes.c_void_p, ctypes.c_size_t]
     handle.xina_allreduce_f32.restype = ctypes.c_int
+    handle.xina_allreduce.argtypes = [p, ctypes.c_void_p, ctypes.c_size_t,
+                                      ctypes.c_int, ctypes.c_int]
+    handle.xina_allreduce.restype = ctypes.c_int
+    handle.xina_type_size.argtypes = [ctypes.c_int]
+    handle.xina_type_size.restype = ctypes.c_size_t
+    handle.xina_type_name.argtypes = [ctypes.c_int]
+    handle.xina_type_name.restype = ctypes.c_char_p
     handle.xina_get_stats.argtypes = [p, ctypes.POINTER(XinaWorkerStats)]
     handle.xina_get_stats.restype = ctypes.c_int
     handle.xina_last_error.argtypes = [p]
@@ -164,6 +190,10 @@ def lib() -> ctypes.CDLL:
     handle.xina_allreduce_f32_start.argtypes = [p, ctypes.c_void_p,
                                                 ctypes.c_size_t, pp]
     handle.xina_allreduce_f32_start.restype = ctypes.c_int
+    handle.xina_allreduce_start.argtypes = [p, ctypes.c_void_p,
+                                            ctypes.c_size_t, ctypes.c_int,
+                                            ctypes.c_int, pp]
+    handle.xina_allreduce_start.restype = ctypes.c_int
     handle.xina_req_test.argtypes = [p]
     handle.xina_req_test.restype = ctypes.c_int
     handle.xina_req_wait.argtypes = [p, ctypes.c_int]

@@ -9,21 +9,27 @@
     model = DDP(net)
     xina.ddp.register(model)               # gradients through the switch
 
-Each gradient bucket (float32, on the CPU) is summed by the switch with
-libxina's float path, divided by the world size, and handed back to DDP
-through a torch.futures.Future, as the built-in allreduce hook does.  The
+Each gradient bucket (on the CPU) is averaged by the switch with
+libxina's float path and handed back to DDP through a
+torch.futures.Future, as the built-in allreduce hook does.  A float32
+bucket is summed, then divided by the world size; a float16 or bfloat16
+one (a model in half precision) is averaged by libxina ("avg": the sum
+divided before it is rounded to 16 bits, so that a sum beyond the 16-bit
+range does not overflow where the average would not).  (DDP itself
+needs a process group that can broadcast the model's dtype at its start:
+torch 1.13's Gloo has float16 but no bfloat16.)  The
 process group still carries what DDP does besides gradients (the
 parameters' broadcast at construction, buffers): only the buckets take
 the switch.
 
 Overlap: DDP calls the hook when a bucket is ready, in the middle of the
 backward pass.  The hook starts the bucket's allreduce with libxina's
-non-blocking call (Xina.allreduce_async over xina_allreduce_f32_start)
+non-blocking call (Xina.allreduce_async over xina_allreduce_start)
 and returns at once; no Python thread runs per bucket.  libxina's
 progress thread of the handle moves the packets while Python computes the
 next buckets, so a bucket's call completes during the backward pass
 without anyone polling; the handle's one waiter thread, woken by the
-completion fd, divides the bucket and completes DDP's future.  Several
+completion fd, divides a float32 bucket and completes DDP's future.  Several
 buckets are in flight at once (up to XINA_MAX_REQUESTS, 64 by default);
 they go through the switch one after the other, in DDP's bucket order,
 the same on every rank.
@@ -36,9 +42,13 @@ from typing import Deque, Optional
 import torch
 import torch.distributed as dist
 
-from . import Xina, open_from_env
+from . import AVG, SUM, Xina, open_from_env
 
 __all__ = ["XinaHookState", "allreduce_hook", "register"]
+
+# bucket dtype -> the op, and whether the hook divides by the world size
+_BUCKET_OPS = {torch.float32: (SUM, True), torch.float16: (AVG, False),
+               torch.bfloat16: (AVG, False)}
 
 
 class XinaHookState:
@@ -59,28 +69,31 @@ class XinaHookState:
 
 def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
                    ) -> torch.futures.Future[torch.Tensor]:
-    """Sum the bucket through the switch, average, return a future."""
+    """Average the bucket through the switch, return a future."""
     buf = bucket.buffer()
-    if buf.dtype != torch.float32 or buf.device.type != "cpu":
+    if buf.dtype not in _BUCKET_OPS or buf.device.type != "cpu":
         raise TypeError(f"xina hook: bucket of {buf.dtype} on {buf.device}: "
-                        "libxina reduces float32 in host memory")
-    arr = buf.detach().numpy()     # the bucket's own memory, no copy
+                        "libxina reduces float32, float16 and bfloat16 "
+                        "gradients in host memory")
+    op, divide = _BUCKET_OPS[buf.dtype]
+    arr = buf.detach()     # the bucket's own memory, no copy
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     world = state.world_size
 
     def done(f):
         try:
             f.result()
-            buf.div_(world)
+            if divide:
+                buf.div_(world)
         except BaseException as e:   # to DDP, which raises it in backward
             fut.set_exception(e)
             return
         fut.set_result(buf)
 
     state.buckets += 1
-    state.elements += arr.size
-    state.bucket_elems.append(arr.size)
-    state.handle.allreduce_async(arr).add_done_callback(done)
+    state.elements += arr.numel()
+    state.bucket_elems.append(arr.numel())
+    state.handle.allreduce_async(arr, op).add_done_callback(done)
     state.max_in_flight = max(state.max_in_flight, state.handle.in_flight())
     return fut
 
