@@ -764,6 +764,22 @@ static int xring_bufs(struct xina_ring *r, const struct xring_call *c)
 	return 0;
 }
 
+/* One step: segment @send_seg out, @recv_seg in, folded or @taken. */
+static int xring_pass(struct xina_ring *r, const struct xring_call *c,
+		      uint32_t send_seg, uint32_t recv_seg, bool taken,
+		      char *err, size_t errlen)
+{
+	size_t b0, b1, w0, w1, slen;
+	int e;
+
+	slen = xring_pack(r, c, send_seg);
+	xring_seg(r, c, recv_seg, &b0, &b1, &w0, &w1);
+	e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err, errlen);
+	if (!e)
+		xring_unpack(r, c, recv_seg, taken);
+	return e;
+}
+
 int xina_ring_allreduce(struct xina_ring *r, uint32_t *words, size_t nwords,
 			size_t bw, const uint8_t *done, uint32_t dtype,
 			uint32_t op, char *err, size_t errlen)
@@ -772,8 +788,7 @@ int xina_ring_allreduce(struct xina_ring *r, uint32_t *words, size_t nwords,
 		.words = words, .nwords = nwords, .bw = bw,
 		.dtype = dtype, .op = op,
 	};
-	uint32_t w = r->cfg.workers, me = r->cfg.rank, s, send_seg, recv_seg;
-	size_t b0, b1, w0, w1, slen;
+	uint32_t w = r->cfg.workers, me = r->cfg.rank, s;
 	int e;
 
 	if (!bw || bw > XINA_MAX_ELEMS || (nwords && !words) ||
@@ -793,29 +808,22 @@ int xina_ring_allreduce(struct xina_ring *r, uint32_t *words, size_t nwords,
 	if (w == 1)
 		return 0;
 
-	/* Reduce-scatter: rank r ends with segment r + 1 complete. */
+	/*
+	 * Reduce-scatter: in step s rank r sends segment r - s and folds in
+	 * segment r - s - 1, ending with segment r + 1 complete.  Allgather:
+	 * it sends segment r + 1 - s and takes segment r - s as it comes.
+	 */
 	for (s = 0; s + 1 < w; s++) {
-		send_seg = (me + w - s) % w;
-		recv_seg = (me + 2 * w - s - 1) % w;
-		slen = xring_pack(r, &c, send_seg);
-		xring_seg(r, &c, recv_seg, &b0, &b1, &w0, &w1);
-		e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err,
-			       errlen);
+		e = xring_pass(r, &c, (me + w - s) % w, (me + 2 * w - s - 1) % w,
+			       false, err, errlen);
 		if (e)
 			return e;
-		xring_unpack(r, &c, recv_seg, false);
 	}
-	/* Allgather: pass the complete segments on. */
 	for (s = 0; s + 1 < w; s++) {
-		send_seg = (me + 1 + w - s) % w;
-		recv_seg = (me + w - s) % w;
-		slen = xring_pack(r, &c, send_seg);
-		xring_seg(r, &c, recv_seg, &b0, &b1, &w0, &w1);
-		e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err,
-			       errlen);
+		e = xring_pass(r, &c, (me + 1 + w - s) % w, (me + w - s) % w,
+			       true, err, errlen);
 		if (e)
 			return e;
-		xring_unpack(r, &c, recv_seg, true);
 	}
 	return 0;
 }
