@@ -139,6 +139,28 @@ def sync_checks(x, world, elems, n):
     print(f"ok: float32 sum of {n} elements within the bound "
           f"(worst error/bound {worst:.3f}) digest {digest(f)}")
 
+    # Block-sparse: rank r's non-zeros in blocks b with b % 7 == r only,
+    # the rest zero; the same sum as a dense call of the same arrays.
+    def sparse_in(r):
+        v = inputs(r, n, "i32")
+        blk = np.arange(n) // elems
+        v[blk % 7 != r] = 0
+        return v
+    a = sparse_in(x.rank)
+    want = np.sum([sparse_in(r).astype(np.int64) for r in range(world)],
+                  axis=0)
+    want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    st0 = x.stats()
+    if x.allreduce(a, sparse=True) is not a or not np.array_equal(a, want):
+        fail(f"sparse int32 sum of {n}: {np.count_nonzero(a != want)} "
+             "elements off")
+    skipped = x.stats()["sparse_skipped"] - st0.get("sparse_skipped", 0)
+    nblk = (n + elems - 1) // elems
+    if nblk > 7 and not skipped:
+        fail(f"sparse int32 sum of {n}: no block of {nblk} skipped")
+    print(f"ok: sparse int32 sum of {n} elements exact, {skipped} of "
+          f"{nblk} blocks skipped")
+
 
 def check_results(bufs, world, elems, n):
     """The four calls of async_checks(): int32 sum, float32 sum, int32

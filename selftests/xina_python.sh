@@ -119,7 +119,7 @@ if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
 fi
 
 # sync: int32 sum, int32 max, float32 sum (its exponents agreed on in one
-# int32 max call of its own) of n elements.
+# int32 max call of its own) of n elements, and a block-sparse int32 sum.
 n=5000
 rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
 py_ranks 1 "$N" "$TMP/sync" sync "$n"
@@ -127,9 +127,16 @@ rc=$?
 ranks_ok "$N" "$TMP/sync" && same_digests "$TMP/sync"
 check_err $rc "$rc of $N ranks failed"
 b=$(blocks "$n")
-switch_completes 1 $((3 * b + $(blocks "$b")))
+# and a sparse int32 sum: one call of its bitmap (a bit a block), then the
+# blocks some rank holds non-zeros in (rank r in blocks b % 7 == r)
+union=0
+for ((k = 0; k < b; k++)); do
+	[ $((k % 7)) -lt "$N" ] && union=$((union + 1))
+done
+switch_completes 1 $((3 * b + $(blocks "$b") + $(blocks $(((b + 31) / 32))) + union))
 log_info "$(grep -h '^ok: float32' "$TMP/sync/w0.out")"
-log_test "sync: int32 sum and max exact, float32 sum within the bound, $N workers"
+log_info "$(grep -h '^ok: sparse' "$TMP/sync/w0.out")"
+log_test "sync: int32 sum and max exact, float32 sum within the bound, sparse int32 sum exact, $N workers"
 
 # async: four asyncio calls in flight, then four futures and a sync call
 # that must wait for them.

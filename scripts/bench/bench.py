@@ -325,7 +325,8 @@ class Bench:
                     "loss_size": 64 * MIB,
                     "loss_iters": 2, "fastpath_packets": 3000,
                     "addloop_packets": 200000,
-                    "types_size": 16 * MIB, "types_iters": 3}
+                    "types_size": 16 * MIB, "types_iters": 3,
+                    "sparse_size": 64 * MIB, "sparse_iters": 3}
         return {"cpu": {"workers": [2, 4, 8],
                         "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
                         "iters": [10, 8, 5, 3, 2]},
@@ -333,7 +334,8 @@ class Bench:
                 "loss_size": 64 * MIB,
                 "loss_iters": 3, "fastpath_packets": 20000,
                 "addloop_packets": 2000000,
-                "types_size": 64 * MIB, "types_iters": 5}
+                "types_size": 64 * MIB, "types_iters": 5,
+                "sparse_size": 64 * MIB, "sparse_iters": 5}
 
     # ---- launches -----------------------------------------------------
 
@@ -580,6 +582,54 @@ class Bench:
                        "worker_cpu_s": sum(q["cpu_s"] for q in per),
                        "regime": self.regime, "bg_busy_frac": self.bg_busy})
 
+    def sparse(self, n):
+        """Block-sparse float32 SUM through the XDP switch (xina-allreduce
+        --sparse: each worker's blocks non-zero with probability 1% or
+        10%, independently, and the same blocks on every worker;
+        xina_allreduce_sparse()), and the same tensor
+        dense, in one launch each: goodput of the dense-equivalent bytes
+        (the whole tensor over the call's time), the slowest worker's
+        median call."""
+        p = self.plan()
+        nbytes, iters = p["sparse_size"], p["sparse_iters"]
+        self.job_add(n)
+        try:
+            for permille, same in ((0, False), (10, False), (100, False),
+                                   (10, True), (100, True)):
+                def run():
+                    extra = ["--sparse", str(permille)] if permille else []
+                    extra += ["--sparse-same"] if same else []
+                    procs = [self.spawn(
+                        ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+                        [f"{self.o}/xina-allreduce", "--switch", SWITCH_IP,
+                         "--job", str(JOB), "--key-file", self.keyfile,
+                         "--rank", str(i), "--workers", str(n),
+                         "--slots", str(SLOTS), "--elems", str(ELEMS),
+                         "--bind", f"{worker_ip(i)}:{WORKER_PORT}",
+                         "--type", "float32", "--bytes", str(nbytes),
+                         "--iters", str(iters), "--json"] + extra)
+                        for i in range(n)]
+                    return self.collect(procs, f"sparse {permille} {n}")
+                outs = run()
+                ranks = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+                if not all(r.get("verified") for r in ranks):
+                    raise BenchError(f"sparse {permille}/1000: not verified: "
+                                     f"{[r.get('error') for r in ranks]}")
+                med = max(r["seconds_median"] for r in ranks)
+                self.keep({"bench": "sparse_xdp", "density": permille / 1000,
+                           "same_blocks": same,
+                           "dtype": "f32", "workers": n, "bytes": nbytes,
+                           "iters": iters, "t_median_s": med,
+                           "goodput_Bps": nbytes / med,
+                           "sparse_blocks": ranks[0].get("sparse_blocks", 0),
+                           "sparse_skipped": ranks[0].get("sparse_skipped", 0),
+                           "regime": self.regime, "bg_busy_frac": self.bg_busy})
+                log(f"sparse f32 {nbytes >> 20} MiB density {permille / 10:g}%"
+                    f"{' (same blocks)' if same else ''}: "
+                    f"{nbytes / med / 1e6:.1f} MB/s dense-equivalent per worker")
+        finally:
+            self.rack.xctl("job", "del", str(JOB))
+
     def mpi_xina(self, n, sizes, iters):
         """An unmodified MPI program (xina-bench-mpi) through the XDP switch
         by libxina-mpi.so."""
@@ -718,6 +768,7 @@ class Bench:
                 self.mpi_xina(n, cpu["sizes"], cpu["iters"])
             if n == 4:
                 self.types(n)
+                self.sparse(n)
             if n in link["workers"]:
                 self.set_regime("link", n)
                 self.xdp(n, link["sizes"], link["iters"])

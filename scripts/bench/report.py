@@ -394,6 +394,59 @@ class Report:
                 out.append(f"| {t} | " + " | ".join(row) + " |")
         return "\n".join(out)
 
+    def sparse_runs(self):
+        """(density, same blocks) -> its record ((0, False): the same
+        tensor dense)."""
+        return {(r["density"], r.get("same_blocks", False)): r
+                for r in self.micro if r["bench"] == "sparse_xdp"}
+
+    def sparse_gloo(self, r):
+        """Gloo's dense float32 allreduce of the sparse runs' size and
+        workers, CPU-bound, in this run."""
+        return self.get("gloo", r["workers"], "f32", r["bytes"])
+
+    def sparse_table(self):
+        runs = self.sparse_runs()
+        dense = runs.get((0.0, False))
+        if not runs:
+            return None
+        out = ["| density per worker | blocks | blocks sent / skipped "
+               "(rank 0) | dense-equivalent MB/s per worker | / dense xina | "
+               "/ Gloo dense |", "|---|---|---:|---:|---:|---:|"]
+        for d, same in sorted(runs):
+            r = runs[(d, same)]
+            g = self.sparse_gloo(r)
+            out.append(
+                f"| {'dense' if not d else pct(d)} | "
+                f"{'–' if not d else 'the same on every worker' if same else 'independent per worker'} | "
+                f"{r.get('sparse_blocks', 0)} / {r.get('sparse_skipped', 0)} | "
+                f"{mb(r['goodput_Bps'])} | " +
+                (f"{r['goodput_Bps'] / dense['goodput_Bps']:.2f}x"
+                 if dense else "–") + " | " +
+                (f"{r['goodput_Bps'] / g['goodput_Bps']:.2f}x" if g else
+                 "not in this run") + " |")
+        return "\n".join(out)
+
+    def sparse_targets(self):
+        runs = self.sparse_runs()
+        dense = runs.get((0.0, False))
+        rows = []
+        for d, need, same in ((0.01, 10.0, True), (0.1, 3.0, True),
+                              (0.01, 10.0, False), (0.1, 3.0, False)):
+            what = (f"sparse at {pct(d)} density "
+                    f"({'the same blocks on every worker' if same else 'blocks independent per worker: the union is 1 - (1 - d)^N of them'}): "
+                    f"≥ {need:g}x the dense-equivalent goodput of dense xina")
+            r = runs.get((d, same))
+            if not (r and dense):
+                rows.append(f"| {what} | not in this run | – |")
+                continue
+            ratio = r["goodput_Bps"] / dense["goodput_Bps"]
+            rows.append(f"| {what} | {ratio:.1f}x ({mb(r['goodput_Bps'])} vs "
+                        f"{mb(dense['goodput_Bps'])} MB/s) | " +
+                        ("met" if ratio >= need else
+                         f"missed by {need / ratio:.2f}x") + " |")
+        return rows
+
     def types_targets(self):
         """Rows of the targets table: 16-bit types >= 1.8x int32's
         elements per second, through the switch and in the fast path."""
@@ -602,6 +655,7 @@ class Report:
                             f"{size_str(r['bytes'])} {r['dtype']} | {pct(f)} | "
                             f"{'met' if f >= 0.8 else 'missed'} |")
         rows += self.types_targets()
+        rows += self.sparse_targets()
         return "\n".join(rows)
 
     # ---- plots --------------------------------------------------------
@@ -913,6 +967,22 @@ class Report:
                 "The fast path alone per wire type (`xina-bench-fastpath -T`, "
                 "BPF_PROG_TEST_RUN, the largest packet measured), against "
                 "int32 of the same run:", "", fast_types, ""]
+        sparse = self.sparse_table()
+        if sparse:
+            r0 = next(iter(self.sparse_runs().values()))
+            parts += [
+                "## Sparse", "",
+                f"Block-sparse float32 SUM of {size_str(r0['bytes'])} through "
+                f"the XDP switch, {r0['workers']} workers, CPU-bound "
+                "(`xina-allreduce --sparse`: each worker's blocks, one "
+                "packet's elements each, non-zero with the given probability, "
+                "independently per worker, so the union the workers send is "
+                "1 - (1 - d)^N of the blocks; `xina_allreduce_sparse()`: a "
+                "bitmap OR call, then the union's blocks).  Goodput counts "
+                "the whole tensor (dense-equivalent) over the call's time; "
+                "the results are checked element by element, bitwise the "
+                "dense scheme's.  Gloo is its dense allreduce of the same "
+                "size in this run.", "", sparse, ""]
         mpi = self.mpi_xina_table()
         if mpi:
             parts += [

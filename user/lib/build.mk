@@ -17,7 +17,7 @@
 
 LIBXINA_SRCS := $(addprefix user/lib/,libxina.c libxina_io.c libxina_join.c libxina_f32.c \
 		  libxina_pack.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c \
-		  libxina_ring.c libxina_fallback.c) \
+		  libxina_ring.c libxina_fallback.c libxina_sparse.c) \
 		user/common/xina_keyfile.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)

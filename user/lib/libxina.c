@@ -213,6 +213,8 @@ void xina_close(struct xina *x)
 	free(x->txq);
 	free(x->rx);
 	free(x->exps);
+	free(x->sp_map);
+	free(x->sp_buf);
 	if (x->nhk)
 		explicit_bzero(x->nhk, XINA_MAX_ELEMS * sizeof(*x->nhk));
 	free(x->nhk);

@@ -477,6 +477,9 @@ struct xina_worker_stats {
 	uint64_t	fallback_calls;	/* calls (or their rest) run on it */
 	uint64_t	fallback_tx_bytes;	/* sent on the ring, framing included */
 	uint64_t	fallback_rx_bytes;
+	/* Appended with block-sparse calls: */
+	uint64_t	sparse_blocks;	/* blocks that travelled */
+	uint64_t	sparse_skipped;	/* blocks of zeros that did not */
 };
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )
@@ -529,6 +532,18 @@ enum xina_type {
  */
 LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
 			       enum xina_type type, enum xina_op op);
+/*
+ * Block-sparse: as xina_allreduce(), but only the blocks (the elements of
+ * one packet) that hold a non-zero bit on some worker travel.  The workers
+ * first OR a bitmap of their non-zero blocks through the switch (one bit a
+ * block), then reduce the union's blocks: results bitwise those of
+ * xina_allreduce() (a block of zeros everywhere is its own result, for
+ * every operator).  Worth it when the union is a small part of the tensor;
+ * at full density it costs the bitmap's call and one pass over the
+ * tensor.  Counted in the stats' sparse_blocks and sparse_skipped.
+ */
+LIBXINA_API int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
+				      enum xina_type type, enum xina_op op);
 /* Bytes of one element of @type, 0 for an unknown type. */
 LIBXINA_API size_t xina_type_size(enum xina_type type);
 /* "int8" ... "float32", or NULL for an unknown type. */
@@ -601,6 +616,10 @@ LIBXINA_API int xina_allreduce_f32_start(struct xina *x, float *buf,
 LIBXINA_API int xina_allreduce_start(struct xina *x, void *buf, size_t n,
 				     enum xina_type type, enum xina_op op,
 				     struct xina_req **req);
+LIBXINA_API int xina_allreduce_sparse_start(struct xina *x, void *buf,
+					    size_t n, enum xina_type type,
+					    enum xina_op op,
+					    struct xina_req **req);
 LIBXINA_API int xina_req_test(const struct xina_req *req);
 LIBXINA_API int xina_req_wait(struct xina_req *req, int timeout_ms);
 LIBXINA_API const char *xina_req_error(const struct xina_req *req);

@@ -117,6 +117,10 @@ struct xina {
 	uint32_t		epoch;	/* granted by the join, in every packet */
 	char			key_path[256];	/* opts.key_file, for messages */
 
+	uint32_t		*sp_map;	/* sparse: non-zero blocks */
+	size_t			sp_map_len;	/* words */
+	uint8_t			*sp_buf;	/* sparse: the union's blocks */
+	size_t			sp_buf_len;
 	int32_t			*exps;	/* float32: agreed exponent per block */
 	size_t			exps_len;
 
@@ -271,6 +275,14 @@ int xina_join(struct xina *x);
 /* The call itself, on whatever thread runs it (libxina_type.c). */
 int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 	     enum xina_op op);
+/*
+ * A bit of the op argument of xina_call(), xina_start() and xina_run():
+ * the call is block-sparse (libxina_sparse.c); never an enum xina_op value.
+ */
+#define XINA_RUN_SPARSE	0x100
+int xina_run_sparse(struct xina *x, void *buf, size_t n,
+		    const struct xina_codec *k);
+
 /*
  * libxina_f32.c: block floating point of a float call: the exponents
  * (refusing NaN and infinities), their agreement, then the sum.

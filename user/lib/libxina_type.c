@@ -82,6 +82,7 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 	unsigned int words;
 
 	memset(k, 0, sizeof(*k));
+	op &= ~XINA_RUN_SPARSE;
 	k->type = type;
 	k->op = op;
 	if (!esz) {
@@ -398,7 +399,11 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 	err = xina_codec_init(x, &k, type, op, x->err, sizeof(x->err));
 	if (err)
 		return err;
-	if (k.kind == XINA_K_BFP) {
+	if (op & XINA_RUN_SPARSE) {
+		err = xina_run_sparse(x, buf, n, &k);
+		if (err)
+			return err;
+	} else if (k.kind == XINA_K_BFP) {
 		err = xina_run_bfp(x, buf, n, &k);
 		if (err)
 			return err;
@@ -417,6 +422,19 @@ int xina_allreduce(struct xina *x, void *buf, size_t n, enum xina_type type,
 		   enum xina_op op)
 {
 	return x ? xina_call(x, buf, n, type, op) : -EINVAL;
+}
+
+int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
+			  enum xina_type type, enum xina_op op)
+{
+	return x ? xina_call(x, buf, n, type, op | XINA_RUN_SPARSE) : -EINVAL;
+}
+
+int xina_allreduce_sparse_start(struct xina *x, void *buf, size_t n,
+				enum xina_type type, enum xina_op op,
+				struct xina_req **req)
+{
+	return xina_start(x, buf, n, type, op | XINA_RUN_SPARSE, req);
 }
 
 int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,

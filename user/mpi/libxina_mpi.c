@@ -48,9 +48,11 @@
  * XINA_SLOTS, XINA_ELEMS as the job was added on the switch, XINA_BIND
  * ([IPv4]:PORT) where the switch knows the ranks (the same port on every
  * rank's own address: ":7000"); optional XINA_WORLD_SIZE (must be the size
- * of MPI_COMM_WORLD) and XINA_TIMEOUT_MS.  Job rank = rank in
- * MPI_COMM_WORLD.  XINA_MPI_VERBOSE=1 prints each rank's count of calls
- * taken and passed on at MPI_Finalize.
+ * of MPI_COMM_WORLD), XINA_TIMEOUT_MS and XINA_FALLBACK (libxina's
+ * opts.fallback: every rank's ring address, IPV4:PORT,... in rank order,
+ * the same list on every rank).  Job rank = rank in MPI_COMM_WORLD.
+ * XINA_MPI_VERBOSE=1 prints each rank's count of calls taken and passed
+ * on at MPI_Finalize.
  *
  * The handle is opened at the first eligible call, and used only if every
  * rank of the communicator opened one (a PMPI_Allreduce of the outcome):
@@ -211,6 +213,9 @@ static int xm_config(struct xina_opts *o, int world_size)
 			return -1;
 		o->bind_addr = xm.bind[0] ? xm.bind : NULL;
 	}
+	/* the host fallback's ring addresses; libxina checks them */
+	s = getenv("XINA_FALLBACK");
+	o->fallback = s && *s ? s : NULL;
 	if (xm_env_num("XINA_JOB", 1, UINT32_MAX, true, &v))
 		return -1;
 	o->job = v;

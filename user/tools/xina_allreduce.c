@@ -27,6 +27,8 @@
  *				one returned: runs of different jobs can be
  *				shown to overlap in time
  *   inflight			calls each iteration is cut into (--inflight)
+ *   sparse_*			--sparse P: the workers' density (P/1000), the
+ *				blocks that travelled and those skipped
  *   fallback, fallback_*	the host fallback ring (--fallback: every
  *				rank's ring address, libxina's opts.fallback)
  *				ran calls, and its bytes
@@ -69,6 +71,19 @@ struct ar_cfg {
 
 #define AR_MAX_INFLIGHT	XINA_DEF_MAX_REQUESTS
 
+/*
+ * --sparse P: each worker's blocks (the elements of one packet, ar_blk)
+ * are non-zero with probability P/1000, independently per worker, block
+ * and iteration (with --sparse-same the same blocks on every worker, as
+ * when all workers touch the same rows); the rest are zero, and the calls
+ * are xina_allreduce_sparse().  0: dense.
+ */
+static uint32_t ar_sparse_pm;
+static uint64_t ar_blk = 1;
+static bool ar_sparse_same;	/* --sparse-same: the same blocks everywhere */
+
+static size_t ar_per_pkt(const struct ar_cfg *c);
+
 struct ar_result {
 	double		max_abs_err;
 	double		bound_at_max;	/* bound of the element with max err */
@@ -92,6 +107,7 @@ static void ar_usage(FILE *f)
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
+		"                      [--sparse PERMILLE [--sparse-same]]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
 }
 
@@ -142,6 +158,7 @@ enum {
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
+	OPT_SPARSE, OPT_SPARSE_SAME,
 };
 
 static const char *const ar_ops[] = {
@@ -290,6 +307,13 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_FALLBACK:
 		o->fallback = arg;	/* libxina checks it, naming what is wrong */
 		break;
+	case OPT_SPARSE:
+		err = ar_u64("--sparse (in thousandths)", arg, 1, 1000, &v);
+		ar_sparse_pm = v;
+		break;
+	case OPT_SPARSE_SAME:
+		ar_sparse_same = true;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -322,6 +346,8 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "io", required_argument, NULL, OPT_IO },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "fallback", required_argument, NULL, OPT_FALLBACK },
+		{ "sparse", required_argument, NULL, OPT_SPARSE },
+		{ "sparse-same", no_argument, NULL, OPT_SPARSE_SAME },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -375,6 +401,15 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		goto usage;
 	}
 	c->f32 = c->type == XINA_TYPE_FLOAT32 && c->op == XINA_OP_SUM;
+	if (ar_sparse_same && !ar_sparse_pm) {
+		fprintf(stderr, "xina-allreduce: --sparse-same without --sparse\n");
+		goto usage;
+	}
+	if (ar_sparse_pm && c->inflight > 1) {
+		fprintf(stderr, "xina-allreduce: --sparse runs blocking calls: not with --inflight\n");
+		goto usage;
+	}
+	ar_blk = ar_per_pkt(c);
 	return 0;
 usage:
 	ar_usage(stderr);
@@ -394,9 +429,17 @@ static uint64_t ar_hash(uint32_t rank, uint64_t idx, uint32_t iter, uint64_t sal
 	return ar_mix(ar_mix(((uint64_t)rank << 32 | iter) ^ salt) + idx);
 }
 
+static bool ar_sparse_zero(uint32_t rank, uint64_t i, uint32_t iter)
+{
+	return ar_sparse_pm &&
+	       ar_hash(ar_sparse_same ? 0 : rank, i / ar_blk, iter, 7) % 1000 >=
+	       ar_sparse_pm;
+}
+
 static int32_t ar_i32(uint32_t rank, uint64_t i, uint32_t iter)
 {
-	return (int32_t)ar_hash(rank, i, iter, 1);
+	return ar_sparse_zero(rank, i, iter) ? 0 :
+	       (int32_t)ar_hash(rank, i, iter, 1);
 }
 
 /*
@@ -408,7 +451,7 @@ static float ar_f32(uint32_t rank, uint64_t i, uint32_t iter, uint32_t elems)
 {
 	uint64_t blk = i / elems, h;
 
-	if (ar_hash(0, blk, iter, 2) % 16 == 0 ||
+	if (ar_sparse_zero(rank, i, iter) || ar_hash(0, blk, iter, 2) % 16 == 0 ||
 	    ar_hash(rank, blk, iter, 3) % 8 == 0)
 		return 0.0f;
 	h = ar_hash(rank, i, iter, 4);
@@ -507,6 +550,8 @@ static uint64_t ar_elem(const struct ar_cfg *c, uint32_t rank, uint64_t i,
 	float f;
 	uint32_t b;
 
+	if (ar_sparse_zero(rank, i, iter) && c->type != XINA_TYPE_FLOAT32)
+		return 0;
 	if (!ar_float(c->type))
 		return ar_hash(rank, i, iter, 1);
 	if (c->op == XINA_OP_MIN || c->op == XINA_OP_MAX)
@@ -1113,6 +1158,10 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.bad_tag, st.epoch,
 	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
+	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_blocks\":%llu,\"sparse_skipped\":%llu",
+	       ar_sparse_pm / 1000.0, ar_sparse_same ? "true" : "false",
+	       (unsigned long long)st.sparse_blocks,
+	       (unsigned long long)st.sparse_skipped);
 	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
 	       "\"fallback_served\":%u,"
 	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",
@@ -1217,7 +1266,9 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		if (!it)
 			res->t_start = ar_now(CLOCK_REALTIME);
 		t0 = ar_now(CLOCK_MONOTONIC);
-		if (c->inflight > 1)
+		if (ar_sparse_pm)
+			err = xina_allreduce_sparse(x, buf, n, c->type, c->op);
+		else if (c->inflight > 1)
 			err = ar_call_inflight(c, x, buf, n);
 		else if (c->f32)
 			err = xina_allreduce_f32(x, buf, n);

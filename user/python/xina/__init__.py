@@ -61,6 +61,9 @@ The environment (open_from_env()):
     XINA_TIMEOUT_MS  optional: give up without progress after this long
     XINA_IO          optional: auto, udp or xsk (see libxina.h)
     XINA_MAX_REQUESTS optional: calls in flight at most (default 64)
+    XINA_FALLBACK    optional: every rank's ring address, IPV4:PORT,...
+                     in rank order: the host fallback (libxina.h), calls
+                     the switch does not take complete on a TCP ring
 """
 
 import asyncio
@@ -231,7 +234,8 @@ class Xina:
                  key_file: Optional[str] = None,
                  bind: Optional[str] = None,
                  timeout_ms: int = 0, join_timeout_ms: int = 0,
-                 io: str = "auto", max_requests: int = 0):
+                 io: str = "auto", max_requests: int = 0,
+                 fallback: Optional[str] = None):
         self._lib = _capi.lib()
         self._h = _capi.ctypes.c_void_p()
         self._lock = threading.Lock()
@@ -276,6 +280,9 @@ class Xina:
         o.timeout_ms = timeout_ms
         o.join_timeout_ms = join_timeout_ms
         o.max_requests = max_requests
+        # libxina parses it in xina_open() and names what is wrong
+        self._fallback = fallback.encode() if fallback else None
+        o.fallback = self._fallback
         if io not in _IOS:
             raise ValueError(f"io '{io}' is none of {', '.join(_IOS)}")
         o.io = _IOS[io]
@@ -345,14 +352,20 @@ class Xina:
             raise XinaError(_errno.EBADF, "handle is closed")
         return self._h
 
-    def allreduce(self, buf: Buffer, op: str = SUM) -> Buffer:
+    def allreduce(self, buf: Buffer, op: str = SUM,
+                  sparse: bool = False) -> Buffer:
         """Reduce @buf (a numpy array or torch tensor of DTYPES) in place
         by @op (one of OPS) over the job's workers and return it.  Runs
         after the calls of this handle still in flight (their order is the
-        job's); ctypes drops the GIL for the call."""
+        job's); ctypes drops the GIL for the call.  @sparse: only the
+        blocks that hold a non-zero on some worker travel
+        (xina_allreduce_sparse(): the same results; worth it when few
+        blocks do)."""
         addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
-        rc = self._lib.xina_allreduce(h, addr, n, xtype, xop)
+        fn = (self._lib.xina_allreduce_sparse if sparse
+              else self._lib.xina_allreduce)
+        rc = fn(h, addr, n, xtype, xop)
         if rc:
             raise XinaError(-rc, self.last_error())
         # The calls started before this one are done in libxina: their
@@ -562,6 +575,7 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "timeout_ms": _env_int(env, "XINA_TIMEOUT_MS") or 0,
         "io": env.get("XINA_IO") or "auto",
         "max_requests": _env_int(env, "XINA_MAX_REQUESTS") or 0,
+        "fallback": env.get("XINA_FALLBACK") or None,
     }
     args.update(override)
     names = {"switch": "XINA_SWITCH", "job": "XINA_JOB", "rank": "XINA_RANK",

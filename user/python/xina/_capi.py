@@ -69,6 +69,7 @@ class XinaOpts(ctypes.Structure):
         ("join_timeout_ms", ctypes.c_uint32),
         ("io", ctypes.c_int),
         ("max_requests", ctypes.c_uint32),
+        ("fallback", ctypes.c_char_p),
         # size_t :0 in C: the struct ends aligned to size_t, as here
     ]
 
@@ -100,6 +101,13 @@ class XinaWorkerStats(ctypes.Structure):
         ("epoch", ctypes.c_uint32),
         ("join_busy", ctypes.c_uint32),
         ("joins", ctypes.c_uint64),
+        ("fallback", ctypes.c_uint32),
+        ("fallback_served", ctypes.c_uint32),
+        ("fallback_calls", ctypes.c_uint64),
+        ("fallback_tx_bytes", ctypes.c_uint64),
+        ("fallback_rx_bytes", ctypes.c_uint64),
+        ("sparse_blocks", ctypes.c_uint64),
+        ("sparse_skipped", ctypes.c_uint64),
     ]
 
 
@@ -172,6 +180,8 @@ def lib() -> ctypes.CDLL:
     handle.xina_allreduce.argtypes = [p, ctypes.c_void_p, ctypes.c_size_t,
                                       ctypes.c_int, ctypes.c_int]
     handle.xina_allreduce.restype = ctypes.c_int
+    handle.xina_allreduce_sparse.argtypes = handle.xina_allreduce.argtypes
+    handle.xina_allreduce_sparse.restype = ctypes.c_int
     handle.xina_type_size.argtypes = [ctypes.c_int]
     handle.xina_type_size.restype = ctypes.c_size_t
     handle.xina_type_name.argtypes = [ctypes.c_int]
