@@ -42,6 +42,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIB = 1 << 20
 SWITCH_IP = "10.77.0.254"
 WORKER_PORT = 7000
+RING_PORT = 7100       # the host fallback ring's TCP port (fallback())
 LAUNCH_TIMEOUT = 600
 
 # The xina configuration, in one place.  Every system runs on links of this
@@ -424,7 +425,8 @@ class Bench:
         for j in self.json_lines(out):
             self.add_peer(j, system)
 
-    def gloo(self, n, sizes, iters):
+    def gloo_lines(self, n, sizes, iters):
+        """Gloo's allreduce (torch.distributed) of @sizes, its JSON lines."""
         self.port_seq += 1
         master = f"{worker_ip(0)}:{29500 + self.port_seq}"
         script = f"{ROOT}/scripts/bench/gloo_allreduce.py"
@@ -441,7 +443,10 @@ class Bench:
                                  "--warmup", "1"]) for i in range(n)]
             return self.collect(procs, f"gloo {n}")[0]
         out = self.checked("gloo", n, sizes, iters, 1, run)
-        for j in self.json_lines(out):
+        return self.json_lines(out)
+
+    def gloo(self, n, sizes, iters):
+        for j in self.gloo_lines(n, sizes, iters):
             self.add_peer(j, "gloo")
 
     def add_peer(self, j, system):
@@ -630,6 +635,49 @@ class Bench:
         finally:
             self.rack.xctl("job", "del", str(JOB))
 
+    def fallback(self, n):
+        """libxina's host fallback ring on a job the switch does not have
+        (xina-allreduce --fallback: the join gets no answer, every call runs
+        on the TCP ring between the workers), float32 SUM, and Gloo's
+        allreduce of the same size right after it, in the same launch."""
+        p = self.plan()
+        nbytes, iters = p["sparse_size"], p["sparse_iters"]
+        ring = ",".join(f"{worker_ip(i)}:{RING_PORT}" for i in range(n))
+        procs = [self.spawn(
+            ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+            [f"{self.o}/xina-allreduce", "--switch", SWITCH_IP,
+             "--job", str(JOB + 1), "--key-file", self.keyfile,
+             "--rank", str(i), "--workers", str(n),
+             "--slots", str(SLOTS), "--elems", str(ELEMS),
+             "--bind", f"{worker_ip(i)}:{WORKER_PORT}",
+             "--timeout-ms", "1000", "--fallback", ring,
+             "--type", "float32", "--bytes", str(nbytes),
+             "--iters", str(iters), "--json"]) for i in range(n)]
+        outs = self.collect(procs, f"fallback {n}")
+        ranks = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+        if not all(r.get("verified") and r.get("fallback") == 1
+                   for r in ranks):
+            raise BenchError(f"fallback: not verified on the ring: "
+                             f"{[r.get('error') for r in ranks]}")
+        med = max(r["seconds_median"] for r in ranks)
+        saved = self.dtypes
+        self.dtypes = ["f32"]
+        try:
+            g = self.gloo_lines(n, [nbytes], [iters])[0]
+        finally:
+            self.dtypes = saved
+        gmed = quantile(g["t"], 0.5)
+        self.keep({"bench": "fallback_ring", "dtype": "f32", "workers": n,
+                   "bytes": nbytes, "iters": iters, "t_median_s": med,
+                   "goodput_Bps": nbytes / med,
+                   "ring_tx_bytes": ranks[0]["fallback_tx_bytes"],
+                   "ring_calls": ranks[0]["fallback_calls"],
+                   "gloo_t_median_s": gmed, "gloo_goodput_Bps": nbytes / gmed,
+                   "regime": self.regime, "bg_busy_frac": self.bg_busy})
+        log(f"fallback ring f32 {nbytes >> 20} MiB {n} workers: "
+            f"{nbytes / med / 1e6:.1f} MB/s per worker, Gloo "
+            f"{nbytes / gmed / 1e6:.1f}")
+
     def mpi_xina(self, n, sizes, iters):
         """An unmodified MPI program (xina-bench-mpi) through the XDP switch
         by libxina-mpi.so."""
@@ -769,6 +817,7 @@ class Bench:
             if n == 4:
                 self.types(n)
                 self.sparse(n)
+                self.fallback(n)
             if n in link["workers"]:
                 self.set_regime("link", n)
                 self.xdp(n, link["sizes"], link["iters"])

@@ -427,6 +427,32 @@ class Report:
                  "not in this run") + " |")
         return "\n".join(out)
 
+    def fallback_run(self):
+        return next((r for r in self.micro if r["bench"] == "fallback_ring"),
+                    None)
+
+    def fallback_table(self):
+        r = self.fallback_run()
+        if not r:
+            return None
+        return "\n".join([
+            "| system | MB/s per worker | / Gloo |", "|---|---:|---:|",
+            f"| xina's host fallback ring (TCP, authenticated) | "
+            f"{mb(r['goodput_Bps'])} | "
+            f"{r['goodput_Bps'] / r['gloo_goodput_Bps']:.2f}x |",
+            f"| Gloo (same launch) | {mb(r['gloo_goodput_Bps'])} | 1.00x |"])
+
+    def fallback_targets(self):
+        r = self.fallback_run()
+        what = ("fallback: results identical to the switch path "
+                "(selftests/xina_fallback.sh), its goodput shown against "
+                "Gloo's")
+        if not r:
+            return [f"| {what} | not in this run | – |"]
+        return [f"| {what} | {mb(r['goodput_Bps'])} vs Gloo "
+                f"{mb(r['gloo_goodput_Bps'])} MB/s per worker "
+                f"({r['goodput_Bps'] / r['gloo_goodput_Bps']:.2f}x) | shown |"]
+
     def sparse_targets(self):
         runs = self.sparse_runs()
         dense = runs.get((0.0, False))
@@ -656,6 +682,7 @@ class Report:
                             f"{'met' if f >= 0.8 else 'missed'} |")
         rows += self.types_targets()
         rows += self.sparse_targets()
+        rows += self.fallback_targets()
         return "\n".join(rows)
 
     # ---- plots --------------------------------------------------------
@@ -983,6 +1010,22 @@ class Report:
                 "the results are checked element by element, bitwise the "
                 "dense scheme's.  Gloo is its dense allreduce of the same "
                 "size in this run.", "", sparse, ""]
+        fb = self.fallback_table()
+        if fb:
+            r = self.fallback_run()
+            parts += [
+                "## The host fallback", "",
+                f"float32 SUM of {size_str(r['bytes'])}, {r['workers']} "
+                "workers, CPU-bound, on a job the switch does not have: "
+                "every call on libxina's ring over TCP between the workers "
+                "(`xina-allreduce --fallback`; connections and messages "
+                "authenticated), and Gloo's allreduce of the same size right "
+                "after it in the same launch.  Each ring worker sent "
+                f"{r['ring_tx_bytes'] / r['iters'] / r['bytes']:.3f} "
+                "bytes per tensor byte and call (2(N-1)/N = "
+                f"{2 * (r['workers'] - 1) / r['workers']:.3f} for a ring; "
+                "the one-element barrier calls, the exponents' calls, "
+                "framing and tags included).", "", fb, ""]
         mpi = self.mpi_xina_table()
         if mpi:
             parts += [
