@@ -43,6 +43,18 @@ rack_worker_ip()
 	echo "$RACK_NET.$(($1 + 1))"
 }
 
+# rack_ring_addrs N PORT: the workers' "IP:PORT,..." in rank order, the
+# host fallback ring's addresses (libxina's opts.fallback).
+rack_ring_addrs()
+{
+	local i s=""
+
+	for ((i = 0; i < $1; i++)); do
+		s+="${s:+,}$(rack_worker_ip "$i"):$2"
+	done
+	echo "$s"
+}
+
 rack_die()
 {
 	echo "rack: $*" >&2

@@ -34,12 +34,7 @@ TIMEOUT=3000
 
 ring_addrs()	# ring_addrs PORT: every worker's ring address
 {
-	local i s=""
-
-	for ((i = 0; i < N; i++)); do
-		s+="${s:+,}$(rack_worker_ip "$i"):$1"
-	done
-	echo "$s"
+	rack_ring_addrs "$N" "$1"
 }
 
 # run JOB PORT OUT ARGS...: the job's workers, on worker UDP port PORT

@@ -25,12 +25,7 @@ RT=$O/selftests/xina_ringtest
 
 peers()
 {
-	local i s=""
-
-	for ((i = 0; i < N; i++)); do
-		s+="${s:+,}$(rack_worker_ip "$i"):$PORT"
-	done
-	echo "$s"
+	rack_ring_addrs "$N" "$PORT"
 }
 
 # ring RUN ARGS...: ranks 0..N-1 at once, each in its namespace; outputs in
