@@ -98,7 +98,12 @@ check_err $? "rack could not be set up again with a fourth namespace"
 rogue_peers="$(rack_worker_ip 3):$PORT,$(peers | cut -d, -f2-)"
 ( ip netns exec "$RACK-w1" "$RT" -r 1 -w "$N" -p "$(peers)" -k "$KEYFILE" \
 	-j 7 -n 4096 >"$TMP/rogue.r1.out" 2>&1; echo $? >"$TMP/rogue.r1.rc" ) &
-busywait 5 ip netns exec "$RACK-w1" ss -Hltn "sport = :$PORT" | grep -q LISTEN
+rank1_listens()
+{
+	ip netns exec "$RACK-w1" ss -Hltn "sport = :$PORT" | grep -q LISTEN
+}
+busywait 5 rank1_listens
+check_err $? "rank 1 never listened"
 ip netns exec "$RACK-w3" bash -c "exec 3<>/dev/tcp/$(rack_worker_ip 1)/$PORT; sleep 30" &
 silent=$!
 ip netns exec "$RACK-w3" "$RT" -r 0 -w "$N" -p "$rogue_peers" \
