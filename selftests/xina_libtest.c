@@ -2207,18 +2207,18 @@ static uint64_t ts_ref(enum xina_type t, enum xina_op op, unsigned int i)
 /*
  * Float SUM/AVG: within the bound of libxina.h of the exact sum (mean),
  * with E the block's agreed exponent worked out here: float32 W u / 2
- * (AVG u / 2) + 2^-23 |r| + 2^-149; float16 W u / 2 (AVG u / 2) +
- * 2^-10 |r| + 2^-24; bfloat16 W u (AVG u) + 2^-7 |r| + 2^-133;
- * u = 2^(E - B + 1 + L), B the lane bits (32 for float32 and float16, 16
- * for bfloat16), L = 2 for 3 workers.
+ * (AVG u / 2) + 2^-23 |r| + 2^-149; float16 W u (AVG u) + 2^-10 |r| +
+ * 2^-24; bfloat16 W u (AVG u) + 2^-7 |r| + 2^-133; u = 2^(E - B + 1 + L),
+ * B the lane bits (32 for float32, 16 for float16 and bfloat16), L = 2
+ * for 3 workers.
  * The exact sum of 3 of these floats (|x| in [2^-8, 2^8)) fits the 64
  * bits of a long double's significand.
  */
 static bool ts_in_bound(enum xina_type t, enum xina_op op, unsigned int i,
 			uint64_t got, double *ratio)
 {
-	unsigned int per = t == XINA_TYPE_BFLOAT16 ? 2 * LS_ELEMS : LS_ELEMS;
-	unsigned int b0 = i / per * per, j, w, B = t == XINA_TYPE_BFLOAT16 ? 16 : 32;
+	unsigned int per = t == XINA_TYPE_FLOAT32 ? LS_ELEMS : 2 * LS_ELEMS;
+	unsigned int b0 = i / per * per, j, w, B = t == XINA_TYPE_FLOAT32 ? 32 : 16;
 	long double s = 0, err;
 	double m = 0, r, u, bound;
 	int e, E = -1000;
@@ -2238,12 +2238,10 @@ static bool ts_in_bound(enum xina_type t, enum xina_op op, unsigned int i,
 	if (t == XINA_TYPE_FLOAT32)
 		bound = (op == XINA_OP_SUM ? LS_WORKERS * u / 2 : u / 2) +
 			0x1p-23 * fabs(r) + 0x1p-149;
-	else if (t == XINA_TYPE_FLOAT16)
-		bound = (op == XINA_OP_SUM ? LS_WORKERS * u / 2 : u / 2) +
-			0x1p-10 * fabs(r) + 0x1p-24;
 	else
 		bound = (op == XINA_OP_SUM ? LS_WORKERS * u : u) +
-			0x1p-7 * fabs(r) + 0x1p-133;
+			(t == XINA_TYPE_FLOAT16 ? 0x1p-10 * fabs(r) + 0x1p-24 :
+						  0x1p-7 * fabs(r) + 0x1p-133);
 	err = fabsl((long double)r - s);
 	*ratio = (double)(err / bound);
 	return isfinite(r) && err <= bound * (1 + 0x1p-40);

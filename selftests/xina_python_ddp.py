@@ -75,9 +75,9 @@ class Poly(torch.nn.Module):
         return (h * h * self.w2).sum(dim=1)
 
 
-# libxina's block floating point of the 16-bit floats: lane bits (float16
-# in INT32 lanes, bfloat16 in INT16), significand bits, smallest quantum.
-HALF = {"float16": (32, 11, -24), "bfloat16": (16, 8, -133)}
+# libxina's block floating point of the 16-bit floats: lane bits (16 for
+# both by default), significand bits, smallest quantum.
+HALF = {"float16": (16, 11, -24), "bfloat16": (16, 8, -133)}
 
 
 def half_bound(name, world, stack, r):

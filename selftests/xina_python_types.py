@@ -130,10 +130,10 @@ def reference(name, op, ins, world):
 
 
 # Block floating point as libxina.h describes it, per float type: the
-# integer lane's bits of its sum (float16: 32, for precision; bfloat16:
+# integer lane's bits of its sum (float32: 32; float16 and bfloat16:
 # 16, for density), the float's significand bits and its smallest quantum
 # (subnormal step).
-BFP = {"float32": (32, 24, -149), "float16": (32, 11, -24),
+BFP = {"float32": (32, 24, -149), "float16": (16, 11, -24),
        "bfloat16": (16, 8, -133)}
 
 

@@ -4,7 +4,8 @@
 # Every (type, op) pair of xina_allreduce() end to end, with several
 # workers, through xina-swagg and then through the XDP switch on the same
 # rack: int8, int16, int32, int64 with sum, min, max, avg, and, or, xor;
-# float16, bfloat16, float32 with sum, min, max, avg.  Every worker checks
+# float16, bfloat16, float32 with sum, min, max, avg, and float16 sum and
+# avg in INT32 lanes as well (--f16-wide).  Every worker checks
 # its result against a reference it computes itself from all workers'
 # inputs (xina-allreduce): bit-exact for the integer types and for float
 # MIN and MAX (inputs with -0, infinities and NaNs), float SUM and AVG
@@ -43,7 +44,7 @@ swagg_pid=""
 INT_OPS="sum min max avg and or xor"
 FLOAT_OPS="sum min max avg"
 declare -A SIZE=([int8]=1 [int16]=2 [int32]=4 [int64]=8 [float16]=2
-		 [bfloat16]=2 [float32]=4)
+		 [float16-wide]=2 [bfloat16]=2 [float32]=4)
 
 pairs()
 {
@@ -55,6 +56,8 @@ pairs()
 	for t in float16 bfloat16 float32; do
 		for o in $FLOAT_OPS; do echo "$t $o"; done
 	done
+	echo "float16-wide sum"
+	echo "float16-wide avg"
 }
 NPAIRS=$(pairs | wc -l)
 
@@ -89,13 +92,15 @@ stop_swagg()
 # run_pair AGG TYPE OP RUN: the N workers of one run, in TMP/AGG/TYPE-OP-RUN.
 run_pair()
 {
-	local agg=$1 t=$2 op=$3 run=$4 count
+	local agg=$1 t=$2 op=$3 run=$4 count wide=""
 
 	# an odd count: 9 blocks of int32 words and 3 more elements
 	count=$((ELEMS * 4 * 9 / SIZE[$t] + 3))
+	[ "$t" = float16-wide ] && wide=--f16-wide
+	# shellcheck disable=SC2086
 	rack_allreduce "$RACK" "$N" "$TMP/$agg/$t-$op-$run" --switch "$SW" \
 		--job "$JOB" --key-file "$KEYFILE" --slots "$SLOTS" \
-		--elems "$ELEMS" --type "$t" --op "$op" \
+		--elems "$ELEMS" --type "${t%-wide}" --op "$op" $wide \
 		--bytes $((count * SIZE[$t])) --iters "$ITERS" \
 		--timeout-ms "$TIMEOUT_MS" --join-timeout-ms "$JOIN_TIMEOUT_MS"
 }

@@ -157,17 +157,19 @@
  * arrived (Documentation/protocol.md, "Types and operators"; the wire's
  * packing in include/uapi/linux/xina.h).  opts.elems counts 32-bit words
  * per packet, so a packet carries 4 * elems int8, 2 * elems int16,
- * elems int32, elems / 2 int64 (AVG: half that), 2 * elems bfloat16,
- * elems float16 and float32 (the table says how each travels).
+ * elems int32, elems / 2 int64 (AVG: half that), 2 * elems float16 and
+ * bfloat16 (float16 SUM and AVG with XINA_OPT_F_F16_WIDE: elems), elems
+ * float32 (the table says how each travels).
  *
  *   type       SUM            MIN, MAX      AND, OR, XOR   AVG
  *   int8       int8 lanes     int8 lanes    int8 lanes     int16 lanes
  *   int16      int16 lanes    int16 lanes   int16 lanes    int32 lanes
  *   int32      int32 lanes    int32 lanes   int32 lanes    int64 lanes
  *   int64      int64 lanes    int64 lanes   int64 lanes    2 int64 lanes
- *   float16    BFP int32      ordered int16    -           BFP int32
+ *   float16    BFP int16 (*)  ordered int16    -           BFP int16 (*)
  *   bfloat16   BFP int16      ordered int16    -           BFP int16
  *   float32    BFP int32      ordered int32    -           BFP int32
+ *   (*) BFP int32 with XINA_OPT_F_F16_WIDE
  *
  * Integers.  Two's complement.  SUM wraps modulo 2^width, as unsigned C
  * arithmetic does (the switch adds lane by lane; no carry crosses a
@@ -204,33 +206,34 @@
  *    Gaussian data, more results are correctly rounded than with plain
  *    bfloat16 additions for every W from 3 to 256 (at W = 2 one addition
  *    is correctly rounded: 100% against 99.7%).
- *  - float16: INT32 lanes (B = 32), for precision: its 11-bit significand
- *    and the spread of magnitudes within a block need more than 15 - L
- *    bits; with INT16 lanes results were measured less accurate than plain
- *    float16 additions for every W from 2 to 256 (W = 8: 42% correctly
- *    rounded, mean error 2.7 ulp, against 48% and 1.6 ulp), with INT32
- *    lanes they are the correctly rounded exact sum (100% of the
+ *  - float16: INT16 lanes (B = 16) as well, for density: twice the
+ *    elements of float32 per packet.  Its 11-bit significand and the
+ *    spread of magnitudes within a block need more than 15 - L bits to be
+ *    exact: results were measured somewhat less accurate than plain
+ *    float16 additions (the arithmetic of a ring of float16 partial sums)
+ *    for every W from 2 to 256 (W = 8: 42% correctly rounded, mean error
+ *    2.7 ulp, against 48% and 1.6 ulp).  XINA_OPT_F_F16_WIDE puts them in
+ *    INT32 lanes (B = 32) instead, for precision at half the density:
+ *    then every result is the correctly rounded exact sum (100% of the
  *    elements, W = 2..256), because x * 2^s is exact for every element
  *    within 20 - L binades of the block's largest.
- *    So a float16 packet carries elems elements, as float32's.
  *
  * With u = 2^(E_b - B + 1 + L), p = 11, qmin = -24 (float16) or p = 8,
  * qmin = -133 (bfloat16; 2^qmin is the quantum of the subnormals), per
  * element
  *
- *   float16:   |r - sum_w x_w| <= W * u / 2 + 2^(1-p) * |r| + 2^qmin
- *   bfloat16:  |r - sum_w x_w| <= W * u     + 2^(1-p) * |r| + 2^qmin
+ *   INT16 lanes:  |r - sum_w x_w| <= W * u     + 2^(1-p) * |r| + 2^qmin
+ *   INT32 lanes:  |r - sum_w x_w| <= W * u / 2 + 2^(1-p) * |r| + 2^qmin
  *
- * (the INT16 quantisation of bfloat16 is not exact before rounding, and
- * its clamp can move an element by up to u, hence W * u rather than
- * W * u / 2; for float16 in INT32 lanes rint() errs by at most u / 2 and
- * the clamp never moves a value).  A sum beyond the type's range is an
- * infinity.
+ * (the INT16 quantisation is not exact before rounding, and its clamp can
+ * move an element by up to u, hence W * u rather than W * u / 2; for
+ * float16 in INT32 lanes rint() errs by at most u / 2 and the clamp never
+ * moves a value).  A sum beyond the type's range is an infinity.
  *
  * Float AVG: the same sum, then r = (Q * 2^-s) / W in double, rounded
  * once to the type: |r - mean| <= u / 2 + 2^-23 |r| + 2^-149 (float32),
- * u / 2 + 2^(1-p) |r| + 2^qmin (float16), u + 2^(1-p) |r| + 2^qmin
- * (bfloat16).
+ * u + 2^(1-p) |r| + 2^qmin (INT16 lanes: float16, bfloat16), u / 2 +
+ * 2^(1-p) |r| + 2^qmin (float16 with XINA_OPT_F_F16_WIDE).
  *
  * NaN and infinities: MIN and MAX take them (above); SUM and AVG refuse
  * them (-EINVAL, naming the first such element, before anything is sent;
@@ -283,9 +286,12 @@ extern "C" {
 enum xina_opt_flags {
 	XINA_OPT_F_NO_GSO = 1 << 0,	/* one datagram per packet on send */
 	XINA_OPT_F_NO_GRO = 1 << 1,	/* do not ask for UDP_GRO on receive */
+	/* float16 SUM and AVG in INT32 lanes: correctly rounded, half as dense */
+	XINA_OPT_F_F16_WIDE = 1 << 2,
 };
 
-#define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO)
+#define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO | \
+			 XINA_OPT_F_F16_WIDE)
 
 /* Verbosity levels passed to the log callback. */
 enum xina_log_level {

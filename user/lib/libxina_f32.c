@@ -2,7 +2,7 @@
 /*
  * libxina float SUM and AVG: SwitchML block floating point over the
  * engine, float32 into INT32 lanes, float16 and bfloat16 into INT16
- * lanes.  The derivation of the error bounds is in libxina.h.
+ * lanes (float16 into INT32 with XINA_OPT_F_F16_WIDE).  The derivation of the error bounds is in libxina.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "libxina_int.h"
 
-static int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
+int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 {
 	void *n;
 
@@ -65,13 +65,20 @@ static uint32_t xina_max_abs_bits(const float *src, size_t cnt)
 /* Largest magnitude of @cnt 16-bit floats, as the bits of |x|. */
 static uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt)
 {
-	uint32_t m = 0, b;
-	size_t i;
+	uint16_t acc[2 * XINA_MAX_LANES] = {}, b;
+	uint32_t m = 0;
+	size_t i = 0, k;
 
-	for (i = 0; i < cnt; i++) {
-		b = src[i] & 0x7fff;
-		m = b > m ? b : m;
+	for (; i + 2 * XINA_MAX_LANES <= cnt; i += 2 * XINA_MAX_LANES) {
+		for (k = 0; k < 2 * XINA_MAX_LANES; k++) {
+			b = src[i + k] & 0x7fff;
+			acc[k] = b > acc[k] ? b : acc[k];
+		}
 	}
+	for (; i < cnt; i++)
+		m = (src[i] & 0x7fffu) > m ? src[i] & 0x7fffu : m;
+	for (k = 0; k < 2 * XINA_MAX_LANES; k++)
+		m = acc[k] > m ? acc[k] : m;
 	return m;
 }
 

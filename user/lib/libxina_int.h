@@ -307,6 +307,13 @@ static inline bool xina_stopping(struct xina *x)
 	return __atomic_load_n(&x->stop, __ATOMIC_RELAXED);
 }
 
+/*
+ * libxina_f32.c: make *@p (of *@len elements of @elsz bytes) hold at least
+ * @want: 0 or
+ * -ENOMEM (then *@p and *@len are unchanged).
+ */
+int xina_grow(void **p, size_t *len, size_t want, size_t elsz);
+
 /* libxina_pack.c: one block to and from the wire. */
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
 		   size_t cnt);
@@ -326,14 +333,14 @@ void xina_i64_pack(void *restrict dst, const int64_t *restrict src,
 void xina_i64_unpack(int64_t *restrict dst, const void *restrict src,
 		     size_t cnt);
 /*
- * Block floating point of float16 (@bf16 false: into INT32 lanes) and
- * bfloat16 (into INT16 lanes).
+ * Block floating point of float16 and bfloat16, in @k's lanes (16 bits,
+ * or 32 for float16 with XINA_OPT_F_F16_WIDE).
  */
-void xina_bfp16_pack(const struct xina *x, void *restrict dst,
-		     const uint16_t *restrict src, size_t cnt, int32_t exp,
-		     bool bf16);
-void xina_bfp16_unpack(const struct xina *x, uint16_t *dst, const void *src,
-		       size_t cnt, int32_t exp, unsigned int div, bool bf16);
+void xina_bfp16_pack(const struct xina *x, const struct xina_codec *k,
+		     void *dst, const uint16_t *src, size_t cnt, int32_t exp);
+void xina_bfp16_unpack(const struct xina *x, const struct xina_codec *k,
+		       uint16_t *dst, const void *src, size_t cnt,
+		       int32_t exp, unsigned int div);
 uint16_t xina_d2h(double d, bool bf16);
 
 #endif /* LIBXINA_INT_H */

@@ -126,10 +126,15 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 	} else if (op == XINA_OP_MIN || op == XINA_OP_MAX) {
 		k->kind = XINA_K_ORD;
 	} else {
-		/* float32 and float16 into INT32 lanes, bfloat16 into INT16 */
+		/*
+		 * float32 into INT32 lanes, bfloat16 and float16 into INT16
+		 * (float16 into INT32 with XINA_OPT_F_F16_WIDE)
+		 */
 		k->kind = XINA_K_BFP;
 		k->wop = XINA_OP_SUM;
-		k->lane_bits = type == XINA_TYPE_BFLOAT16 ? 16 : 32;
+		k->lane_bits = type == XINA_TYPE_FLOAT32 ||
+			       (type == XINA_TYPE_FLOAT16 &&
+				(x->o.flags & XINA_OPT_F_F16_WIDE)) ? 32 : 16;
 	}
 	k->dtype = xina_lane_dtype(k->lane_bits);
 	words = k->lane_bits == 64 ? 2 * k->lanes_per_elem : 0;
@@ -353,8 +358,7 @@ void xina_codec_pack(const struct xina *x, const struct xina_codec *k,
 			xina_f32_pack(x, dst, src, cnt, exp);
 			break;
 		}
-		xina_bfp16_pack(x, dst, src, cnt, exp,
-				k->type == XINA_TYPE_BFLOAT16);
+		xina_bfp16_pack(x, k, dst, src, cnt, exp);
 		xina_pad(dst, cnt * k->lane_bits / 8);
 		break;
 	}
@@ -381,8 +385,7 @@ void xina_codec_unpack(const struct xina *x, const struct xina_codec *k,
 		if (k->type == XINA_TYPE_FLOAT32)
 			xina_f32_unpack(x, dst, src, cnt, exp, div);
 		else
-			xina_bfp16_unpack(x, dst, src, cnt, exp, div,
-					  k->type == XINA_TYPE_BFLOAT16);
+			xina_bfp16_unpack(x, k, dst, src, cnt, exp, div);
 		break;
 	}
 }

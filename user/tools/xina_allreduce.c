@@ -105,7 +105,7 @@ static void ar_usage(FILE *f)
 		"                      [--op sum|max|min|avg|and|or|xor]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U]\n"
-		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--json] [--verbose]\n"
+		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--f16-wide] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
 		"                      [--sparse PERMILLE [--sparse-same]]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
@@ -156,7 +156,8 @@ bad:
 enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
-	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_JSON, OPT_VERBOSE,
+	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_F16_WIDE, OPT_JSON,
+	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
 	OPT_SPARSE, OPT_SPARSE_SAME,
 };
@@ -292,6 +293,9 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_NO_GRO:
 		o->flags |= XINA_OPT_F_NO_GRO;
 		break;
+	case OPT_F16_WIDE:
+		o->flags |= XINA_OPT_F_F16_WIDE;
+		break;
 	case OPT_JSON:
 		c->json = true;
 		break;
@@ -341,6 +345,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
 		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
+		{ "f16-wide", no_argument, NULL, OPT_F16_WIDE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "io", required_argument, NULL, OPT_IO },
@@ -479,6 +484,9 @@ static size_t ar_per_pkt(const struct ar_cfg *c)
 		return avg ? e / 2 : e;
 	case XINA_TYPE_INT64:
 		return avg ? e / 4 : e / 2;
+	case XINA_TYPE_FLOAT16:		/* SUM and AVG: BFP in INT16 lanes */
+		return (c->o.flags & XINA_OPT_F_F16_WIDE) &&
+		       (avg || c->op == XINA_OP_SUM) ? e : e * 2;
 	case XINA_TYPE_BFLOAT16:	/* block floating point in INT16 */
 		return e * 2;
 	default:
@@ -815,7 +823,8 @@ static double ar_approx(const double *e, unsigned int len);
 /*
  * Float SUM and AVG but float32 SUM (ar_check_f32): bitwise equal to the
  * block floating point scheme of libxina.h recomputed here, with B = 32
- * (float32, float16) or 16 (bfloat16) bits per lane: per block E = max
+ * (float32, float16 with --f16-wide) or 16 (float16, bfloat16) bits per
+ * lane: per block E = max
  * over workers of the frexp exponent of the largest |x|, L = ceil(log2 W),
  * s = B - 1 - L - E, q = rint(x * 2^s) clamped to +-(2^(B-1-L) - 1),
  * Q = sum of q, r = Q * 2^-s (AVG: / W in double) rounded once to the
@@ -831,7 +840,7 @@ static void ar_check_bfp(const struct ar_cfg *c, const void *r, size_t n,
 {
 	uint32_t w, W = c->o.workers;
 	size_t per = ar_per_pkt(c), off, cnt, i;
-	int L = 0, B = c->type == XINA_TYPE_BFLOAT16 ? 16 : 32, x_e, E;
+	int L = 0, B = 16, x_e, E;
 	double e[XINA_MAX_WORKERS + 2], x, m, q, lim, scale, unscale;
 	double sum, err, bound, quant, rel, tiny, rv;
 	bool avg = c->op == XINA_OP_AVG;
@@ -839,6 +848,9 @@ static void ar_check_bfp(const struct ar_cfg *c, const void *r, size_t n,
 	unsigned int len;
 	int64_t Q;
 
+	if (c->type == XINA_TYPE_FLOAT32 ||
+	    (c->o.flags & XINA_OPT_F_F16_WIDE))
+		B = 32;
 	while ((1u << L) < W)
 		L++;
 	rel = c->type == XINA_TYPE_FLOAT32 ? 0x1p-23 :
