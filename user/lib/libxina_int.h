@@ -309,8 +309,7 @@ static inline bool xina_stopping(struct xina *x)
 
 /*
  * libxina_f32.c: make *@p (of *@len elements of @elsz bytes) hold at least
- * @want: 0 or
- * -ENOMEM (then *@p and *@len are unchanged).
+ * @want: 0, or -ENOMEM with *@p and *@len unchanged.
  */
 int xina_grow(void **p, size_t *len, size_t want, size_t elsz);
 
