@@ -39,6 +39,16 @@ $(ST_OUT)/xina_auth: selftests/xina_auth.c selftests/xtest.h bpf/xina_auth.h \
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/common/xina_keyfile.c -o $@
 
+# xina_pack: libxina's 16-bit float loops against the scheme's definition,
+# built with libxina's flags for that file (user/lib/build.mk).
+SELFTESTS += $(ST_OUT)/xina_pack
+$(ST_OUT)/xina_pack: selftests/xina_pack.c selftests/xtest.h \
+		     user/lib/libxina_pack.c $(LIBXINA_HDRS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -O3 -ffp-contract=off $< \
+		user/lib/libxina_pack.c -o $@ -lm
+
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).
 SELFTESTS += $(ST_OUT)/xina_probe

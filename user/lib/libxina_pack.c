@@ -404,6 +404,33 @@ static void xina_dq16_f16(uint16_t *restrict dst,
 	xina_dq16(dst, src, cnt, scale, false);
 }
 
+/*
+ * float16's sums of INT32 lanes back: Q * 2^k is exact in double, and a
+ * float between 2^-54 and 2^25 here.  Rounded to float to odd (truncated,
+ * the last bit set when inexact), then to float16 to nearest: with 13 bits
+ * to spare, the same as one rounding of the double (round to odd).
+ */
+XINA_CLONES
+static void xina_dq32_f16(uint16_t *restrict dst,
+			  const uint32_t *restrict src, size_t cnt,
+			  double scale)
+{
+	uint32_t b, up;
+	double d;
+	size_t i;
+	float f;
+
+	for (i = 0; i < cnt; i++) {
+		d = (double)(int32_t)ntohl(src[i]) * scale;
+		f = (float)d;
+		memcpy(&b, &f, sizeof(b));
+		up = -(uint32_t)(fabs((double)f) > fabs(d));
+		b = (b + up) | (-(uint32_t)((double)f != d) & 1);
+		memcpy(&f, &b, sizeof(f));
+		dst[i] = xina_f2h(f);
+	}
+}
+
 /* The sums back: Q * 2^-s (exact), / @div for AVG, rounded once. */
 void xina_bfp16_unpack(const struct xina *x, const struct xina_codec *k,
 		       uint16_t *dst, const void *src, size_t cnt,
@@ -416,6 +443,10 @@ void xina_bfp16_unpack(const struct xina *x, const struct xina_codec *k,
 
 	if (exp == XINA_EXP_ZERO) {
 		memset(dst, 0, cnt * sizeof(*dst));
+		return;
+	}
+	if (k->lane_bits == 32 && div == 1) {
+		xina_dq32_f16(dst, src, cnt, ldexp(1.0, e));
 		return;
 	}
 	if (k->lane_bits == 16 && div == 1 && e >= -126 && e <= 127) {

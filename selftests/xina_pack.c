@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Selftest of libxina's block floating point of the 16-bit floats
+ * (user/lib/libxina_pack.c, built here as libxina builds it: -O3, the AVX2
+ * and baseline clones, no contraction).  Its loops are branch-free and
+ * vectorised; every element they give must be what the scheme of
+ * libxina.h says, bit for bit:
+ *
+ *   pack:    q = rint(x * 2^s) clamped to +-(2^(B-1-L) - 1),
+ *            s = B - 1 - L - E, in B-bit lanes, network order
+ *   unpack:  Q * 2^-s (/ W for AVG) rounded once, to nearest, ties to
+ *            even, to float16 or bfloat16 (beyond the largest finite
+ *            value an infinity)
+ *
+ * against a reference written here from that definition alone, in double
+ * arithmetic (frexp, ldexp, rint), for every headroom L = 0..8, every
+ * block exponent E a type can have, random elements, and sums built to be
+ * ties and near-ties of the final rounding.
+ */
+#include <arpa/inet.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "libxina_int.h"
+#include "xtest.h"
+
+#define N	1024
+
+struct fmt {
+	const char	*name;
+	enum xina_type	type;
+	int		p;	/* significand bits, the hidden one included */
+	int		qmin;	/* exponent of the smallest subnormal */
+	int		emax;	/* largest finite value < 2^emax */
+	int		emin;	/* frexp exponent of the smallest subnormal */
+};
+
+static const struct fmt f16 = { "float16", XINA_TYPE_FLOAT16, 11, -24, 16, -23 };
+static const struct fmt bf16 = { "bfloat16", XINA_TYPE_BFLOAT16, 8, -133, 128, -132 };
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+/* The value of the bits @h of a 16-bit float (finite or infinite). */
+static double val(const struct fmt *f, uint16_t h)
+{
+	int ebits = f->type == XINA_TYPE_FLOAT16 ? 5 : 8, mb = f->p - 1;
+	int e = h >> mb & ((1 << ebits) - 1), bias = (1 << (ebits - 1)) - 1;
+	double m = h & ((1 << mb) - 1), v;
+
+	if (e == (1 << ebits) - 1)
+		v = INFINITY;
+	else if (e)
+		v = ldexp(m + ldexp(1, mb), e - bias - mb);
+	else
+		v = ldexp(m, 1 - bias - mb);
+	return h & 0x8000 ? -v : v;
+}
+
+/* @d rounded to the format: to nearest, ties to even, past it infinite. */
+static double ref_round(const struct fmt *f, double d)
+{
+	double r;
+	int e, qe;
+
+	if (d == 0)
+		return d;
+	frexp(d, &e);			/* 2^(e-1) <= |d| < 2^e */
+	qe = e - f->p > f->qmin ? e - f->p : f->qmin;
+	r = ldexp(rint(ldexp(d, -qe)), qe);	/* both exact in double */
+	if (fabs(r) >= ldexp(1, f->emax))
+		return copysign(INFINITY, d);
+	return r;
+}
+
+/* A random finite 16-bit float whose magnitude is below 2^@e. */
+static uint16_t rnd_below(const struct fmt *f, int e)
+{
+	int ebits = f->type == XINA_TYPE_FLOAT16 ? 5 : 8, mb = f->p - 1;
+	int bias = (1 << (ebits - 1)) - 1, hi = e + bias - 1;
+	uint16_t sign = rnd() & 0x8000, m;
+
+	if (hi > (1 << ebits) - 2)
+		hi = (1 << ebits) - 2;
+	if (hi < 0)	/* subnormals below 2^e: m < 2^(e - qmin) */
+		return sign | (uint16_t)(rnd() % (1u << (e - f->qmin)));
+	m = rnd() & ((1u << mb) - 1);
+	return sign | (uint16_t)((rnd() % (hi + 1)) << mb) | m;
+}
+
+static struct xina x;
+static uint16_t in[N], got16[N];
+static uint32_t lanes[N];
+
+static bool same(double a, double b)
+{
+	return a == b && signbit(a) == signbit(b);
+}
+
+/* Pack @cnt elements of @f at exponent @E into @bits lanes; compare. */
+static void check_pack(const struct fmt *f, unsigned int bits, int E,
+		       unsigned int *bad)
+{
+	struct xina_codec k = { .type = f->type, .lane_bits = bits };
+	int b = bits - 1 - (int)x.headroom;
+	double lim = ldexp(1, b) - 1, q;
+	int32_t w;
+	size_t i;
+
+	xina_bfp16_pack(&x, &k, lanes, in, N, E);
+	for (i = 0; i < N; i++) {
+		q = rint(ldexp(val(f, in[i]), b - E));
+		q = q > lim ? lim : q < -lim ? -lim : q;
+		w = bits == 16 ? (int16_t)ntohs(((uint16_t *)lanes)[i]) :
+				 (int32_t)ntohl(lanes[i]);
+		if (w != (int32_t)q && !(*bad)++)
+			XT_LOG("%s in %u-bit lanes, L %u, E %d: element %04x packed as %d, not %.0f",
+			       f->name, bits, x.headroom, E,
+			       in[i], w, q);
+	}
+}
+
+/* Unpack @lanes (sums) of @f at exponent @E, / @div; compare. */
+static void check_unpack(const struct fmt *f, unsigned int bits, int E,
+			 unsigned int div, unsigned int *bad)
+{
+	struct xina_codec k = { .type = f->type, .lane_bits = bits };
+	int e = E - (int)bits + 1 + (int)x.headroom;
+	double Q, want;
+	size_t i;
+
+	xina_bfp16_unpack(&x, &k, got16, lanes, N, E, div);
+	for (i = 0; i < N; i++) {
+		Q = bits == 16 ? (int16_t)ntohs(((uint16_t *)lanes)[i]) :
+				 (int32_t)ntohl(lanes[i]);
+		want = ref_round(f, ldexp(Q, e) / div);
+		if (!same(val(f, got16[i]), want) && !(*bad)++)
+			XT_LOG("%s from %u-bit lanes, L %u, E %d, /%u: sum %.0f gave %04x (%a), not %a",
+			       f->name, bits, x.headroom, E,
+			       div, Q, got16[i], val(f, got16[i]), want);
+	}
+}
+
+/* Sums of @bits lanes: random, and ties and near-ties of the rounding. */
+static void fill_sums(unsigned int bits)
+{
+	int64_t v, max = bits == 16 ? 0x7fff : 0x7fffffff;
+	unsigned int sh;
+	size_t i;
+
+	for (i = 0; i < N; i++) {
+		if (i & 1) {
+			v = (int64_t)(rnd() & (uint64_t)max);
+		} else {
+			sh = 1 + rnd() % (bits - 3);
+			v = (int64_t)(rnd() % 4096) << sh | 1ll << (sh - 1);
+			v += (int64_t)(rnd() % 3) - 1;
+			v = v > max ? max : v;
+		}
+		if (rnd() & 1)
+			v = -v;
+		if (bits == 16)
+			((uint16_t *)lanes)[i] = htons((uint16_t)(int16_t)v);
+		else
+			lanes[i] = htonl((uint32_t)(int32_t)v);
+	}
+}
+
+/* Every L, every exponent of @f, @reps blocks each, both directions. */
+static void sweep(const struct fmt *f, unsigned int bits, unsigned int reps)
+{
+	unsigned int bad = 0, L, r, div;
+	int E, own;
+	size_t i;
+
+	for (L = 0; L <= 8; L++) {
+		x.headroom = L;
+		x.o.workers = 1u << L;
+		for (E = f->emin; E <= f->emax; E++) {
+			for (r = 0; r < reps; r++) {
+				/* the block's own exponent, at most E */
+				own = E - (int)(rnd() % 4);
+				own = own < f->emin ? f->emin : own;
+				for (i = 0; i < N; i++)
+					in[i] = rnd_below(f, own);
+				check_pack(f, bits, E, &bad);
+				fill_sums(bits);
+				for (div = 1; div <= 3; div += 2)
+					check_unpack(f, bits, E, div, &bad);
+			}
+		}
+	}
+	EXPECT_TRUE(!bad, "%u elements of %s in %u-bit lanes differ from the scheme",
+		    bad, f->name, bits);
+}
+
+TEST(bfloat16_int16_lanes)
+{
+	sweep(&bf16, 16, 2);
+}
+
+TEST(float16_int16_lanes)
+{
+	sweep(&f16, 16, 12);
+}
+
+TEST(float16_int32_lanes)
+{
+	sweep(&f16, 32, 12);
+}
+
+/* A block of zeros (XINA_EXP_ZERO) packs and unpacks to +0 exactly. */
+TEST(zero_block)
+{
+	struct xina_codec k = { .type = XINA_TYPE_BFLOAT16, .lane_bits = 16 };
+	size_t i;
+
+	memset(in, 0x55, sizeof(in));
+	memset(lanes, 0x55, sizeof(lanes));
+	xina_bfp16_pack(&x, &k, lanes, in, N, XINA_EXP_ZERO);
+	for (i = 0; i < N / 2; i++)
+		ASSERT_EQ(lanes[i], 0);
+	xina_bfp16_unpack(&x, &k, got16, lanes, N, XINA_EXP_ZERO, 1);
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(got16[i], 0);
+}
+
+/* The reference itself, on values spelt out. */
+TEST(reference)
+{
+	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x1p-11), 1.0), "1 + 2^-11 ties to 1");
+	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x3p-11), 1 + 0x1p-9),
+		    "1 + 3 * 2^-11 ties to 1 + 2^-9");
+	EXPECT_TRUE(same(ref_round(&f16, 65519.99), 65504.0), "below 65520: 65504");
+	EXPECT_TRUE(isinf(ref_round(&f16, 65520.0)), "65520: infinite");
+	EXPECT_TRUE(same(ref_round(&f16, 0x1p-25), 0.0), "2^-25 ties to 0");
+	EXPECT_TRUE(same(ref_round(&f16, -0x3p-26), -0x1p-24), "-3 * 2^-26: -2^-24");
+	EXPECT_TRUE(same(ref_round(&bf16, 1 + 0x1p-8), 1.0), "bfloat16: 1 + 2^-8 ties to 1");
+	EXPECT_TRUE(same(ref_round(&bf16, 0x3p-135), 0x1p-133),
+		    "bfloat16: 3 * 2^-135 rounds to 2^-133");
+	EXPECT_TRUE(same(val(&f16, 0x3c00), 1.0) && same(val(&f16, 0x0001), 0x1p-24) &&
+		    same(val(&bf16, 0x3f80), 1.0) && same(val(&bf16, 0x8001), -0x1p-133),
+		    "decoding of 1 and the smallest subnormals");
+}
+
+int main(void)
+{
+	return xt_main(NULL, NULL);
+}
