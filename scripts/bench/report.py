@@ -39,9 +39,9 @@ TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 TYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2,
               "bfloat16": 2, "float32": 4}
 # Bits of the lane a SUM of the type takes on the wire (libxina.h, "Types
-# and operators": float16 sums in INT32 lanes, for precision).
+# and operators": float16 and bfloat16 sums in INT16 lanes by default).
 SUM_LANE_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
-                 "float16": 32, "bfloat16": 16, "float32": 32}
+                 "float16": 16, "bfloat16": 16, "float32": 32}
 
 
 def mb(bps):
@@ -984,9 +984,10 @@ class Report:
                 "a 16-bit type has twice the elements of int32).  int16 "
                 "travels two to a 32-bit word, int8 four, int64 in two "
                 "words; the floats' sums are quantised to integers by "
-                "libxina (block floating point): bfloat16 into 16-bit "
-                "lanes, float16 into 32-bit lanes (for precision, "
-                "libxina.h), float32 into 32-bit lanes, after an int32 max "
+                "libxina (block floating point): bfloat16 and float16 into "
+                "16-bit lanes (float16 into 32-bit ones with "
+                "XINA_OPT_F_F16_WIDE, libxina.h), float32 into 32-bit "
+                "lanes, after an int32 max "
                 "call of the blocks' exponents.  Ratios are against int32 "
                 "of the same launch.", "", types, ""]
         if fast_types:
