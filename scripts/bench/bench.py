@@ -16,6 +16,11 @@ Every launch reads the switch ports' byte counters before and after and
 refuses a result whose bytes did not cross the ports: a peer that moved
 its data through shared memory or loopback is never reported.
 
+Racks of racks (issue 12, section "racks"): 3 racks of 3 workers
+(scripts/racks.sh), xina on rack 0's switch in two levels (agents in
+racks 1 and 2) and flat, OpenMPI and Gloo flat over the 9 workers; there
+the inter-rack links' counters are read and checked the same way.
+
 Two regimes, every system in each, in the same invocation:
   cpu   the rack as it is: the links are veths, every process shares the
         CPUs, so goodput is what the CPUs can push.
@@ -277,7 +282,7 @@ class Racks:
             rk.n = n
         self.nsdir = None
 
-    def sh(self, script, capture=False):
+    def sh(self, script):
         env = dict(os.environ, O=self.o, RACKS_N=str(self.n))
         r = subprocess.run(["bash", "-c", f". {ROOT}/scripts/racks.sh; {script}"],
                            env=env, text=True, capture_output=True, timeout=120)
@@ -360,10 +365,13 @@ def stop_pid(pid, timeout=10):
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout
-    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
         time.sleep(0.05)
 
 
