@@ -16,6 +16,11 @@ Every launch reads the switch ports' byte counters before and after and
 refuses a result whose bytes did not cross the ports: a peer that moved
 its data through shared memory or loopback is never reported.
 
+Racks of racks (issue 12, section "racks"): 3 racks of 3 workers
+(scripts/racks.sh), xina on rack 0's switch in two levels (agents in
+racks 1 and 2) and flat, OpenMPI and Gloo flat over the 9 workers; there
+the inter-rack links' counters are read and checked the same way.
+
 Two regimes, every system in each, in the same invocation:
   cpu   the rack as it is: the links are veths, every process shares the
         CPUs, so goodput is what the CPUs can push.
@@ -63,6 +68,16 @@ JOB = 1
 # each run's host busy fraction.
 LINK_RATE_BPS = 400_000_000
 
+# Racks of racks (issue 12): RACKS_NR racks of RACKS_N workers
+# (scripts/racks.sh, the layout of selftests/xina_racks.sh), xina on rack
+# 0's switch only.  Two levels: the upper job on rack 0's XDP switch holds
+# rack 0's workers and one agent (xina-swagg --up) per other rack, each
+# standing for its rack's workers.  Flat: one job of all the workers on
+# rack 0's switch.
+RACKS_NR, RACKS_N = 3, 3
+RACKS_HJOB = 600
+RACKS_FLAT_JOB = 601
+
 
 def pin_cpu(rank):
     """Every system's rank i runs on CPU i mod CPUs (xina-nsrun -P does the
@@ -87,6 +102,13 @@ FASTPATH_ELEMS = [64, 256, 356]
 # one tensor size) and the fast path's cost per packet of each wire type.
 TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 WIRE_TYPES = ["int8", "int16", "int32", "int64"]
+
+
+# What --sections selects (make bench SECTIONS=...); all of them by default.
+SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
+                    "types, sparse, fallback, training",
+            "racks": "3 racks of 3 workers: xina in two levels and flat, "
+                     "Gloo and OpenMPI flat, both regimes"}
 
 
 class BenchError(Exception):
@@ -130,6 +152,17 @@ class Rack:
 
     def ns(self, i):
         return f"{self.name}-w{i}"
+
+    @staticmethod
+    def ip(i):
+        return worker_ip(i)
+
+    # What OpenMPI's ranks are told: the namespace of rank %d (xina-nsrun)
+    # and the subnet their TCP transport is confined to.
+    subnet = "10.77.0.0/24"
+
+    def nsrun_pattern(self):
+        return f"{self.name}-w%d"
 
     @property
     def sw(self):
@@ -231,6 +264,117 @@ table inet xina_bench_loss {{
         return total
 
 
+class Racks:
+    """Racks of racks (issue 12), driven through scripts/racks.sh: NR racks
+    of N workers, each a rack of scripts/rack.sh with a subnet of its own
+    (10.78.R.0/24), their switch namespaces joined through a spine
+    namespace by one inter-rack link each (up0 in the rack's switch).
+    Global rank G is worker G mod N of rack G / N; a system's traffic
+    between racks crosses the links of both racks it joins."""
+
+    subnet = "10.78.0.0/16"
+
+    def __init__(self, name, o, nr, n):
+        self.name, self.o, self.nr, self.n = name, o, nr, n
+        self.w = nr * n
+        self.racks = [Rack(f"{name}r{r}", o) for r in range(nr)]
+        for rk in self.racks:
+            rk.n = n
+        self.nsdir = None
+
+    def sh(self, script):
+        env = dict(os.environ, O=self.o, RACKS_N=str(self.n))
+        r = subprocess.run(["bash", "-c", f". {ROOT}/scripts/racks.sh; {script}"],
+                           env=env, text=True, capture_output=True, timeout=120)
+        if r.returncode:
+            raise BenchError(f"racks: '{script}' failed ({r.returncode}) "
+                             f"{r.stderr.strip()}")
+        return r.stdout
+
+    def up(self):
+        self.sh(f"racks_up {self.name} {self.nr} {self.n} mtu {MTU}")
+
+    def down(self):
+        try:
+            self.sh(f"racks_down {self.name} {self.nr}")
+        except BenchError as e:
+            log(str(e))
+        if self.nsdir:
+            shutil.rmtree(self.nsdir, ignore_errors=True)
+            self.nsdir = None
+
+    def ns(self, g):
+        return f"{self.name}r{g // self.n}-w{g % self.n}"
+
+    def ip(self, g):
+        return f"10.78.{g // self.n}.{g % self.n + 1}"
+
+    @staticmethod
+    def switch_ip(r):
+        return f"10.78.{r}.254"
+
+    def sw(self, r):
+        return f"{self.name}r{r}-sw"
+
+    def nsrun_pattern(self):
+        """xina-nsrun's NETNS for rank %d: a directory of links named by
+        global rank to the namespaces, whose names %d alone cannot make."""
+        if not self.nsdir:
+            self.nsdir = tempfile.mkdtemp(prefix="xina-racks-ns-")
+            for g in range(self.w):
+                os.symlink(f"/run/netns/{self.ns(g)}",
+                           os.path.join(self.nsdir, f"g{g}"))
+        return os.path.join(self.nsdir, "g%d")
+
+    def uplinks(self):
+        """Per rack, (out, in): bytes its inter-rack link carried so far
+        out of the rack (up0 transmitted) and into it (up0 received)."""
+        v = []
+        for r in range(self.nr):
+            out = subprocess.run(["ip", "-n", self.sw(r), "-j", "-s", "link",
+                                  "show", "up0"], text=True,
+                                 capture_output=True, check=True).stdout
+            st = json.loads(out)[0]["stats64"]
+            v.append((st["tx"]["bytes"], st["rx"]["bytes"]))
+        return v
+
+    def xdp(self):
+        """xina on rack 0 only (its ports and its uplink)."""
+        self.sh(f"racks_xdp {self.name} 0 {self.n}")
+
+    def agent(self, r, out, uprank, upkey, upjob, args):
+        """Rack r's agent (racks_agent: xina-swagg --up in its switch
+        namespace), joined to the upper job; its pid."""
+        pid = self.sh(f"racks_agent {self.name} {r} {out} {uprank} {upkey} "
+                      f"{upjob} {' '.join(args)} && echo $RACKS_AGENT_PID")
+        return int(pid.split()[-1])
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process (not our child: /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_pid(pid, timeout=10):
+    """SIGINT to a process we started but no longer parent, and wait for
+    it to be gone (its reaper collects it)."""
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+
+
 def quantile(v, q):
     v = sorted(v)
     pos = q * (len(v) - 1)
@@ -306,7 +450,11 @@ class Bench:
         self.busiest_ratio = 0.0
         self.bg_busy = None
         self.link_rate = args.link_rate
+        self.sections = set(args.sections.split(","))
         self.regime = "cpu"
+        self.racks_topo = None
+        self.uplink_ratios = []
+        self.launch_s = self.launch_bytes = 0
         # The job's secret: a key file of its own, never a command line.
         keydir = tempfile.mkdtemp(prefix="xina-bench-")
         atexit.register(shutil.rmtree, keydir, ignore_errors=True)
@@ -318,7 +466,8 @@ class Bench:
 
     def plan(self):
         """Per regime: worker counts, tensor sizes and timed calls per size.
-        Loss runs are of the cpu regime, on the 4-worker rack."""
+        Loss runs are of the cpu regime, on the 4-worker rack; the racks of
+        racks run both regimes at one size."""
         if self.a.quick:
             return {"cpu": {"workers": [2, 4], "sizes": [1 * MIB, 64 * MIB],
                             "iters": [8, 3]},
@@ -327,7 +476,9 @@ class Bench:
                     "loss_iters": 2, "fastpath_packets": 3000,
                     "addloop_packets": 200000,
                     "types_size": 16 * MIB, "types_iters": 3,
-                    "sparse_size": 64 * MIB, "sparse_iters": 3}
+                    "sparse_size": 64 * MIB, "sparse_iters": 3,
+                    "racks": {"sizes": [64 * MIB], "iters": [3],
+                              "regimes": ["cpu", "link"]}}
         return {"cpu": {"workers": [2, 4, 8],
                         "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
                         "iters": [10, 8, 5, 3, 2]},
@@ -336,7 +487,9 @@ class Bench:
                 "loss_iters": 3, "fastpath_packets": 20000,
                 "addloop_packets": 2000000,
                 "types_size": 64 * MIB, "types_iters": 5,
-                "sparse_size": 64 * MIB, "sparse_iters": 5}
+                "sparse_size": 64 * MIB, "sparse_iters": 5,
+                "racks": {"sizes": [64 * MIB], "iters": [5],
+                          "regimes": ["cpu", "link"]}}
 
     # ---- launches -----------------------------------------------------
 
@@ -397,9 +550,19 @@ class Bench:
         return [json.loads(l) for l in text.splitlines() if l.startswith("{")]
 
     def openmpi(self, n, sizes, iters, interposer=False):
-        """xina-bench-mpi under mpirun; with @interposer, the same program
-        with libxina-mpi.so preloaded and configured for the XDP switch's
-        job (its MPI_Allreduce calls go through the switch)."""
+        system = "openmpi-xina" if interposer else "openmpi"
+        for j in self.openmpi_lines(n, sizes, iters, interposer):
+            self.add_peer(j, system)
+
+    def openmpi_lines(self, n, sizes, iters, interposer=False, topo=None,
+                      check=None):
+        """xina-bench-mpi under mpirun, its JSON lines; with @interposer,
+        the same program with libxina-mpi.so preloaded and configured for
+        the XDP switch's job (its MPI_Allreduce calls go through the
+        switch).  @topo places the ranks (the rack, or the racks of
+        racks), @check verifies the bytes crossed its links."""
+        topo = topo or self.rack
+        check = check or self.checked
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_plm_rsh_agent="")
         system = "openmpi-xina" if interposer else "openmpi"
@@ -413,26 +576,27 @@ class Bench:
                 "--bind-to", "none",
                 # over the links, not shared memory; no node-local collectives
                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include",
-                "10.77.0.0/24", "--mca", "coll", "^sm,han,adapt",
-                f"{self.bin}/xina-nsrun", "-p", "-P", f"{self.rack.name}-w%d"] + \
+                topo.subnet, "--mca", "coll", "^sm,han,adapt",
+                f"{self.bin}/xina-nsrun", "-p", "-P", topo.nsrun_pattern()] + \
             pre + [f"{self.bin}/xina-bench-mpi", "--bytes",
                 ",".join(map(str, sizes)), "--iters", ",".join(map(str, iters)),
                 "--dtype", ",".join(self.dtypes), "--warmup", "1"]
 
         def run():
             return self.collect([self.spawn(argv, env=env)], f"{system} {n}")[0]
-        out = self.checked(system, n, sizes, iters, 1, run)
-        for j in self.json_lines(out):
-            self.add_peer(j, system)
+        return self.json_lines(check(system, n, sizes, iters, 1, run))
 
-    def gloo_lines(self, n, sizes, iters):
-        """Gloo's allreduce (torch.distributed) of @sizes, its JSON lines."""
+    def gloo_lines(self, n, sizes, iters, topo=None, check=None):
+        """Gloo's allreduce (torch.distributed) of @sizes, its JSON lines
+        (@topo, @check: as openmpi_lines())."""
+        topo = topo or self.rack
+        check = check or self.checked
         self.port_seq += 1
-        master = f"{worker_ip(0)}:{29500 + self.port_seq}"
+        master = f"{topo.ip(0)}:{29500 + self.port_seq}"
         script = f"{ROOT}/scripts/bench/gloo_allreduce.py"
 
         def run():
-            procs = [self.spawn(["ip", "netns", "exec", self.rack.ns(i)] +
+            procs = [self.spawn(["ip", "netns", "exec", topo.ns(i)] +
                                 pin_cpu(i) + ["env",
                                  "GLOO_SOCKET_IFNAME=eth0", "/usr/bin/python3",
                                  script, "--rank", str(i), "--workers", str(n),
@@ -442,26 +606,46 @@ class Bench:
                                  "--dtype", ",".join(self.dtypes),
                                  "--warmup", "1"]) for i in range(n)]
             return self.collect(procs, f"gloo {n}")[0]
-        out = self.checked("gloo", n, sizes, iters, 1, run)
-        return self.json_lines(out)
+        return self.json_lines(check("gloo", n, sizes, iters, 1, run))
 
     def gloo(self, n, sizes, iters):
         for j in self.gloo_lines(n, sizes, iters):
             self.add_peer(j, "gloo")
 
     def add_peer(self, j, system):
+        self.keep(self.peer_record(j, system))
+
+    @staticmethod
+    def peer_record(j, system):
         # The bridge forwards in softirq on the sending CPU, which the
         # tick-based accounting charges to the task it interrupted (mostly
         # the workers): what no worker was charged for is the switch's.
         sw = max(0.0, j["host_busy_s"] - j["worker_cpu_s"])
-        r = record(system, j["workers"], j["dtype"], j["bytes"], j["t"],
-                   j["worker_cpu_s"], j["host_busy_s"], sw, j["window_s"],
-                   switch_cpu_method="host busy minus workers (bridge)")
-        self.keep(r)
+        return record(system, j["workers"], j["dtype"], j["bytes"], j["t"],
+                      j["worker_cpu_s"], j["host_busy_s"], sw, j["window_s"],
+                      switch_cpu_method="host busy minus workers (bridge)")
 
     def xina(self, system, n, sizes, iters, loss=0.0, switch_args=()):
-        argv_common = ["--switch", SWITCH_IP, "--job", str(JOB), "--key-file",
-                       self.keyfile, "--workers", str(n), "--slots", str(SLOTS),
+        for r in self.xina_records(
+                system, n, sizes, iters, loss=loss, switch_args=switch_args,
+                switch_cpu_method="XDP program run time (bpf_stats)"
+                if system == "xina-xdp" else "xina-swagg process CPU"):
+            self.keep(r)
+
+    def xina_records(self, system, n, sizes, iters, loss=0.0, switch_args=(),
+                     topo=None, check=None, switch_of=None, key_of=None,
+                     job=JOB, switch_cpu_method=""):
+        """xina-bench-xina on every worker, a record per size and dtype.
+        Worker i runs in "topo.ns(i)" at "topo.ip(i)" (the rack's by
+        default), sends to "switch_of(i)" with the secret of "key_of(i)"
+        (the rack's switch and the job's key); rank 0 measures the switch
+        by @switch_args; @check verifies the bytes crossed the links."""
+        topo = topo or self.rack
+        check = check or self.checked
+        switch_of = switch_of or (lambda i: SWITCH_IP)
+        key_of = key_of or (lambda i: self.keyfile)
+        argv_common = ["--job", str(job), "--workers", str(n),
+                       "--slots", str(SLOTS),
                        "--elems", str(ELEMS), "--bytes",
                        ",".join(map(str, sizes)), "--iters",
                        ",".join(map(str, iters)), "--dtype",
@@ -472,24 +656,25 @@ class Bench:
             for i in range(n):
                 extra = list(switch_args) if i == 0 else []
                 procs.append(self.spawn(
-                    ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
+                    ["ip", "netns", "exec", topo.ns(i)] + pin_cpu(i) +
                     [f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
-                     f"{worker_ip(i)}:{WORKER_PORT}"] + argv_common + extra))
+                     f"{topo.ip(i)}:{WORKER_PORT}", "--switch", switch_of(i),
+                     "--key-file", key_of(i)] + argv_common + extra))
             return self.collect(procs, f"{system} {n}")
-        outs = self.checked(system, n, sizes, iters, 1, run)
+        outs = check(system, n, sizes, iters, 1, run)
         ranks = [self.json_lines(o) for o in outs]
+        recs = []
         for k, r0 in enumerate(ranks[0]):
             per = [rk[k] for rk in ranks]
             times = [max(p["t"][i] for p in per) for i in range(r0["iters"])]
-            r = record(system, n, r0["dtype"], r0["bytes"], times,
-                       sum(p["cpu_s"] for p in per), r0["host_busy_s"],
-                       r0["switch_cpu_s"], r0["window_s"], loss=loss,
-                       sent=sum(p["sent"] for p in per),
-                       retrans=sum(p["retrans"] for p in per),
-                       timeouts=sum(p["timeouts"] for p in per),
-                       switch_cpu_method="XDP program run time (bpf_stats)"
-                       if system == "xina-xdp" else "xina-swagg process CPU")
-            self.keep(r)
+            recs.append(record(system, n, r0["dtype"], r0["bytes"], times,
+                               sum(p["cpu_s"] for p in per), r0["host_busy_s"],
+                               r0["switch_cpu_s"], r0["window_s"], loss=loss,
+                               sent=sum(p["sent"] for p in per),
+                               retrans=sum(p["retrans"] for p in per),
+                               timeouts=sum(p["timeouts"] for p in per),
+                               switch_cpu_method=switch_cpu_method))
+        return recs
 
     def members(self, n):
         return [f"{i}={worker_ip(i)}:{WORKER_PORT}" for i in range(n)]
@@ -687,6 +872,168 @@ class Bench:
         finally:
             self.rack.xctl("job", "del", str(JOB))
 
+    # ---- racks of racks (issue 12) -------------------------------------
+
+    def racks_checked(self, what, n, sizes, iters, warmup, fn):
+        """checked() for the racks of racks: the inter-rack links' counters
+        around fn().  Whatever the algorithm, every rack's contribution
+        leaves it and the result enters it, so each rack's link must carry
+        at least the tensor bytes of every call in each direction (0.9 of
+        them, as checked() asks of the ports); the bytes per tensor byte of
+        each link and direction are kept for the record."""
+        rs = self.racks_topo
+        self.bg_busy = background_busy()
+        before = rs.uplinks()
+        t0 = time.monotonic()
+        out = fn()
+        self.launch_s = time.monotonic() - t0
+        log(f"{self.regime} {what} {rs.nr}x{rs.n} workers: launch took "
+            f"{self.launch_s:.1f} s")
+        after = rs.uplinks()
+        need = sum(b * (it + warmup) for b, it in zip(sizes, iters))
+        need *= len(self.dtypes)
+        self.launch_bytes = need
+        ratios = []
+        for r in range(rs.nr):
+            up, down = (after[r][k] - before[r][k] for k in (0, 1))
+            if min(up, down) < 0.9 * need:
+                raise BenchError(
+                    f"{what}, racks: rack {r}'s inter-rack link carried {up} "
+                    f"bytes out and {down} in, expected at least "
+                    f"{int(0.9 * need)} each way: the data did not cross the "
+                    "racks; refusing the result")
+            ratios.append((up / need, down / need))
+        self.uplink_ratios = ratios
+        return out
+
+    def racks_keep(self, r, **extra):
+        """A record of the racks of racks, with the regime and link rate
+        fields of the rack's records and the bytes each inter-rack link
+        carried per tensor byte (whole launch: warm-up, barriers, headers
+        and retransmissions included), out of the rack and into it."""
+        rs = self.racks_topo
+        r.update(bench="racks", racks=rs.nr, rack_workers=rs.n,
+                 regime=self.regime, bg_busy_frac=self.bg_busy,
+                 uplink_out_per_tensor_byte=[round(u, 4)
+                                             for u, _ in self.uplink_ratios],
+                 uplink_in_per_tensor_byte=[round(d, 4)
+                                            for _, d in self.uplink_ratios],
+                 link_rate_bps=None, link_limit_Bps=None)
+        if self.regime == "link":
+            lim, how = link_limit_Bps(r["system"], r["workers"], self.link_rate)
+            r.update(link_rate_bps=self.link_rate, link_limit_Bps=lim,
+                     link_limit_method=how, of_limit=r["goodput_Bps"] / lim)
+        r.update(extra)
+        self.results.append(r)
+        lim = (f", {100 * r['of_limit']:.0f}% of the limit"
+               if r["link_limit_Bps"] else "")
+        links = " ".join(f"{u:.3f}/{d:.3f}" for u, d in self.uplink_ratios)
+        log(f"{r['regime']:4} racks {r['system']:10} {rs.nr}x{rs.n} "
+            f"{r['dtype']} {r['bytes'] // MIB} MiB: "
+            f"{r['goodput_Bps'] / 1e6:8.1f} MB/s per worker "
+            f"(+-{r['spread_pct'] / 2:.0f}%{lim}), host busy "
+            f"{100 * r['busy_frac']:.0f}%, inter-rack links out/in per "
+            f"tensor byte {links}")
+
+    def racks(self):
+        """3 racks of 3 workers (scripts/racks.sh), both regimes: Gloo and
+        OpenMPI flat over all the workers, their traffic crossing the
+        inter-rack links (before any XDP program is attached), then xina
+        on rack 0's XDP switch in two levels (agents in racks 1 and 2) and
+        flat (every worker a member of one job on rack 0's switch)."""
+        q = self.plan()["racks"]
+        sizes, iters = q["sizes"], q["iters"]
+        rs = Racks(f"{self.rack.name}k", self.o, RACKS_NR, RACKS_N)
+        self.racks_topo = rs
+        rs.up()
+        log(f"racks {rs.name}: {rs.nr} racks of {rs.n} workers")
+        try:
+            for regime in q["regimes"]:
+                self.set_regime(regime, rs.n, rs.racks)
+                for system, lines in (("openmpi", self.openmpi_lines),
+                                      ("gloo", self.gloo_lines)):
+                    for j in lines(rs.w, sizes, iters, topo=rs,
+                                   check=self.racks_checked):
+                        self.racks_keep(self.peer_record(j, system))
+            self.set_regime("cpu", rs.n, rs.racks)
+            rs.xdp()
+            self.racks_xina(rs, sizes, iters, q["regimes"])
+        finally:
+            self.regime = "cpu"
+            rs.down()
+
+    def racks_xina(self, rs, sizes, iters, regimes):
+        """xina on the racks, in each regime: two levels (xina-hier) and
+        flat (xina-flat).  The upper job on rack 0's switch: its workers
+        (ranks 0..N-1) and the agents of the other racks (ranks N..), each
+        agent a rack job of its rack's workers under their global ranks
+        (the layout of selftests/xina_racks.sh).  The agents' CPU is read
+        from /proc over each launch (warm-up and barriers included)."""
+        keydir = os.path.dirname(self.keyfile)
+        keys = [os.path.join(keydir, f"racks{r}.key") for r in range(rs.nr)]
+        for k in keys:      # keys[0]: the upper job's, rack 0's workers'
+            subprocess.run([f"{self.o}/xinactl", "genkey", k], check=True,
+                           capture_output=True)
+        r0 = rs.racks[0]
+        upw = rs.n + rs.nr - 1
+        upm = sum((["member", str(i), f"{rs.ip(i)}:{WORKER_PORT}"]
+                   for i in range(rs.n)), [])
+        upm += sum((["member", str(rs.n + r - 1), f"{rs.switch_ip(r)}:9277"]
+                    for r in range(1, rs.nr)), [])
+        r0.xctl("job", "add", str(RACKS_HJOB), "workers", str(upw), "slots",
+                str(SLOTS), "elems", str(ELEMS), "keyfile", keys[0], *upm)
+        flat = sum((["member", str(g), f"{rs.ip(g)}:{WORKER_PORT}"]
+                    for g in range(rs.w)), [])
+        r0.xctl("job", "add", str(RACKS_FLAT_JOB), "workers", str(rs.w),
+                "slots", str(SLOTS), "elems", str(ELEMS), "keyfile",
+                self.keyfile, *flat)
+        agents = {}
+        try:
+            for r in range(1, rs.nr):
+                agents[r] = rs.agent(
+                    r, os.path.join(keydir, f"agent{r}.json"), rs.n + r - 1,
+                    keys[0], RACKS_HJOB,
+                    ["--job", str(RACKS_HJOB), "--key-file", keys[r],
+                     "--workers", str(rs.w), "--slots", str(SLOTS),
+                     "--elems", str(ELEMS)])
+            progs = sum((["--switch-prog", str(p)]
+                         for p in r0.xdp_prog_ids()), [])
+            for regime in regimes:
+                self.set_regime(regime, rs.n, rs.racks)
+                a0 = {r: proc_cpu_s(p) for r, p in agents.items()}
+                recs = self.xina_records(
+                    "xina-hier", rs.w, sizes, iters, switch_args=progs,
+                    topo=rs, check=self.racks_checked,
+                    switch_of=lambda g: rs.switch_ip(g // rs.n),
+                    key_of=lambda g: keys[g // rs.n], job=RACKS_HJOB,
+                    switch_cpu_method="rack 0's XDP programs' run time "
+                                      "(bpf_stats); the agents apart")
+                agent = [proc_cpu_s(p) - a0[r] for r, p in agents.items()]
+                gib = self.launch_bytes / (1 << 30)
+                for r in recs:
+                    self.racks_keep(
+                        r, agent_cpu_s=agent, agent_launch_s=self.launch_s,
+                        agent_cpu_s_per_gib=sum(agent) / gib,
+                        agent_busy_frac=max(agent) / self.launch_s)
+                log(f"{regime} racks: agents' CPU {agent} s over a launch of "
+                    f"{self.launch_s:.1f} s")
+                for r in self.xina_records(
+                        "xina-flat", rs.w, sizes, iters, switch_args=progs,
+                        topo=rs, check=self.racks_checked,
+                        switch_of=lambda g: rs.switch_ip(0),
+                        job=RACKS_FLAT_JOB,
+                        switch_cpu_method="XDP program run time (bpf_stats)"):
+                    self.racks_keep(r)
+            self.set_regime("cpu", rs.n, rs.racks)
+        finally:
+            for p in agents.values():
+                stop_pid(p)
+            for r in agents:
+                out = os.path.join(keydir, f"agent{r}.json")
+                if os.path.exists(out):
+                    with open(out) as f:
+                        log(f"rack {r}'s agent: {f.read().strip()[-400:]}")
+
     # ---- training (scripts/train.py, its own rack) ----------------------
 
     def train(self):
@@ -779,26 +1126,38 @@ class Bench:
         self.gloo(n, q["sizes"], q["iters"])
         self.swagg(n, q["sizes"], q["iters"])
 
-    def set_regime(self, regime, n):
-        """Switch the rack's links to @regime (shape or unshape them)."""
-        if regime == "link":
-            self.rack.sh(f"rack_shape {self.rack.name} {n} "
-                         f"{self.link_rate}bit")
-            log(f"links of {n} workers at {self.link_rate / 1e6:.0f} Mbit/s "
-                "each way")
-        elif self.regime == "link":
-            self.rack.sh(f"rack_unshape {self.rack.name} {n}")
+    def set_regime(self, regime, n, racks=None):
+        """Switch the links of the @n workers of each of @racks (the rack
+        by default) to @regime (shape or unshape them)."""
+        racks = racks or [self.rack]
+        if regime == "link" and self.regime != "link":
+            for rk in racks:
+                rk.sh(f"rack_shape {rk.name} {n} {self.link_rate}bit")
+            log(f"links of {len(racks)} x {n} workers at "
+                f"{self.link_rate / 1e6:.0f} Mbit/s each way")
+        elif regime != "link" and self.regime == "link":
+            for rk in racks:
+                rk.sh(f"rack_unshape {rk.name} {n}")
         self.regime = regime
 
     def run(self):
-        """Per worker count, one rack: the bridge's systems (OpenMPI, Gloo,
-        xina-swagg) in both regimes, then the XDP switch attached and run in
-        both.  The peers never run through the XDP program."""
+        """The sections asked for (--sections): "rack", then "racks"."""
         p = self.plan()
-        cpu, link = p["cpu"], p["link"]
         self.dtypes = ["f32", "i32"]
         t0 = time.monotonic()
         load0 = os.getloadavg()[0]
+        if "rack" in self.sections:
+            self.run_rack(p)
+        if "racks" in self.sections:
+            self.racks()
+        self.write(p, t0, load0)
+
+    def run_rack(self, p):
+        """Per worker count, one rack: the bridge's systems (OpenMPI, Gloo,
+        xina-swagg) in both regimes, then the XDP switch attached and run in
+        both.  The peers never run through the XDP program.  Then the
+        training runs."""
+        cpu, link = p["cpu"], p["link"]
         for n in sorted(set(cpu["workers"]) | set(link["workers"])):
             self.rack.up(n)
             log(f"rack {self.rack.name}: {n} workers")
@@ -832,10 +1191,13 @@ class Bench:
                     self.rack.unimpair()
             self.rack.down()
         self.train()
+
+    def write(self, p, t0, load0):
         elapsed = time.monotonic() - t0
         meta = {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "quick": bool(self.a.quick), "elapsed_s": round(elapsed, 1),
+            "sections": sorted(self.sections),
             # other work on the machine shows in the host-wide figures
             "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
             "kernel": platform.release(), "cpus": os.cpu_count(),
@@ -848,6 +1210,8 @@ class Bench:
                              shaper="tbf burst 256k latency 50ms on eth0 and "
                                     "on an ifb fed by eth0's ingress"),
             },
+            "racks": dict(p["racks"], racks=RACKS_NR, rack_workers=RACKS_N,
+                          link_rate_bps=self.link_rate),
             "frame_overhead": {"xina_hdr": XINA_HDR, "tcp_hdr": TCP_HDR,
                                "eth_hdr": ETH_HDR, "wire_extra": WIRE_EXTRA},
             "openmpi": tool_version(["mpirun", "--version"]),
@@ -898,8 +1262,15 @@ def main():
     ap.add_argument("--out", required=True, help="results.json to write")
     ap.add_argument("--link-rate", type=float, default=LINK_RATE_BPS,
                     help="bits/s of every worker link in the link regime")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help="what to run, comma-separated: "
+                         + ", ".join(f"{k} ({v})" for k, v in SECTIONS.items()))
     a = ap.parse_args()
     a.link_rate = int(a.link_rate)
+    bad = set(a.sections.split(",")) - set(SECTIONS)
+    if bad:
+        ap.error(f"unknown section {', '.join(sorted(bad))} "
+                 f"(of {', '.join(SECTIONS)})")
     b = Bench(a)
     try:
         b.run()
@@ -908,6 +1279,8 @@ def main():
         return 1
     finally:
         b.rack.down()
+        if b.racks_topo:
+            b.racks_topo.down()
     return 0
 
 

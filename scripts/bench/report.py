@@ -27,6 +27,11 @@ TITLES = {"xina-xdp": "xina (XDP switch)", "xina-swagg": "xina-swagg (user space
           "openmpi": "OpenMPI MPI_Allreduce", "gloo": "Gloo (torch.distributed)"}
 SHORT = {"xina-xdp": "xina", "xina-swagg": "swagg", "openmpi": "OpenMPI",
          "gloo": "Gloo"}
+# The racks of racks (issue 12): xina in two levels and flat, the peers flat.
+RACKS_SYSTEMS = ["xina-hier", "xina-flat", "openmpi", "gloo"]
+TITLES.update({"xina-hier": "xina, two levels (rack agents)",
+               "xina-flat": "xina, flat (one job on rack 0's switch)"})
+SHORT.update({"xina-hier": "xina 2 levels", "xina-flat": "xina flat"})
 REGIMES = {"cpu": "CPU-bound", "link": "link-bound"}
 # The projection: a 100 Gbit/s port, frames of the largest element count
 # each MTU carries (2048 is XINA_MAX_ELEMS of the jumbo configuration).
@@ -84,10 +89,12 @@ class Report:
     def __init__(self, data):
         self.meta = data["meta"]
         self.res = data["results"]
-        self.runs = [r for r in self.res if "system" in r]
+        self.runs = [r for r in self.res if "system" in r and "bench" not in r]
         for r in self.runs:
             r.setdefault("regime", "cpu")
-        self.micro = [r for r in self.res if "bench" in r]
+        self.racks_rows = [r for r in self.res if r.get("bench") == "racks"]
+        self.micro = [r for r in self.res if "bench" in r and
+                      r["bench"] != "racks"]
         self.trains = data.get("train", [])
         ov = self.meta.get("frame_overhead", {})
         self.xina_hdr = ov.get("xina_hdr", 82)
@@ -683,12 +690,215 @@ class Report:
         rows += self.types_targets()
         rows += self.sparse_targets()
         rows += self.fallback_targets()
+        rows += self.racks_targets()
         return "\n".join(rows)
+
+    # ---- racks of racks (issue 12) --------------------------------------
+
+    def racks_get(self, system, dtype, regime):
+        return next((r for r in self.racks_rows if r["system"] == system and
+                     r["dtype"] == dtype and r["regime"] == regime), None)
+
+    def racks_best_peer(self, dtype, regime):
+        peers = [self.racks_get(p, dtype, regime) for p in PEERS]
+        peers = [p for p in peers if p]
+        return max(peers, key=lambda r: r["goodput_Bps"]) if peers else None
+
+    def racks_shape(self):
+        r = self.racks_rows[0]
+        return r["racks"], r["rack_workers"], r["bytes"]
+
+    def racks_table(self, regime):
+        """Per system and dtype: goodput, against the best flat peer and
+        (link-bound) the system's limit, each inter-rack link's bytes per
+        tensor byte out of its rack / into it, host busy and CPU per GiB."""
+        nr = self.racks_shape()[0]
+        out = ["| dtype | system | goodput per worker (MB/s) | x best flat peer | " +
+               ("of its limit | " if regime == "link" else "") +
+               " | ".join(f"rack {r} link out / in" for r in range(nr)) +
+               " | host busy (before) | CPU s per GiB: host / workers / "
+               "switch + agents |",
+               "|---|---|---:|---:|" + ("---:|" if regime == "link" else "") +
+               "---:|" * nr + "---:|---:|"]
+        rows = 0
+        for dtype in ("f32", "i32"):
+            best = self.racks_best_peer(dtype, regime)
+            for s in RACKS_SYSTEMS:
+                r = self.racks_get(s, dtype, regime)
+                if not r:
+                    continue
+                ratio = (f"{r['goodput_Bps'] / best['goodput_Bps']:.2f}x"
+                         if best else "–")
+                row = [dtype, TITLES[s],
+                       f"{mb(r['goodput_Bps'])} ±{r['spread_pct'] / 2:.0f}%", ratio]
+                if regime == "link":
+                    row.append(pct(r["of_limit"]) if r.get("of_limit") else "–")
+                row += [f"{u:.2f} / {d:.2f}" for u, d in
+                        zip(r["uplink_out_per_tensor_byte"],
+                            r["uplink_in_per_tensor_byte"])]
+                bg = r.get("bg_busy_frac")
+                row.append((pct(r["busy_frac"]) if r.get("busy_frac") is not None
+                            else "–") + (f" ({pct(bg)})" if bg is not None else ""))
+                gib = r["reduced_gib"]
+                own = (f"{(r['switch_cpu_s'] / gib + r.get('agent_cpu_s_per_gib', 0)):.1f}"
+                       if s.startswith("xina") else "–")
+                row.append(f"{r['host_busy_s'] / gib:.1f} / "
+                           f"{r['worker_cpu_s'] / gib:.1f} / {own}")
+                out.append("| " + " | ".join(row) + " |")
+                rows += 1
+        return "\n".join(out) if rows else None
+
+    def racks_agents(self):
+        """The agents' CPU in each regime (xina, two levels)."""
+        out = []
+        for regime in REGIMES:
+            r = self.racks_get("xina-hier", "f32", regime) or \
+                self.racks_get("xina-hier", "i32", regime)
+            if not r or "agent_cpu_s" not in r:
+                continue
+            out.append(f"- {REGIMES[regime]}: the agents spent "
+                       + ", ".join(f"{c:.1f}" for c in r["agent_cpu_s"]) +
+                       f" CPU seconds over a launch of {r['agent_launch_s']:.1f} s "
+                       f"(the busiest {pct(r['agent_busy_frac'])} of one CPU), "
+                       f"{r['agent_cpu_s_per_gib']:.2f} s per GiB of tensor "
+                       "together; rack 0's XDP programs "
+                       f"{r['switch_cpu_s'] / r['reduced_gib']:.2f} s per GiB.")
+        return "\n".join(out)
+
+    def racks_targets(self):
+        """Issue 12's targets, from the racks rows."""
+        if not self.racks_rows:
+            return []
+        nr, n, b = self.racks_shape()
+        rows = []
+        for regime in REGIMES:
+            for dtype in ("f32", "i32"):
+                x = self.racks_get("xina-hier", dtype, regime)
+                if not x:
+                    continue
+                links = list(zip(x["uplink_out_per_tensor_byte"],
+                                 x["uplink_in_per_tensor_byte"]))
+                worst = max(max(u, d) for u, d in links)
+                cells = ", ".join(f"rack {i} {u:.3f} / {d:.3f}"
+                                  for i, (u, d) in enumerate(links))
+                if regime == "cpu" and dtype == "f32":
+                    over = [f"rack {i}'s" for i, (u, d) in enumerate(links)
+                            if max(u, d) > 1.05]
+                    v = "met" if not over else \
+                        f"missed by {worst / 1.05:.2f}x on {', '.join(over)} link"
+                    if over and len(over) < len(links):
+                        v += ", met on the others"
+                    rows.append(
+                        f"| racks: bytes on each inter-rack link per tensor "
+                        f"byte ≤ 1.05 each way (xina, two levels, {nr}x{n}, "
+                        f"{size_str(b)} {dtype}) | out / in: {cells} | {v} |")
+                best = self.racks_best_peer(dtype, regime)
+                what = (f"racks {nr}x{n}, {REGIMES[regime]}, {size_str(b)} "
+                        f"{dtype}: xina (two levels) ≥ the best flat peer")
+                if not best:
+                    rows.append(f"| {what} | no peer in this run | – |")
+                    continue
+                ratio = x["goodput_Bps"] / best["goodput_Bps"]
+                rows.append(f"| {what} | {ratio:.2f}x ({mb(x['goodput_Bps'])} vs "
+                            f"{best['system']} {mb(best['goodput_Bps'])} MB/s) | "
+                            f"{'met' if ratio >= 1.0 else f'missed by {1 / ratio:.2f}x'} |")
+        return rows
+
+    def racks_section(self, plots=()):
+        if not self.racks_rows:
+            return []
+        nr, n, b = self.racks_shape()
+        parts = [
+            f"## Racks of racks: {nr} racks of {n} workers", "",
+            f"`scripts/racks.sh`: {nr} racks of {n} worker namespaces, each "
+            "rack's switch namespace joined to a spine namespace by one "
+            "inter-rack link (veth, MTU as above), the layout of "
+            "`selftests/xina_racks.sh`.  xina runs on rack 0's switch only "
+            "(XDP on its ports and its uplink); racks 1 and 2 have no XDP "
+            "program.  **xina, two levels**: the upper job on rack 0's "
+            f"switch has {n + nr - 1} members, rack 0's {n} workers and one "
+            "agent per other rack (`xina-swagg --up` in that rack's switch "
+            "namespace, a user-space aggregator standing for its rack's "
+            "workers).  **xina, flat**: one job of all "
+            f"{nr * n} workers on rack 0's switch.  **OpenMPI and Gloo**: "
+            f"flat over the {nr * n} workers (global rank order, rack by "
+            "rack), before any XDP program is attached, their traffic "
+            "routed across the spine.  In the link-bound regime every "
+            "worker's link is shaped as on the rack above; the inter-rack "
+            "links are not.", "",
+            f"Goodput per worker of {size_str(b)} tensors; ratios against the "
+            "best of OpenMPI and Gloo in the same regime.  *Link out / in*: "
+            "bytes the inter-rack link of each rack carried out of the rack "
+            "and into it per tensor byte (its veth counters over the whole "
+            "launch: warm-up, barriers, headers and retransmissions "
+            "included; a ring over all workers crosses each link with "
+            "2(N-1)/N = "
+            f"{ring_factor(nr * n):.2f} of the tensor each way).  Host busy: "
+            "as in the table of that name below, and in brackets the host's "
+            "busy fraction just before the launch (the machine is shared: "
+            "other work there competes for the same CPUs).  CPU seconds per "
+            "GiB of tensor: host-wide busy time, the worker processes' time, "
+            "and for xina the switch's (rack 0's XDP programs' run time) "
+            "plus the agents' (their processes' time over the launch, "
+            "warm-up and barriers included, per GiB of the launch's "
+            "calls); the peers' switches are bridges and routers in "
+            "softirq, charged to whatever ran.", "",
+        ]
+        for regime in REGIMES:
+            t = self.racks_table(regime)
+            if t:
+                extra = (f", every worker link at "
+                         f"{self.racks_link_rate() / 1e6:.0f} Mbit/s each way"
+                         if regime == "link" else "")
+                parts += [f"### {REGIMES[regime]}{extra}", "", t, ""]
+        agents = self.racks_agents()
+        if agents:
+            parts += ["The rack agents (xina, two levels):", "", agents, ""]
+        for p in plots:
+            name = os.path.basename(p)
+            if name.startswith("racks_"):
+                parts += [f"![{name}](bench/{name})", ""]
+        return parts
+
+    def racks_link_rate(self):
+        return next((r["link_rate_bps"] for r in self.racks_rows
+                     if r.get("link_rate_bps")), 0)
+
+    def racks_plots(self, outdir):
+        if not self.racks_rows:
+            return []
+        nr, n, b = self.racks_shape()
+        rows = [(f"{regime} {d}", [r["goodput_Bps"] / 1e6 if r else None
+                                    for r in (self.racks_get(s, d, regime)
+                                              for s in RACKS_SYSTEMS)])
+                for regime in REGIMES for d in ("f32", "i32")
+                if any(self.racks_get(s, d, regime) for s in RACKS_SYSTEMS)]
+        made = [self.histogram(
+            outdir, "racks_goodput",
+            f"{nr} racks of {n} workers: per-worker goodput, {size_str(b)}",
+            "goodput per worker (MB/s)", [TITLES[s] for s in RACKS_SYSTEMS],
+            rows)]
+        rows = []
+        for s in RACKS_SYSTEMS:
+            r = self.racks_get(s, "f32", "cpu") or self.racks_get(s, "f32", "link")
+            if r:
+                rows.append((SHORT[s], [v for i in range(nr) for v in
+                                        (r["uplink_out_per_tensor_byte"][i],
+                                         r["uplink_in_per_tensor_byte"][i])]))
+        made.append(self.histogram(
+            outdir, "racks_links",
+            f"{nr} racks of {n} workers: bytes on each inter-rack link per "
+            "tensor byte (f32)", "bytes per tensor byte",
+            [f"rack {i} {d}" for i in range(nr) for d in ("out", "in")], rows,
+            hline=1.05))
+        return made
 
     # ---- plots --------------------------------------------------------
 
     def plots(self, outdir):
-        made = []
+        made = self.racks_plots(outdir)
+        if not self.runs:
+            return made
         ws = self.values("workers")
         n_ref = self.n_ref()
         big = self.big()
@@ -850,7 +1060,23 @@ class Report:
 
     # ---- the page -----------------------------------------------------
 
+    def partial_page(self, plots):
+        """The page of a run of some sections only (make bench
+        SECTIONS=...): its tables and targets, for the terminal and
+        $O/bench; Documentation/benchmarks.md is the full run's."""
+        m = self.meta
+        return "\n".join([
+            f"# Benchmarks: sections {', '.join(m.get('sections', []))} only",
+            "", f"Run of {m['date']} ({m['elapsed_s']:.0f} s): {m['cpus']} CPUs "
+            f"({m['cpu_model']}), kernel {m['kernel']}, MTU {m['mtu']}, "
+            f"{m['openmpi']}, {m['torch']}, 1-minute load average "
+            f"{' -> '.join(str(x) for x in m.get('loadavg_1min', []))}.", "",
+            "## Targets", "", "| target | measured | verdict |", "|---|---|---|",
+            *self.racks_targets(), "", *self.racks_section(plots), ""])
+
     def page(self, plots, plotdir):
+        if not self.runs:
+            return self.partial_page(plots)
         m = self.meta
         big = self.big()
         loss_runs = [r for r in self.runs if r["loss"] > 0]
@@ -943,6 +1169,7 @@ class Report:
                 "its mean is bound by that link, below its limit.", "",
                 self.port_table("link", busiest=True), "",
             ]
+        parts += self.racks_section(plots)
         parts += [
             "## Host CPU busy during the timed calls", "",
             "Busy time of all CPUs over the timed windows (/proc/stat, from "
@@ -1068,7 +1295,8 @@ class Report:
         ]
         for p in plots:
             name = os.path.basename(p)
-            parts += [f"![{name}](bench/{name})", ""]
+            if not name.startswith("racks_"):
+                parts += [f"![{name}](bench/{name})", ""]
         parts += ["", prose["method"], ""]
         return "\n".join(parts)
 
@@ -1081,7 +1309,7 @@ def main():
     a = ap.parse_args()
     with open(a.results) as f:
         rep = Report(json.load(f))
-    if not rep.runs:
+    if not rep.runs and not rep.racks_rows:
         print("report: no measurements in " + a.results, file=sys.stderr)
         return 1
     os.makedirs(a.plots, exist_ok=True)
@@ -1102,6 +1330,10 @@ def main():
     for table in (rep.types_table(), rep.fast_types_table()):
         if table:
             print("report: types:\n" + table, file=sys.stderr)
+    for regime in REGIMES:
+        table = rep.racks_table(regime) if rep.racks_rows else None
+        if table:
+            print(f"report: racks, {REGIMES[regime]}:\n" + table, file=sys.stderr)
     print(f"report: {a.doc}, {len(plots)} plots in {a.plots}", file=sys.stderr)
     return 0
 

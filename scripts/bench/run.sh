@@ -15,8 +15,14 @@
 # preloaded (CPU-bound sizes), and PyTorch DDP training through the switch
 # and on Gloo (scripts/train.py: the digits MLP and a 34M-parameter model).
 #
+# SECTIONS=racks (or rack; bench.py --sections) runs only those: 3 racks
+# of 3 workers (scripts/racks.sh; xina in two levels and flat, Gloo and
+# OpenMPI flat, both regimes, ~4 min), or everything else.  Such a partial
+# run writes $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and
+# leaves Documentation/benchmarks.md to the full run.
+#
 # Writes $O/bench/results.json, $O/bench/*.png and Documentation/benchmarks.md.
-# The rack is torn down on exit, also when interrupted.  Timings are
+# The racks are torn down on exit, also when interrupted.  Timings are
 # reported, never asserted: this is not part of "make check".
 
 set -u
@@ -24,7 +30,7 @@ XINA_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 O=${O:-build}
 case "$O" in /*) ;; *) O=$XINA_ROOT/$O ;; esac
 export O
-. "$XINA_ROOT/scripts/rack.sh"
+. "$XINA_ROOT/scripts/racks.sh"
 
 RACK=xbench$$
 OUT=$O/bench
@@ -33,6 +39,7 @@ STATS_WAS=
 cleanup()
 {
 	rack_down "$RACK"
+	racks_down "${RACK}k" "$RACKS_MAX"	# bench.py's racks of racks
 	[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
 }
 trap cleanup EXIT
@@ -56,10 +63,16 @@ sysctl -qw kernel.bpf_stats_enabled=1
 opts=()
 [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && opts+=(--quick)
 [ -n "${LINK_RATE:-}" ] && opts+=(--link-rate "$LINK_RATE")
+results=$OUT/results.json
+doc=$XINA_ROOT/Documentation/benchmarks.md
+if [ -n "${SECTIONS:-}" ]; then
+	opts+=(--sections "$SECTIONS")
+	results=$OUT/results-${SECTIONS//,/-}.json
+	doc=$OUT/benchmarks.md
+fi
 start=$SECONDS
 /usr/bin/python3 "$XINA_ROOT/scripts/bench/bench.py" "${opts[@]}" \
-	--rack "$RACK" --o "$O" --out "$OUT/results.json" || exit 1
-/usr/bin/python3 "$XINA_ROOT/scripts/bench/report.py" "$OUT/results.json" \
-	--plots "$OUT" --doc "$XINA_ROOT/Documentation/benchmarks.md" || exit 1
-echo "bench: done in $((SECONDS - start)) s: $OUT/results.json, $OUT/*.png," \
-     "Documentation/benchmarks.md"
+	--rack "$RACK" --o "$O" --out "$results" || exit 1
+/usr/bin/python3 "$XINA_ROOT/scripts/bench/report.py" "$results" \
+	--plots "$OUT" --doc "$doc" || exit 1
+echo "bench: done in $((SECONDS - start)) s: $results, $OUT/*.png, $doc"
