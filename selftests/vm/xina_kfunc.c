@@ -1183,28 +1183,43 @@ static void pair_data(struct pair_data *d, unsigned int p)
 	}
 }
 
+/* Rank @rank's contribution of @d to @slot, @round. */
+static struct contrib pair_contrib(const struct pair_data *d, int rank,
+				   uint32_t slot, uint32_t round)
+{
+	return (struct contrib){
+		.rank = rank, .slot = slot, .round = round, .op = d->op,
+		.dtype = d->dtype, .count = PWORDS, .words = d->w[rank],
+	};
+}
+
+/* The words of the result @p, host order. */
+static void result_words(const struct pkt *p, uint32_t *res)
+{
+	int i;
+
+	for (i = 0; i < PWORDS; i++)
+		res[i] = ntohl(p->el[i]);
+}
+
 /*
- * One round of @d in @slot, @round, the ranks arriving in @order: every
- * contribution but the last ADDED, the last the RESULT, whose header is
- * the round's (dtype, op, count, rank 0, the result key's tag) and whose
- * words go to @res.
+ * One round of @d in @slot, @round, or the rest of it: the @n ranks of
+ * @order arriving in turn, every contribution but the last ADDED, the
+ * last the RESULT, whose header is the round's (dtype, op, count, rank 0,
+ * the result key's tag) and whose words go to @res.
  */
 static void pair_round(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(kf) *self, const struct pair_data *d,
-		       uint32_t slot, uint32_t round, const int *order,
+		       uint32_t slot, uint32_t round, const int *order, int n,
 		       uint32_t *res)
 {
-	int k, i;
+	int k;
 
-	for (k = 0; k < PW; k++) {
-		struct contrib c = {
-			.rank = order[k], .slot = slot, .round = round,
-			.op = d->op, .dtype = d->dtype, .count = PWORDS,
-			.words = d->w[order[k]],
-		};
+	for (k = 0; k < n; k++) {
+		struct contrib c = pair_contrib(d, order[k], slot, round);
 		size_t len = build(&self->in, &c);
 
-		EXPECT_EQ(k == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
+		EXPECT_EQ(k == n - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
 			  run(self->fd, &self->in, len, &self->out, NULL)) {
 			TH_LOG("%s %s: rank %d (arrival %d)",
 			       xref_dtype_name(d->dtype), xref_op_name(d->op),
@@ -1217,8 +1232,7 @@ static void pair_round(struct __test_metadata *_metadata,
 	EXPECT_EQ(PWORDS, ntohs(self->out.xh.count));
 	EXPECT_EQ(0, ntohs(self->out.xh.rank));
 	EXPECT_TRUE(result_tag_ok(&self->out));
-	for (i = 0; i < PWORDS; i++)
-		res[i] = ntohl(self->out.el[i]);
+	result_words(&self->out, res);
 }
 
 /* The result words @res against the reference, element by element. */
@@ -1270,7 +1284,7 @@ TEST_F(kf, pairs_reference)
 	pairs_setup(_metadata, self, 0);
 	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 0, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 0, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		switch (d.op) {
 		case XINA_OP_SUM:
@@ -1309,7 +1323,7 @@ TEST_F(kf, pairs_shuffled)
 	pairs_setup(_metadata, self, 0);
 	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 1, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 1, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		for (j = 0; j < 5; j++) {
 			memcpy(order, IN_ORDER, sizeof(order));
@@ -1328,7 +1342,7 @@ TEST_F(kf, pairs_shuffled)
 				}
 			}
 			pair_round(_metadata, self, &d, 2, 5 * p + j, order,
-				   again);
+				   PW, again);
 			EXPECT_EQ(0, memcmp(res, again, sizeof(res))) {
 				TH_LOG("%s %s: order %d %d %d %d differs",
 				       xref_dtype_name(d.dtype),
@@ -1354,12 +1368,13 @@ TEST_F(kf, pairs_simd)
 	pairs_setup(_metadata, self, 0);
 	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 0, p, IN_ORDER, scalar[p]);
+		pair_round(_metadata, self, &d, 0, p, IN_ORDER, PW,
+			   scalar[p]);
 	}
 	ASSERT_EQ(0, set_simd(1));
 	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 1, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 1, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		EXPECT_EQ(0, memcmp(scalar[p], res, sizeof(res))) {
 			TH_LOG("%s %s: simd=1 differs from simd=0",
@@ -1387,7 +1402,7 @@ TEST_F(kf, pairs_fastpath)
 	uint32_t words[PWORDS];
 	struct xina *skel;
 	unsigned int p;
-	int r, i, fd;
+	int r, fd;
 
 	pairs_setup(_metadata, self, 0);
 	skel = fastpath_load();
@@ -1398,11 +1413,7 @@ TEST_F(kf, pairs_fastpath)
 	for (p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
 		pair_data(&d, pairs[p]);
 		for (r = 0; r < PW; r++) {
-			struct contrib c = {
-				.rank = r, .round = p, .op = d.op,
-				.dtype = d.dtype, .count = PWORDS,
-				.words = d.w[r],
-			};
+			struct contrib c = pair_contrib(&d, r, 0, p);
 			size_t len = build(&self->in, &c);
 
 			EXPECT_EQ(r == PW - 1 ? XDP_PASS : XDP_DROP,
@@ -1421,8 +1432,7 @@ TEST_F(kf, pairs_fastpath)
 		EXPECT_EQ(d.dtype, res->xh.dtype);
 		EXPECT_EQ(d.op, res->xh.op);
 		EXPECT_TRUE(result_tag_ok(res));
-		for (i = 0; i < PWORDS; i++)
-			words[i] = ntohl(res->el[i]);
+		result_words(res, words);
 		expect_ref(_metadata, &d, words);
 	}
 	xina__destroy(skel);
@@ -1447,27 +1457,14 @@ TEST_F(kf, int64_odd_count)
 	pairs_setup(_metadata, self, 0);
 	pair_data(&d, 3 * XREF_NOPS + 0);	/* INT64 SUM */
 	ASSERT_EQ(XINA_DTYPE_INT64, d.dtype);
-	SEND(((struct contrib){ .rank = 0, .op = XINA_OP_SUM,
-				.dtype = XINA_DTYPE_INT64, .count = PWORDS,
-				.words = d.w[0] }), XINA_KF_ADDED);
+	SEND(pair_contrib(&d, 0, 0, 0), XINA_KF_ADDED);
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT64, .count = PWORDS - 1,
 				.words = ones }), XINA_KF_REJECT);
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT64, .count = 1,
 				.words = ones }), XINA_KF_REJECT);
-	for (r = 1; r < PW; r++) {
-		struct contrib c = {
-			.rank = r, .op = XINA_OP_SUM, .dtype = XINA_DTYPE_INT64,
-			.count = PWORDS, .words = d.w[r],
-		};
-		size_t len = build(&self->in, &c);
-
-		EXPECT_EQ(r == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
-			  run(self->fd, &self->in, len, &self->out, NULL));
-	}
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	pair_round(_metadata, self, &d, 0, 0, IN_ORDER + 1, PW - 1, res);
 	expect_ref(_metadata, &d, res);
 
 	/* First of a round in slot 1: no round starts, an INT32 one does. */
@@ -1500,15 +1497,12 @@ TEST_F(kf, pair_mismatch)
 	static struct pair_data d;
 	uint32_t res[PWORDS];
 	uint64_t tag;
-	int r;
 
 	pairs_setup(_metadata, self, 0);
 	pair_data(&d, 1 * XREF_NOPS + 2);	/* INT16 MIN */
 	ASSERT_EQ(XINA_DTYPE_INT16, d.dtype);
 	ASSERT_EQ(XINA_OP_MIN, d.op);
-	SEND(((struct contrib){ .rank = 0, .op = XINA_OP_MIN,
-				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
-				.words = d.w[0] }), XINA_KF_ADDED);
+	SEND(pair_contrib(&d, 0, 0, 0), XINA_KF_ADDED);
 	/* Rank 1's words, all lanes lower than any, by other pairs. */
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_MIN,
 				.dtype = XINA_DTYPE_INT8, .count = PWORDS,
@@ -1525,20 +1519,7 @@ TEST_F(kf, pair_mismatch)
 	EXPECT_EQ(4, sysfs_stat("drop_op"));
 	EXPECT_EQ(0, sysfs_stat("drop_range"));
 	EXPECT_EQ(1, sysfs_stat("contributions"));
-	for (r = 1; r < PW; r++) {
-		struct contrib c = {
-			.rank = r, .op = XINA_OP_MIN, .dtype = XINA_DTYPE_INT16,
-			.count = PWORDS, .words = d.w[r],
-		};
-		size_t len = build(&self->in, &c);
-
-		EXPECT_EQ(r == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
-			  run(self->fd, &self->in, len, &self->out, NULL));
-	}
-	EXPECT_EQ(XINA_DTYPE_INT16, self->out.xh.dtype);
-	EXPECT_EQ(XINA_OP_MIN, self->out.xh.op);
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	pair_round(_metadata, self, &d, 0, 0, IN_ORDER + 1, PW - 1, res);
 	expect_ref(_metadata, &d, res);
 	tag = self->out.xh.tag;
 
@@ -1546,15 +1527,12 @@ TEST_F(kf, pair_mismatch)
 	SEND(((struct contrib){ .rank = 2, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
 				.words = d.w[2] }), XINA_KF_DROP);
-	SEND(((struct contrib){ .rank = 2, .op = XINA_OP_MIN,
-				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
-				.words = d.w[2] }), XINA_KF_ANSWER);
+	SEND(pair_contrib(&d, 2, 0, 0), XINA_KF_ANSWER);
 	EXPECT_EQ(XINA_DTYPE_INT16, self->out.xh.dtype);
 	EXPECT_EQ(XINA_OP_MIN, self->out.xh.op);
 	EXPECT_EQ(tag, self->out.xh.tag);
 	EXPECT_TRUE(result_tag_ok(&self->out));
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	result_words(&self->out, res);
 	expect_ref(_metadata, &d, res);
 
 	/* Beyond the wire: checked before any round (REJECT). */
