@@ -923,12 +923,29 @@ XINA_MODES(XINA_CBS_X)
 XINA_LOOPS(copy, XINA_DTYPE_INT32, XINA_OP_SUM, 1)
 
 /* One bpf_loop() call per mode: each is inlined with its own callback. */
-#define XINA_COMMIT_X(name, mode, dtype, op)				\
+#define XINA_LOOP_X(name, mode, dtype, op)				\
 	case mode:							\
-		return xina_commit_loop_##name(&l, n);
-#define XINA_FOLD_X(name, mode, dtype, op)				\
-	case mode:							\
-		return xina_fold_loop_##name(&l, n);
+		return fold ? xina_fold_loop_##name(l, n) :		\
+			      xina_commit_loop_##name(l, n);
+
+/*
+ * The loop of @mode over the blocks of @count words, of the commit (@fold
+ * 0) or of the fold (@fold 1, which has no XINA_M_COPY): @fold is a
+ * constant, so that each caller keeps only its own loops.
+ */
+static __always_inline int xina_loop_run(struct xina_loop *l, __u32 count,
+					 __u32 mode, const int fold)
+{
+	__u32 n = (count + XINA_LBLK - 1) / XINA_LBLK;
+
+	switch (mode) {
+	case XINA_M_COPY:
+		return fold ? -1 : xina_commit_loop_copy(l, n);
+	XINA_MODES(XINA_LOOP_X)
+	default:
+		return -1;
+	}
+}
 
 /*
  * The staged @count words of a contribution whose tag verified and whose
@@ -940,17 +957,11 @@ __noinline int xina_commit(struct xina_part *part,
 			   __u32 how)
 {
 	struct xina_loop l = { .dst = part, .s = s };
-	__u32 n = (count + XINA_LBLK - 1) / XINA_LBLK;
 
 	if (!part || !s || count > XINA_MAX_ELEMS)
 		return -1;
-	switch (how == XINA_HOW_COPY ? XINA_M_COPY : xina_mode_of(how)) {
-	case XINA_M_COPY:
-		return xina_commit_loop_copy(&l, n);
-	XINA_MODES(XINA_COMMIT_X)
-	default:
-		return -1;
-	}
+	return xina_loop_run(&l, count, how == XINA_HOW_COPY ? XINA_M_COPY :
+				  xina_mode_of(how), 0);
 }
 
 /* part->v[@base...] into @n staged elements, in network order. */
@@ -995,15 +1006,10 @@ __noinline int xina_part_fold(struct xina_part *dst,
 			      __u32 how)
 {
 	struct xina_loop l = { .dst = dst, .src = src };
-	__u32 n = (count + XINA_LBLK - 1) / XINA_LBLK;
 
 	if (!dst || !src || count > XINA_MAX_ELEMS)
 		return -1;
-	switch (xina_mode_of(how)) {
-	XINA_MODES(XINA_FOLD_X)
-	default:
-		return -1;
-	}
+	return xina_loop_run(&l, count, xina_mode_of(how), 1);
 }
 
 /* The first @count elements of @part into the frame's first buffer. */

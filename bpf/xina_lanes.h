@@ -30,21 +30,6 @@
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-/* Elements per 32-bit word, 0 for INT64 (two words per element). */
-static __always_inline __u32 xina_dtype_lanes(__u32 dtype)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT32:
-		return 1;
-	case XINA_DTYPE_INT16:
-		return 2;
-	case XINA_DTYPE_INT8:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
 /*
  * Whether a contribution of @count words may carry @dtype and @op: the
  * switch's drop_op test, besides "the same pair as the round".

@@ -153,6 +153,7 @@ $(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c selftests/vm/xnl.h \
 	$(Q)$(CC) $(VM_CFLAGS) -o $@ $<
 
 $(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c selftests/vm/xnl.h \
+			    selftests/xina_ref.h \
 			    kmod/xina_kfunc.h include/uapi/linux/xina.h \
 			    $(O)/bpf/xina_kf.skel.h $(KMOD_LSRC)/.stamp
 	$(Q)mkdir -p $(@D)

@@ -24,7 +24,8 @@ $(ST_OUT)/xdp_pass.bpf.o: selftests/xdp_pass.bpf.c | $(DEPS_STAMP)
 # xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
 SELFTESTS += $(ST_OUT)/xina_fastpath
 $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
-			 bpf/xina_maps.h include/uapi/linux/xina.h \
+			 selftests/xina_ref.h bpf/xina_maps.h \
+			 include/uapi/linux/xina.h \
 			 $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
@@ -61,7 +62,8 @@ $(ST_OUT)/xina_probe: selftests/xina_probe.c
 # xina_ring.sh; built with AddressSanitizer and UBSan (it parses what
 # peers send).
 SELFTESTS += $(ST_OUT)/xina_ringtest
-$(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c user/lib/libxina_ring.c \
+$(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c selftests/xina_ref.h \
+			 user/lib/libxina_ring.c \
 			 user/lib/libxina_ring.h bpf/xina_auth.h bpf/xina_lanes.h \
 			 user/common/xina_keyfile.c user/common/xina_keyfile.h \
 			 include/uapi/linux/xina.h

@@ -39,6 +39,7 @@
 #include "xina_auth.h"
 #include "bpf/xina.skel.h"
 #include "xtest.h"
+#include "xina_ref.h"
 
 #define JOB_ID		7
 #define JOB_IDX		3
@@ -2318,45 +2319,14 @@ TEST(two_cpus_exact)
 
 /* ---- element types and operators --------------------------------------- *
  *
- * Every (dtype, op) pair against a reference computed here element by
- * element, in plain C on int8_t .. int64_t: not through bpf/xina_lanes.h,
- * whose arithmetic the fast path uses, so that the two are independent.
+ * Every (dtype, op) pair against the reference of selftests/xina_ref.h,
+ * computed here element by element in plain C on int8_t .. int64_t: not
+ * through bpf/xina_lanes.h, whose arithmetic the fast path uses, so that
+ * the two are independent.
  */
 
-static const __u8 DTYPES[] = {
-	XINA_DTYPE_INT8, XINA_DTYPE_INT16, XINA_DTYPE_INT32, XINA_DTYPE_INT64,
-};
-static const __u8 OPS[] = {
-	XINA_OP_SUM, XINA_OP_MIN, XINA_OP_MAX, XINA_OP_AND, XINA_OP_OR,
-	XINA_OP_XOR,
-};
-
-#define NDTYPES		(sizeof(DTYPES) / sizeof(DTYPES[0]))
-#define NOPS		(sizeof(OPS) / sizeof(OPS[0]))
 #define T_WORKERS	4
 #define T_ELEMS		(4 * XINA_MAX_ELEMS)	/* int8 in the largest block */
-
-static unsigned int dt_bits(__u8 dtype)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return 8;
-	case XINA_DTYPE_INT16:
-		return 16;
-	case XINA_DTYPE_INT64:
-		return 64;
-	default:
-		return 32;
-	}
-}
-
-static __u64 mix64(__u64 x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 
 /*
  * Element @i of rank @r, @bits wide, sign-extended: element 0 is the
@@ -2364,13 +2334,11 @@ static __u64 mix64(__u64 x)
  * wraps, MIN and MAX meet the extremes), a quarter of the others one of
  * the extremes or their neighbours, the rest random.
  */
-static __s64 tval(unsigned int r, unsigned int i, unsigned int bits,
-		  __u32 seed)
+static int64_t tval(unsigned int r, unsigned int i, __u8 dtype, __u32 seed)
 {
-	__s64 max = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
-	__s64 min = -max - 1;
-	__s64 edge[] = { min, max, -1, 0, 1, min + 1, max - 1 };
-	__u64 x = mix64((__u64)seed << 40 ^ (__u64)r << 32 ^ i);
+	int64_t max = xref_max(dtype), min = xref_min(dtype);
+	int64_t edge[] = { min, max, -1, 0, 1, min + 1, max - 1 };
+	__u64 x = xref_mix64((__u64)seed << 40 ^ (__u64)r << 32 ^ i);
 
 	if (i == 0)
 		return max;
@@ -2378,91 +2346,7 @@ static __s64 tval(unsigned int r, unsigned int i, unsigned int bits,
 		return min;
 	if (!(x & 3))
 		return edge[(x >> 2) % 7];
-	if (bits == 64)
-		return (__s64)x;
-	return (__s64)(x << (64 - bits)) >> (64 - bits);
-}
-
-/* The reference: @a combined with @b as @dtype by @op, in plain C. */
-#define REF_OP(T, UT, op, a, b)						\
-	({								\
-		T x_ = (T)(a), y_ = (T)(b), z_;				\
-		switch (op) {						\
-		case XINA_OP_SUM:					\
-			z_ = (T)(UT)((UT)x_ + (UT)y_);			\
-			break;						\
-		case XINA_OP_MIN:					\
-			z_ = x_ < y_ ? x_ : y_;				\
-			break;						\
-		case XINA_OP_MAX:					\
-			z_ = x_ > y_ ? x_ : y_;				\
-			break;						\
-		case XINA_OP_AND:					\
-			z_ = x_ & y_;					\
-			break;						\
-		case XINA_OP_OR:					\
-			z_ = x_ | y_;					\
-			break;						\
-		default:						\
-			z_ = x_ ^ y_;					\
-			break;						\
-		}							\
-		(__s64)z_;						\
-	})
-
-static __s64 ref_op(__u8 dtype, __u8 op, __s64 a, __s64 b)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return REF_OP(int8_t, uint8_t, op, a, b);
-	case XINA_DTYPE_INT16:
-		return REF_OP(int16_t, uint16_t, op, a, b);
-	case XINA_DTYPE_INT64:
-		return REF_OP(int64_t, uint64_t, op, a, b);
-	default:
-		return REF_OP(int32_t, uint32_t, op, a, b);
-	}
-}
-
-/* @n elements into words as the wire packs them (uapi: "count"). */
-static void t_pack(__u8 dtype, const __s64 *e, unsigned int n, __u32 *w,
-		   unsigned int count)
-{
-	unsigned int i;
-
-	memset(w, 0, count * 4);
-	for (i = 0; i < n; i++) {
-		switch (dtype) {
-		case XINA_DTYPE_INT8:
-			w[i / 4] |= (__u32)(__u8)e[i] << (24 - 8 * (i % 4));
-			break;
-		case XINA_DTYPE_INT16:
-			w[i / 2] |= (__u32)(__u16)e[i] << (16 - 16 * (i % 2));
-			break;
-		case XINA_DTYPE_INT64:
-			w[2 * i] = (__u64)e[i] >> 32;
-			w[2 * i + 1] = (__u32)e[i];
-			break;
-		default:
-			w[i] = (__u32)e[i];
-			break;
-		}
-	}
-}
-
-/* Element @i of the words @w (host order) as @dtype. */
-static __s64 t_elem(__u8 dtype, const __u32 *w, unsigned int i)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return (int8_t)(w[i / 4] >> (24 - 8 * (i % 4)));
-	case XINA_DTYPE_INT16:
-		return (int16_t)(w[i / 2] >> (16 - 16 * (i % 2)));
-	case XINA_DTYPE_INT64:
-		return (int64_t)((__u64)w[2 * i] << 32 | w[2 * i + 1]);
-	default:
-		return (int32_t)w[i];
-	}
+	return xref_sext(x, xref_bits(dtype));
 }
 
 struct tround {
@@ -2476,7 +2360,7 @@ struct tround {
 	unsigned int wrapped;	/* SUM: elements whose sum wrapped */
 };
 
-static __s64 t_e[T_WORKERS][T_ELEMS];
+static int64_t t_e[T_WORKERS][T_ELEMS];
 static __u32 t_w[T_WORKERS][XINA_MAX_ELEMS];
 
 /*
@@ -2487,22 +2371,20 @@ static __u32 t_w[T_WORKERS][XINA_MAX_ELEMS];
  */
 static int t_round(struct tround *t)
 {
-	unsigned int lanes = 32 * t->count / dt_bits(t->dtype);
+	unsigned int lanes = xref_elems(t->dtype, t->count);
 	int ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned int k, r, i, bad = 0;
 	const struct xina_hdr *xh;
 	struct contrib c;
 	struct run r_;
-	__s64 want;
 	__int128 exact;
+	int64_t want;
 	int ret;
 
-	if (dt_bits(t->dtype) == 64)
-		lanes = t->count / 2;
 	for (r = 0; r < t->workers; r++) {
 		for (i = 0; i < t->nelem; i++)
-			t_e[r][i] = tval(r, i, dt_bits(t->dtype), t->seed);
-		t_pack(t->dtype, t_e[r], t->nelem, t_w[r], t->count);
+			t_e[r][i] = tval(r, i, t->dtype, t->seed);
+		xref_pack(t->dtype, t_e[r], t->nelem, t_w[r], t->count);
 	}
 	for (k = 0; k < t->workers; k++) {
 		r = t->order[k];
@@ -2513,8 +2395,9 @@ static int t_round(struct tround *t)
 		c.words = t_w[r];
 		ret = send_c(&c, &r_);
 		if (ret != (k + 1 < t->workers ? XDP_DROP : V_RESULT)) {
-			XT_LOG("dtype %u op %u slot %u round %u rank %u: verdict %d",
-			       t->dtype, t->op, t->slot, t->round, r, ret);
+			XT_LOG("%s %s slot %u round %u rank %u: verdict %d",
+			       xref_dtype_name(t->dtype), xref_op_name(t->op),
+			       t->slot, t->round, r, ret);
 			return -1;
 		}
 	}
@@ -2524,8 +2407,9 @@ static int t_round(struct tround *t)
 	    xh->type != XINA_T_RESULT || xh->dtype != t->dtype ||
 	    xh->op != t->op || ntohs(xh->count) != t->count ||
 	    !result_tag_ok(r_.out)) {
-		XT_LOG("dtype %u op %u: result header: type %u dtype %u op %u count %u",
-		       t->dtype, t->op, xh->type, xh->dtype, xh->op,
+		XT_LOG("%s %s: result header: type %u dtype %u op %u count %u",
+		       xref_dtype_name(t->dtype), xref_op_name(t->op),
+		       xh->type, xh->dtype, xh->op,
 		       ntohs(xh->count));
 		return -1;
 	}
@@ -2539,18 +2423,20 @@ static int t_round(struct tround *t)
 			want = t_e[0][i];
 			exact = want;
 			for (r = 1; r < t->workers; r++) {
-				want = ref_op(t->dtype, t->op, want, t_e[r][i]);
+				want = xref_fold(t->dtype, t->op, want,
+						 t_e[r][i]);
 				exact += t_e[r][i];
 			}
 		}
 		if (t->op == XINA_OP_SUM && exact != want)
 			t->wrapped++;
-		if (t_elem(t->dtype, t->res, i) != want) {
+		if (xref_get(t->dtype, t->res, i) != want) {
 			if (!bad)
-				XT_LOG("dtype %u op %u slot %u round %u elem %u%s: %lld, want %lld",
-				       t->dtype, t->op, t->slot, t->round, i,
+				XT_LOG("%s %s slot %u round %u elem %u%s: %lld, want %lld",
+				       xref_dtype_name(t->dtype),
+				       xref_op_name(t->op), t->slot, t->round, i,
 				       i < t->nelem ? "" : " (padding)",
-				       (long long)t_elem(t->dtype, t->res, i),
+				       (long long)xref_get(t->dtype, t->res, i),
 				       (long long)want);
 			bad++;
 		}
@@ -2574,29 +2460,28 @@ static const unsigned int T_ORDERS[][T_WORKERS] = {
 TEST(types_every_pair)
 {
 	static struct tround t, first;
-	unsigned int d, o, n, bad = 0, wrapped[NDTYPES] = { 0 };
+	unsigned int d, o, n, bad = 0, wrapped[XREF_NDTYPES] = { 0 };
 	int e;
 
-	ASSERT_OK(job_add(T_WORKERS, NDTYPES * NOPS, 64, false));
-	for (d = 0; d < NDTYPES; d++) {
-		for (o = 0; o < NOPS; o++) {
+	ASSERT_OK(job_add(T_WORKERS, XREF_NPAIRS, 64, false));
+	for (d = 0; d < XREF_NDTYPES; d++) {
+		for (o = 0; o < XREF_NOPS; o++) {
 			for (n = 0; n < T_NORDERS; n++) {
 				t = (struct tround){
-					.dtype = DTYPES[d], .op = OPS[o],
-					.slot = d * NOPS + o, .round = n,
-					.seed = d * NOPS + o,
+					.dtype = XREF_DTYPES[d],
+					.op = XREF_OPS[o],
+					.slot = d * XREF_NOPS + o, .round = n,
+					.seed = d * XREF_NOPS + o,
 					.workers = T_WORKERS,
-					.count = DTYPES[d] ==
+					.count = XREF_DTYPES[d] ==
 						 XINA_DTYPE_INT64 ? 38 : 37,
 					.order = T_ORDERS[n],
 				};
-				t.nelem = 32 * t.count / dt_bits(t.dtype);
+				t.nelem = xref_elems(t.dtype, t.count);
 				if (t.dtype == XINA_DTYPE_INT8)
 					t.nelem -= 3;
 				if (t.dtype == XINA_DTYPE_INT16)
 					t.nelem -= 1;
-				if (t.dtype == XINA_DTYPE_INT64)
-					t.nelem = t.count / 2;
 				e = t_round(&t);
 				ASSERT_TRUE(e >= 0, "round failed");
 				bad += e;
@@ -2606,20 +2491,21 @@ TEST(types_every_pair)
 					continue;
 				}
 				if (memcmp(first.res, t.res, 4 * t.count)) {
-					XT_LOG("dtype %u op %u: order %u gives other bits than order 0",
-					       t.dtype, t.op, n);
+					XT_LOG("%s %s: order %u gives other bits than order 0",
+					       xref_dtype_name(t.dtype),
+					       xref_op_name(t.op), n);
 					bad++;
 				}
 			}
 		}
 	}
 	EXPECT_EQ(bad, 0);
-	for (d = 0; d < NDTYPES; d++)
-		EXPECT_TRUE(wrapped[d] > 0, "dtype %u: no SUM wrapped",
-			    DTYPES[d]);
-	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), NDTYPES * NOPS * T_NORDERS);
+	for (d = 0; d < XREF_NDTYPES; d++)
+		EXPECT_TRUE(wrapped[d] > 0, "%s: no SUM wrapped",
+			    xref_dtype_name(XREF_DTYPES[d]));
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), XREF_NPAIRS * T_NORDERS);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB),
-		  NDTYPES * NOPS * T_NORDERS * T_WORKERS);
+		  XREF_NPAIRS * T_NORDERS * T_WORKERS);
 	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), 0);
 }
 
@@ -2703,27 +2589,28 @@ TEST(round_keeps_its_pair)
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	ASSERT_EQ(jstat(XINA_STAT_CONTRIB), 1);
 	ASSERT_OK(snap_take(&s));
-	for (d = 0; d < NDTYPES; d++) {
-		for (o = 0; o < NOPS; o++) {
-			if (DTYPES[d] == XINA_DTYPE_INT16 &&
-			    OPS[o] == XINA_OP_MIN)
+	for (d = 0; d < XREF_NDTYPES; d++) {
+		for (o = 0; o < XREF_NOPS; o++) {
+			if (XREF_DTYPES[d] == XINA_DTYPE_INT16 &&
+			    XREF_OPS[o] == XINA_OP_MIN)
 				continue;
-			c = contrib(1, 1, 0, 8, OPS[o]);
-			c.dtype = DTYPES[d];
-			snprintf(what, sizeof(what), "dtype %u op %u",
-				 DTYPES[d], OPS[o]);
+			c = contrib(1, 1, 0, 8, XREF_OPS[o]);
+			c.dtype = XREF_DTYPES[d];
+			snprintf(what, sizeof(what), "%s %s",
+				 xref_dtype_name(XREF_DTYPES[d]),
+				 xref_op_name(XREF_OPS[o]));
 			EXPECT_EQ(refused(what, &c, NO_STAT,
 					  XINA_STAT_DROP_OP, &s), 0);
 			refusals++;
 		}
 	}
-	EXPECT_EQ(refusals, NDTYPES * NOPS - 1);
+	EXPECT_EQ(refusals, XREF_NPAIRS - 1);
 	free(s.buf);
 	c = contrib(1, 1, 0, 8, XINA_OP_MIN);
 	c.dtype = XINA_DTYPE_INT16;
 	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 2);
-	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), NDTYPES * NOPS - 1);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), XREF_NPAIRS - 1);
 }
 
 /* ---- fan-out: xina_fanout on the TC hook, live ----------------------------- */

@@ -94,6 +94,23 @@ def half_bound(name, world, stack, r):
             2.0 ** (qmin - 1) + 2.0 ** -52 * np.abs(r)) * (1 + 2.0 ** -40)
 
 
+def half_check(name, what, stack, got):
+    """A 16-bit average got (float64) against the exact average of the
+    rows of stack (every rank's input, float64) within half_bound():
+    exits with the first element beyond it named, else returns the exact
+    average, the bound and the worst error/bound."""
+    world = stack.shape[0]
+    exact = stack.sum(axis=0) / world
+    b = half_bound(name, world, stack, got)
+    err = np.abs(got - exact)
+    if np.any(err > b):
+        k = int(np.argmax(err - b))
+        raise SystemExit(f"FAIL: {name} {what} {k}: {got[k]!r}, exact "
+                         f"{exact[k]!r}, off by {err[k]:.3g} > bound "
+                         f"{b[k]:.3g}")
+    return exact, b, float(np.max(err / b))
+
+
 def half_slots(name, sizes, elems):
     """Slots of 16-bit avg calls: elems 32-bit words a packet, an element
     a lane, and the int32 max call of their blocks' exponents."""
@@ -132,19 +149,12 @@ def main_float16(a, rank, world, elems):
         every = [torch.empty_like(local) for _ in range(world)]
         dist.all_gather(every, local)
         stack = torch.stack(every).double().numpy()
-        exact = stack.sum(axis=0) / world
-        gx = flat_grads(mx).double().numpy()
-        b = half_bound("float16", world, stack, gx)
-        err = np.abs(gx - exact)
-        if np.any(err > b):
-            k = int(np.argmax(err - b))
-            raise SystemExit(f"FAIL: float16 step {step}: gradient {k} "
-                             f"{gx[k]!r}, exact {exact[k]!r}, off by "
-                             f"{err[k]:.3g} > bound {b[k]:.3g}")
+        exact, b, w = half_check("float16", f"step {step}: gradient",
+                                 stack, flat_grads(mx).double().numpy())
         if not np.any(np.abs(exact - local.double().numpy()) > b):
             raise SystemExit(f"FAIL: float16 step {step}: the average is "
                              "the local gradient: nothing was reduced")
-        worst = max(worst, float(np.max(err / b)))
+        worst = max(worst, w)
         opt.step()
     params = torch.cat([p.detach().reshape(-1) for p in mx.parameters()])
     every = [torch.empty_like(params) for _ in range(world)]
@@ -189,17 +199,10 @@ def main_bfloat16(a, rank, world, elems):
         got = f.wait()
         if got.dtype != torch.bfloat16:
             raise SystemExit(f"FAIL: bucket {k} came back as {got.dtype}")
-        stack = torch.stack(ins[k]).double().numpy()
-        exact = stack.sum(axis=0) / world
-        r = got.double().numpy()
-        b = half_bound("bfloat16", world, stack, r)
-        err = np.abs(r - exact)
-        if np.any(err > b):
-            j = int(np.argmax(err - b))
-            raise SystemExit(f"FAIL: bfloat16 bucket {k} element {j}: "
-                             f"{r[j]!r}, exact {exact[j]!r}, off by "
-                             f"{err[j]:.3g} > bound {b[j]:.3g}")
-        worst = max(worst, float(np.max(err / b)))
+        _, _, w = half_check("bfloat16", f"bucket {k} element",
+                             torch.stack(ins[k]).double().numpy(),
+                             got.double().numpy())
+        worst = max(worst, w)
     print(f"ok: bfloat16: {len(sizes)} buckets through the hook "
           f"({state.max_in_flight} in flight at once) within the bound of "
           f"the exact average (worst error/bound {worst:.3f})", flush=True)

@@ -9,9 +9,9 @@
  *
  * Every (dtype, op) pair of the wire in turn: each rank fills the words
  * with values only its rank and the pair determine, computes the expected
- * result of all ranks itself, element by element in plain C on int8_t,
- * int16_t, int32_t and int64_t (independent of bpf/xina_lanes.h, which the
- * ring folds with), runs the ring and compares every word.  With -d, every
+ * result of all ranks itself, element by element by the reference of
+ * selftests/xina_ref.h (independent of bpf/xina_lanes.h, which the ring
+ * folds with), runs the ring and compares every word.  With -d, every
  * rank marks some blocks done, holding the expected result there (as a
  * switch's answer before it went away), and the others' copies of those
  * blocks hold garbage: the result must still be exact everywhere.  TAP on
@@ -34,6 +34,7 @@
 
 #include "../user/lib/libxina_ring.h"
 #include "../user/common/xina_keyfile.h"
+#include "xina_ref.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -60,79 +61,26 @@ static uint32_t input_word(uint32_t r, uint32_t dt, uint32_t op, size_t i)
 	}
 }
 
-static int64_t fold64(int64_t a, int64_t b, uint32_t op)
+/*
+ * The expected @n words: every rank's, element by element, folded by
+ * selftests/xina_ref.h; @in has room for @workers times @n words.
+ */
+static void reference(uint32_t *out, uint32_t *in, size_t n,
+		      uint32_t workers, uint32_t dt, uint32_t op)
 {
-	switch (op) {
-	case XINA_OP_SUM:
-		return (int64_t)((uint64_t)a + (uint64_t)b);
-	case XINA_OP_MAX:
-		return a > b ? a : b;
-	case XINA_OP_MIN:
-		return a < b ? a : b;
-	case XINA_OP_AND:
-		return a & b;
-	case XINA_OP_OR:
-		return a | b;
-	default:
-		return a ^ b;
-	}
-}
-
-/* One element of width @bits, sign-extended, folded and wrapped. */
-static int64_t fold_w(int64_t a, int64_t b, uint32_t op, int bits)
-{
-	int64_t v = fold64(a, b, op);
-
-	if (bits == 8)
-		return (int8_t)v;
-	if (bits == 16)
-		return (int16_t)v;
-	if (bits == 32)
-		return (int32_t)v;
-	return v;
-}
-
-/* The expected words: every rank's, element by element. */
-static void reference(uint32_t *out, size_t n, uint32_t workers,
-		      uint32_t dt, uint32_t op)
-{
-	int bits = dt == XINA_DTYPE_INT8 ? 8 : dt == XINA_DTYPE_INT16 ? 16 : 32;
-	size_t i;
+	size_t i, nel = xref_elems(dt, n);
 	uint32_t r;
-	int l, lanes = 32 / bits;
+	int64_t acc;
 
-	if (dt == XINA_DTYPE_INT64) {
-		for (i = 0; i + 1 < n; i += 2) {
-			int64_t acc = 0, v;
-
-			for (r = 0; r < workers; r++) {
-				v = (int64_t)((uint64_t)input_word(r, dt, op, i) << 32 |
-					      input_word(r, dt, op, i + 1));
-				acc = r ? fold64(acc, v, op) : v;
-			}
-			out[i] = (uint64_t)acc >> 32;
-			out[i + 1] = (uint32_t)acc;
-		}
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		uint32_t w = 0;
-
-		for (l = 0; l < lanes; l++) {
-			int shift = 32 - bits * (l + 1);
-			int64_t acc = 0, v;
-
-			for (r = 0; r < workers; r++) {
-				uint32_t x = input_word(r, dt, op, i) >> shift;
-
-				v = bits == 8 ? (int8_t)x : bits == 16 ?
-				    (int16_t)x : (int32_t)x;
-				acc = r ? fold_w(acc, v, op, bits) : v;
-			}
-			w |= (uint32_t)((uint64_t)acc & (bits == 32 ? 0xffffffffu :
-						(1u << bits) - 1)) << shift;
-		}
-		out[i] = w;
+	for (r = 0; r < workers; r++)
+		for (i = 0; i < n; i++)
+			in[r * n + i] = input_word(r, dt, op, i);
+	for (i = 0; i < nel; i++) {
+		acc = xref_get(dt, in, i);
+		for (r = 1; r < workers; r++)
+			acc = xref_fold(dt, op, acc,
+					xref_get(dt, in + r * n, i));
+		xref_set(dt, out, i, acc);
 	}
 }
 
@@ -151,19 +99,10 @@ static int parse_addr(const char *s, struct sockaddr_in *a)
 	return inet_pton(AF_INET, ip, &a->sin_addr) == 1 && a->sin_port ? 0 : -1;
 }
 
-static const char *const dt_name[] = {
-	[XINA_DTYPE_INT32] = "int32", [XINA_DTYPE_INT8] = "int8",
-	[XINA_DTYPE_INT16] = "int16", [XINA_DTYPE_INT64] = "int64",
-};
-static const char *const op_name[] = {
-	[XINA_OP_SUM] = "sum", [XINA_OP_MAX] = "max", [XINA_OP_MIN] = "min",
-	[XINA_OP_AND] = "and", [XINA_OP_OR] = "or", [XINA_OP_XOR] = "xor",
-};
-
 int main(int argc, char **argv)
 {
-	uint32_t rank = 0, workers = 0, job = 1, dt, op;
-	size_t nwords = 10000, bw = 256, i, b, nb;
+	uint32_t rank = 0, workers = 0, job = 1, dt, op, *in;
+	size_t nwords = 10000, bw = 256, i, b, nb, d, o;
 	uint8_t secret[XINA_SECRET_BYTES];
 	const char *peers_s = NULL, *key = NULL;
 	struct sockaddr_in *peers;
@@ -232,9 +171,10 @@ int main(int argc, char **argv)
 	nb = (nwords + bw - 1) / bw;
 	w = malloc(nwords * 4);
 	want = malloc(nwords * 4);
+	in = malloc(workers * nwords * 4);
 	if (with_done)
 		done = calloc(nb, 1);
-	printf("1..%d\n", 1 + 4 * 6);
+	printf("1..%zu\n", 1 + XREF_NPAIRS);
 	/* A call the ring refuses (INT64 over an odd count) changes nothing. */
 	for (i = 0; i < nwords; i++)
 		w[i] = (uint32_t)i;
@@ -246,12 +186,15 @@ int main(int argc, char **argv)
 	printf("%sok %d - int64 over %zu words refused (%s), buffer unchanged\n",
 	       e == -EINVAL && i == nwords ? "" : "not ", t, nwords | 1, err);
 	fails += !(e == -EINVAL && i == nwords);
-	for (dt = XINA_DTYPE_INT32; dt < __XINA_DTYPE_MAX; dt++) {
-		for (op = XINA_OP_SUM; op < __XINA_OP_WIRE_MAX; op++) {
-			size_t n = dt == XINA_DTYPE_INT64 ? nwords & ~(size_t)1 :
-				   nwords;
+	for (d = 0; d < XREF_NDTYPES; d++) {
+		for (o = 0; o < XREF_NOPS; o++) {
+			size_t n;
 
-			reference(want, n, workers, dt, op);
+			dt = XREF_DTYPES[d];
+			op = XREF_OPS[o];
+			n = dt == XINA_DTYPE_INT64 ? nwords & ~(size_t)1 :
+			    nwords;
+			reference(want, in, n, workers, dt, op);
 			for (i = 0; i < n; i++)
 				w[i] = input_word(rank, dt, op, i);
 			if (done) {
@@ -275,8 +218,9 @@ int main(int argc, char **argv)
 			t++;
 			if (e || i < n) {
 				fails++;
-				printf("not ok %d - %s %s: %s", t, dt_name[dt],
-				       op_name[op], e ? err : "");
+				printf("not ok %d - %s %s: %s", t,
+				       xref_dtype_name(dt), xref_op_name(op),
+				       e ? err : "");
 				if (!e)
 					printf("word %zu is %08x, expected %08x",
 					       i, w[i], want[i]);
@@ -285,7 +229,7 @@ int main(int argc, char **argv)
 					break;
 			} else {
 				printf("ok %d - %s %s, %zu words\n", t,
-				       dt_name[dt], op_name[op], n);
+				       xref_dtype_name(dt), xref_op_name(op), n);
 			}
 		}
 		if (fails && e)
@@ -299,6 +243,7 @@ int main(int argc, char **argv)
 	xina_ring_close(r);
 	free(w);
 	free(want);
+	free(in);
 	free(done);
 	free(peers);
 	return fails ? 1 : 0;

@@ -41,6 +41,7 @@
 #include "../../kmod/xina_kfunc.h"
 #include "bpf/xina_kf.skel.h"
 #include "kselftest_harness.h"
+#include "../xina_ref.h"
 
 #define OBJ	"/xina/bpf/xina_kfunc.bpf.o"
 #define SYSFS	"/sys/kernel/xina"
@@ -1123,153 +1124,23 @@ TEST_F(kf, simd_sums)
 /*
  * The pair tests' job: PW workers, PWORDS words per contribution (nine
  * vector steps of simd=1 and a tail of two; 19 INT64 elements), PSLOTS
- * slots.  The reference is computed here per element by C arithmetic on
- * int8_t .. int64_t (not through bpf/xina_lanes.h), from elements packed
- * into words by the rules of include/uapi/linux/xina.h.
+ * slots.  The reference is selftests/xina_ref.h's, per element by C
+ * arithmetic on int8_t .. int64_t (not through bpf/xina_lanes.h), from
+ * elements packed into words by the rules of include/uapi/linux/xina.h.
  */
 #define PW	4
 #define PWORDS	38
 #define PSLOTS	4
 #define PMAX	(PWORDS * 4)	/* elements of the narrowest type */
 
-static const uint8_t DTYPES[] = {
-	XINA_DTYPE_INT8, XINA_DTYPE_INT16, XINA_DTYPE_INT32, XINA_DTYPE_INT64,
-};
-static const uint8_t OPS[] = {
-	XINA_OP_SUM, XINA_OP_MAX, XINA_OP_MIN, XINA_OP_AND, XINA_OP_OR,
-	XINA_OP_XOR,
-};
-#define NDT	(sizeof(DTYPES) / sizeof(DTYPES[0]))
-#define NOPS	(sizeof(OPS) / sizeof(OPS[0]))
-#define NPAIRS	(NDT * NOPS)
-
-static const char *const DT_NAME[] = {
-	[XINA_DTYPE_INT8] = "int8", [XINA_DTYPE_INT16] = "int16",
-	[XINA_DTYPE_INT32] = "int32", [XINA_DTYPE_INT64] = "int64",
-};
-static const char *const OP_NAME[] = {
-	[XINA_OP_SUM] = "sum", [XINA_OP_MAX] = "max", [XINA_OP_MIN] = "min",
-	[XINA_OP_AND] = "and", [XINA_OP_OR] = "or", [XINA_OP_XOR] = "xor",
-};
-
-static int dt_bits(uint8_t dtype)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return 8;
-	case XINA_DTYPE_INT16:
-		return 16;
-	case XINA_DTYPE_INT64:
-		return 64;
-	default:
-		return 32;
-	}
-}
-
-/* Elements of @dtype in @words words. */
-static int dt_elems(uint8_t dtype, int words)
-{
-	return words * 32 / dt_bits(dtype);
-}
-
-/* The type's least and greatest values. */
-static int64_t dt_min(uint8_t dtype)
-{
-	return dt_bits(dtype) == 64 ? INT64_MIN :
-	       -((int64_t)1 << (dt_bits(dtype) - 1));
-}
-
-static int64_t dt_max(uint8_t dtype)
-{
-	return dt_bits(dtype) == 64 ? INT64_MAX :
-	       ((int64_t)1 << (dt_bits(dtype) - 1)) - 1;
-}
-
 /*
- * Pack @n elements (each in @dtype's range) into words: INT16 two per
- * word, INT8 four, the first in the high bits; INT64 two words per
- * element, high first.
- */
-static void pack(uint8_t dtype, const int64_t *e, int n, uint32_t *w)
-{
-	int i;
-
-	memset(w, 0, dt_bits(dtype) * n / 8);
-	for (i = 0; i < n; i++) {
-		switch (dtype) {
-		case XINA_DTYPE_INT8:
-			w[i / 4] |= (uint32_t)(uint8_t)e[i] << (24 - 8 * (i % 4));
-			break;
-		case XINA_DTYPE_INT16:
-			w[i / 2] |= (uint32_t)(uint16_t)e[i] << (16 - 16 * (i % 2));
-			break;
-		case XINA_DTYPE_INT32:
-			w[i] = (uint32_t)e[i];
-			break;
-		default:
-			w[2 * i] = (uint64_t)e[i] >> 32;
-			w[2 * i + 1] = (uint32_t)e[i];
-		}
-	}
-}
-
-static int64_t unpack_one(uint8_t dtype, const uint32_t *w, int i)
-{
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return (int8_t)(w[i / 4] >> (24 - 8 * (i % 4)));
-	case XINA_DTYPE_INT16:
-		return (int16_t)(w[i / 2] >> (16 - 16 * (i % 2)));
-	case XINA_DTYPE_INT32:
-		return (int32_t)w[i];
-	default:
-		return (int64_t)((uint64_t)w[2 * i] << 32 | w[2 * i + 1]);
-	}
-}
-
-/* @op on two elements of type T: SUM wraps (through the unsigned type). */
-#define REF_OP(T, UT, op, a, b)						\
-	((op) == XINA_OP_SUM ? (T)(UT)((UT)(a) + (UT)(b)) :		\
-	 (op) == XINA_OP_MAX ? ((a) > (b) ? (a) : (b)) :		\
-	 (op) == XINA_OP_MIN ? ((a) < (b) ? (a) : (b)) :		\
-	 (op) == XINA_OP_AND ? (T)((a) & (b)) :				\
-	 (op) == XINA_OP_OR ? (T)((a) | (b)) : (T)((a) ^ (b)))
-
-static int64_t ref_op(uint8_t dtype, uint8_t op, int64_t x, int64_t y)
-{
-	int8_t a8 = x, b8 = y;
-	int16_t a16 = x, b16 = y;
-	int32_t a32 = x, b32 = y;
-
-	switch (dtype) {
-	case XINA_DTYPE_INT8:
-		return REF_OP(int8_t, uint8_t, op, a8, b8);
-	case XINA_DTYPE_INT16:
-		return REF_OP(int16_t, uint16_t, op, a16, b16);
-	case XINA_DTYPE_INT32:
-		return REF_OP(int32_t, uint32_t, op, a32, b32);
-	default:
-		return REF_OP(int64_t, uint64_t, op, x, y);
-	}
-}
-
-static uint64_t prng(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/*
- * The elements of pair @p (index into DTYPES x OPS) for every rank, and
- * their words.  Element 0 is the type's greatest value at every rank (its
- * SUM wraps to -PW: PW * (2^(w-1) - 1) = 2^(w+1) - 4 modulo 2^w with PW
- * 4), element 1 its least at every rank (SUM wraps to 0), element 2 the
- * least at rank 0, the greatest at rank 1 and 0 elsewhere (MIN and MAX at
- * the extremes), element 3 -1 at every rank (SUM -PW without a wrap);
- * the others random, every fourth one again an extreme.
+ * The elements of pair @p (index into XREF_DTYPES x XREF_OPS) for every
+ * rank, and their words.  Element 0 is the type's greatest value at every
+ * rank (its SUM wraps to -PW: PW * (2^(w-1) - 1) = 2^(w+1) - 4 modulo 2^w
+ * with PW 4), element 1 its least at every rank (SUM wraps to 0), element
+ * 2 the least at rank 0, the greatest at rank 1 and 0 elsewhere (MIN and
+ * MAX at the extremes), element 3 -1 at every rank (SUM -PW without a
+ * wrap); the others random, every fourth one again an extreme.
  */
 struct pair_data {
 	uint8_t dtype, op;
@@ -1284,58 +1155,75 @@ static void pair_data(struct pair_data *d, unsigned int p)
 	uint64_t seed = 0x78696e61ull * (p + 1);
 	int r, i;
 
-	d->dtype = DTYPES[p / NOPS];
-	d->op = OPS[p % NOPS];
-	d->n = dt_elems(d->dtype, PWORDS);
+	d->dtype = XREF_DTYPES[p / XREF_NOPS];
+	d->op = XREF_OPS[p % XREF_NOPS];
+	d->n = xref_elems(d->dtype, PWORDS);
 	for (r = 0; r < PW; r++) {
 		for (i = 0; i < d->n; i++) {
-			uint64_t x = prng(&seed);
+			uint64_t x = xref_rand(&seed);
 
 			/* In range: sign-extended from the type's width. */
-			d->e[r][i] = dt_bits(d->dtype) == 64 ? (int64_t)x :
-				     ((int64_t)(x << (64 - dt_bits(d->dtype))) >>
-				      (64 - dt_bits(d->dtype)));
+			d->e[r][i] = xref_sext(x, xref_bits(d->dtype));
 			if (i % 4 == 3 && x % 3 == 0)
-				d->e[r][i] = x & 8 ? dt_max(d->dtype) : dt_min(d->dtype);
+				d->e[r][i] = x & 8 ? xref_max(d->dtype) :
+					     xref_min(d->dtype);
 		}
-		d->e[r][0] = dt_max(d->dtype);
-		d->e[r][1] = dt_min(d->dtype);
-		d->e[r][2] = r == 0 ? dt_min(d->dtype) : r == 1 ? dt_max(d->dtype) : 0;
+		d->e[r][0] = xref_max(d->dtype);
+		d->e[r][1] = xref_min(d->dtype);
+		d->e[r][2] = r == 0 ? xref_min(d->dtype) :
+			     r == 1 ? xref_max(d->dtype) : 0;
 		d->e[r][3] = -1;
-		pack(d->dtype, d->e[r], d->n, d->w[r]);
+		xref_pack(d->dtype, d->e[r], d->n, d->w[r], PWORDS);
 	}
 	for (i = 0; i < d->n; i++) {
 		d->ref[i] = d->e[0][i];
 		for (r = 1; r < PW; r++)
-			d->ref[i] = ref_op(d->dtype, d->op, d->ref[i], d->e[r][i]);
+			d->ref[i] = xref_fold(d->dtype, d->op, d->ref[i],
+					      d->e[r][i]);
 	}
 }
 
+/* Rank @rank's contribution of @d to @slot, @round. */
+static struct contrib pair_contrib(const struct pair_data *d, int rank,
+				   uint32_t slot, uint32_t round)
+{
+	return (struct contrib){
+		.rank = rank, .slot = slot, .round = round, .op = d->op,
+		.dtype = d->dtype, .count = PWORDS, .words = d->w[rank],
+	};
+}
+
+/* The words of the result @p, host order. */
+static void result_words(const struct pkt *p, uint32_t *res)
+{
+	int i;
+
+	for (i = 0; i < PWORDS; i++)
+		res[i] = ntohl(p->el[i]);
+}
+
 /*
- * One round of @d in @slot, @round, the ranks arriving in @order: every
- * contribution but the last ADDED, the last the RESULT, whose header is
- * the round's (dtype, op, count, rank 0, the result key's tag) and whose
- * words go to @res.
+ * One round of @d in @slot, @round, or the rest of it: the @n ranks of
+ * @order arriving in turn, every contribution but the last ADDED, the
+ * last the RESULT, whose header is the round's (dtype, op, count, rank 0,
+ * the result key's tag) and whose words go to @res.
  */
 static void pair_round(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(kf) *self, const struct pair_data *d,
-		       uint32_t slot, uint32_t round, const int *order,
+		       uint32_t slot, uint32_t round, const int *order, int n,
 		       uint32_t *res)
 {
-	int k, i;
+	int k;
 
-	for (k = 0; k < PW; k++) {
-		struct contrib c = {
-			.rank = order[k], .slot = slot, .round = round,
-			.op = d->op, .dtype = d->dtype, .count = PWORDS,
-			.words = d->w[order[k]],
-		};
+	for (k = 0; k < n; k++) {
+		struct contrib c = pair_contrib(d, order[k], slot, round);
 		size_t len = build(&self->in, &c);
 
-		EXPECT_EQ(k == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
+		EXPECT_EQ(k == n - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
 			  run(self->fd, &self->in, len, &self->out, NULL)) {
-			TH_LOG("%s %s: rank %d (arrival %d)", DT_NAME[d->dtype],
-			       OP_NAME[d->op], order[k], k);
+			TH_LOG("%s %s: rank %d (arrival %d)",
+			       xref_dtype_name(d->dtype), xref_op_name(d->op),
+			       order[k], k);
 		}
 	}
 	EXPECT_EQ(XINA_T_RESULT, self->out.xh.type);
@@ -1344,8 +1232,7 @@ static void pair_round(struct __test_metadata *_metadata,
 	EXPECT_EQ(PWORDS, ntohs(self->out.xh.count));
 	EXPECT_EQ(0, ntohs(self->out.xh.rank));
 	EXPECT_TRUE(result_tag_ok(&self->out));
-	for (i = 0; i < PWORDS; i++)
-		res[i] = ntohl(self->out.el[i]);
+	result_words(&self->out, res);
 }
 
 /* The result words @res against the reference, element by element. */
@@ -1355,7 +1242,7 @@ static void expect_ref(struct __test_metadata *_metadata,
 	int i, bad = 0, first = -1;
 
 	for (i = 0; i < d->n; i++) {
-		if (unpack_one(d->dtype, res, i) != d->ref[i]) {
+		if (xref_get(d->dtype, res, i) != d->ref[i]) {
 			bad++;
 			if (first < 0)
 				first = i;
@@ -1363,8 +1250,9 @@ static void expect_ref(struct __test_metadata *_metadata,
 	}
 	EXPECT_EQ(0, bad) {
 		TH_LOG("%s %s: %d of %d elements wrong, first [%d]: %lld, want %lld",
-		       DT_NAME[d->dtype], OP_NAME[d->op], bad, d->n, first,
-		       (long long)unpack_one(d->dtype, res, first),
+		       xref_dtype_name(d->dtype), xref_op_name(d->op), bad,
+		       d->n, first,
+		       (long long)xref_get(d->dtype, res, first),
 		       (long long)d->ref[first]);
 	}
 }
@@ -1394,26 +1282,26 @@ TEST_F(kf, pairs_reference)
 	unsigned int p;
 
 	pairs_setup(_metadata, self, 0);
-	for (p = 0; p < NPAIRS; p++) {
+	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 0, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 0, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		switch (d.op) {
 		case XINA_OP_SUM:
-			EXPECT_EQ(-PW, unpack_one(d.dtype, res, 0));
-			EXPECT_EQ(0, unpack_one(d.dtype, res, 1));
-			EXPECT_EQ(-PW, unpack_one(d.dtype, res, 3));
+			EXPECT_EQ(-PW, xref_get(d.dtype, res, 0));
+			EXPECT_EQ(0, xref_get(d.dtype, res, 1));
+			EXPECT_EQ(-PW, xref_get(d.dtype, res, 3));
 			break;
 		case XINA_OP_MAX:
-			EXPECT_EQ(dt_max(d.dtype), unpack_one(d.dtype, res, 2));
+			EXPECT_EQ(xref_max(d.dtype), xref_get(d.dtype, res, 2));
 			break;
 		case XINA_OP_MIN:
-			EXPECT_EQ(dt_min(d.dtype), unpack_one(d.dtype, res, 2));
+			EXPECT_EQ(xref_min(d.dtype), xref_get(d.dtype, res, 2));
 			break;
 		}
 	}
-	EXPECT_EQ(NPAIRS * PW, sysfs_stat("contributions"));
-	EXPECT_EQ(NPAIRS, sysfs_stat("completions"));
+	EXPECT_EQ(XREF_NPAIRS * PW, sysfs_stat("contributions"));
+	EXPECT_EQ(XREF_NPAIRS, sysfs_stat("completions"));
 	EXPECT_EQ(0, sysfs_stat("drop_op"));
 	EXPECT_EQ(0, sysfs_stat("drop_range"));
 }
@@ -1433,14 +1321,14 @@ TEST_F(kf, pairs_shuffled)
 	unsigned int p;
 
 	pairs_setup(_metadata, self, 0);
-	for (p = 0; p < NPAIRS; p++) {
+	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 1, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 1, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		for (j = 0; j < 5; j++) {
 			memcpy(order, IN_ORDER, sizeof(order));
 			for (k = PW - 1; k > 0; k--) {
-				int x = prng(&seed) % (k + 1);
+				int x = xref_rand(&seed) % (k + 1);
 
 				t = order[k];
 				order[k] = order[x];
@@ -1454,15 +1342,16 @@ TEST_F(kf, pairs_shuffled)
 				}
 			}
 			pair_round(_metadata, self, &d, 2, 5 * p + j, order,
-				   again);
+				   PW, again);
 			EXPECT_EQ(0, memcmp(res, again, sizeof(res))) {
 				TH_LOG("%s %s: order %d %d %d %d differs",
-				       DT_NAME[d.dtype], OP_NAME[d.op], order[0],
-				       order[1], order[2], order[3]);
+				       xref_dtype_name(d.dtype),
+				       xref_op_name(d.op), order[0], order[1],
+				       order[2], order[3]);
 			}
 		}
 	}
-	EXPECT_EQ(NPAIRS * 6, sysfs_stat("completions"));
+	EXPECT_EQ(XREF_NPAIRS * 6, sysfs_stat("completions"));
 }
 
 /*
@@ -1471,24 +1360,25 @@ TEST_F(kf, pairs_shuffled)
  */
 TEST_F(kf, pairs_simd)
 {
-	static uint32_t scalar[NPAIRS][PWORDS];
+	static uint32_t scalar[XREF_NPAIRS][PWORDS];
 	static struct pair_data d;
 	uint32_t res[PWORDS];
 	unsigned int p;
 
 	pairs_setup(_metadata, self, 0);
-	for (p = 0; p < NPAIRS; p++) {
+	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 0, p, IN_ORDER, scalar[p]);
+		pair_round(_metadata, self, &d, 0, p, IN_ORDER, PW,
+			   scalar[p]);
 	}
 	ASSERT_EQ(0, set_simd(1));
-	for (p = 0; p < NPAIRS; p++) {
+	for (p = 0; p < XREF_NPAIRS; p++) {
 		pair_data(&d, p);
-		pair_round(_metadata, self, &d, 1, p, IN_ORDER, res);
+		pair_round(_metadata, self, &d, 1, p, IN_ORDER, PW, res);
 		expect_ref(_metadata, &d, res);
 		EXPECT_EQ(0, memcmp(scalar[p], res, sizeof(res))) {
 			TH_LOG("%s %s: simd=1 differs from simd=0",
-			       DT_NAME[d.dtype], OP_NAME[d.op]);
+			       xref_dtype_name(d.dtype), xref_op_name(d.op));
 		}
 	}
 	EXPECT_EQ(0, set_simd(0));
@@ -1502,7 +1392,9 @@ TEST_F(kf, pairs_simd)
  */
 TEST_F(kf, pairs_fastpath)
 {
-	static const unsigned int pairs[] = { 0 * NOPS + 2, 3 * NOPS + 5 };
+	static const unsigned int pairs[] = {
+		0 * XREF_NOPS + 2, 3 * XREF_NOPS + 5,	/* INT8 MIN, INT64 XOR */
+	};
 	static struct pair_data d;
 	static uint8_t buf[sizeof(struct xina_mark) + sizeof(struct pkt)];
 	const struct pkt *res;
@@ -1510,7 +1402,7 @@ TEST_F(kf, pairs_fastpath)
 	uint32_t words[PWORDS];
 	struct xina *skel;
 	unsigned int p;
-	int r, i, fd;
+	int r, fd;
 
 	pairs_setup(_metadata, self, 0);
 	skel = fastpath_load();
@@ -1521,11 +1413,7 @@ TEST_F(kf, pairs_fastpath)
 	for (p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
 		pair_data(&d, pairs[p]);
 		for (r = 0; r < PW; r++) {
-			struct contrib c = {
-				.rank = r, .round = p, .op = d.op,
-				.dtype = d.dtype, .count = PWORDS,
-				.words = d.w[r],
-			};
+			struct contrib c = pair_contrib(&d, r, 0, p);
 			size_t len = build(&self->in, &c);
 
 			EXPECT_EQ(r == PW - 1 ? XDP_PASS : XDP_DROP,
@@ -1544,8 +1432,7 @@ TEST_F(kf, pairs_fastpath)
 		EXPECT_EQ(d.dtype, res->xh.dtype);
 		EXPECT_EQ(d.op, res->xh.op);
 		EXPECT_TRUE(result_tag_ok(res));
-		for (i = 0; i < PWORDS; i++)
-			words[i] = ntohl(res->el[i]);
+		result_words(res, words);
 		expect_ref(_metadata, &d, words);
 	}
 	xina__destroy(skel);
@@ -1568,29 +1455,16 @@ TEST_F(kf, int64_odd_count)
 	int r;
 
 	pairs_setup(_metadata, self, 0);
-	pair_data(&d, 3 * NOPS + 0);	/* INT64 SUM */
+	pair_data(&d, 3 * XREF_NOPS + 0);	/* INT64 SUM */
 	ASSERT_EQ(XINA_DTYPE_INT64, d.dtype);
-	SEND(((struct contrib){ .rank = 0, .op = XINA_OP_SUM,
-				.dtype = XINA_DTYPE_INT64, .count = PWORDS,
-				.words = d.w[0] }), XINA_KF_ADDED);
+	SEND(pair_contrib(&d, 0, 0, 0), XINA_KF_ADDED);
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT64, .count = PWORDS - 1,
 				.words = ones }), XINA_KF_REJECT);
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT64, .count = 1,
 				.words = ones }), XINA_KF_REJECT);
-	for (r = 1; r < PW; r++) {
-		struct contrib c = {
-			.rank = r, .op = XINA_OP_SUM, .dtype = XINA_DTYPE_INT64,
-			.count = PWORDS, .words = d.w[r],
-		};
-		size_t len = build(&self->in, &c);
-
-		EXPECT_EQ(r == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
-			  run(self->fd, &self->in, len, &self->out, NULL));
-	}
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	pair_round(_metadata, self, &d, 0, 0, IN_ORDER + 1, PW - 1, res);
 	expect_ref(_metadata, &d, res);
 
 	/* First of a round in slot 1: no round starts, an INT32 one does. */
@@ -1623,15 +1497,12 @@ TEST_F(kf, pair_mismatch)
 	static struct pair_data d;
 	uint32_t res[PWORDS];
 	uint64_t tag;
-	int r;
 
 	pairs_setup(_metadata, self, 0);
-	pair_data(&d, 1 * NOPS + 2);	/* INT16 MIN */
+	pair_data(&d, 1 * XREF_NOPS + 2);	/* INT16 MIN */
 	ASSERT_EQ(XINA_DTYPE_INT16, d.dtype);
 	ASSERT_EQ(XINA_OP_MIN, d.op);
-	SEND(((struct contrib){ .rank = 0, .op = XINA_OP_MIN,
-				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
-				.words = d.w[0] }), XINA_KF_ADDED);
+	SEND(pair_contrib(&d, 0, 0, 0), XINA_KF_ADDED);
 	/* Rank 1's words, all lanes lower than any, by other pairs. */
 	SEND(((struct contrib){ .rank = 1, .op = XINA_OP_MIN,
 				.dtype = XINA_DTYPE_INT8, .count = PWORDS,
@@ -1648,20 +1519,7 @@ TEST_F(kf, pair_mismatch)
 	EXPECT_EQ(4, sysfs_stat("drop_op"));
 	EXPECT_EQ(0, sysfs_stat("drop_range"));
 	EXPECT_EQ(1, sysfs_stat("contributions"));
-	for (r = 1; r < PW; r++) {
-		struct contrib c = {
-			.rank = r, .op = XINA_OP_MIN, .dtype = XINA_DTYPE_INT16,
-			.count = PWORDS, .words = d.w[r],
-		};
-		size_t len = build(&self->in, &c);
-
-		EXPECT_EQ(r == PW - 1 ? XINA_KF_RESULT : XINA_KF_ADDED,
-			  run(self->fd, &self->in, len, &self->out, NULL));
-	}
-	EXPECT_EQ(XINA_DTYPE_INT16, self->out.xh.dtype);
-	EXPECT_EQ(XINA_OP_MIN, self->out.xh.op);
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	pair_round(_metadata, self, &d, 0, 0, IN_ORDER + 1, PW - 1, res);
 	expect_ref(_metadata, &d, res);
 	tag = self->out.xh.tag;
 
@@ -1669,15 +1527,12 @@ TEST_F(kf, pair_mismatch)
 	SEND(((struct contrib){ .rank = 2, .op = XINA_OP_SUM,
 				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
 				.words = d.w[2] }), XINA_KF_DROP);
-	SEND(((struct contrib){ .rank = 2, .op = XINA_OP_MIN,
-				.dtype = XINA_DTYPE_INT16, .count = PWORDS,
-				.words = d.w[2] }), XINA_KF_ANSWER);
+	SEND(pair_contrib(&d, 2, 0, 0), XINA_KF_ANSWER);
 	EXPECT_EQ(XINA_DTYPE_INT16, self->out.xh.dtype);
 	EXPECT_EQ(XINA_OP_MIN, self->out.xh.op);
 	EXPECT_EQ(tag, self->out.xh.tag);
 	EXPECT_TRUE(result_tag_ok(&self->out));
-	for (r = 0; r < PWORDS; r++)
-		res[r] = ntohl(self->out.el[r]);
+	result_words(&self->out, res);
 	expect_ref(_metadata, &d, res);
 
 	/* Beyond the wire: checked before any round (REJECT). */
