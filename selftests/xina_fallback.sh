@@ -200,13 +200,13 @@ apart_multi()	# apart_multi TYPE
 {
 	local t=$1 c0 pid dropped i sv
 
-	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 200
+	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
 	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
 	c0=$(complete)
-	run 2 7002 "$TMP/apart-$t" --type "$t" --bytes 65536 --iters 200 \
+	run 2 7002 "$TMP/apart-$t" --type "$t" --bytes 65536 --iters 150 \
 		--fallback "$(ring_addrs 7102)" &
 	pid=$!
-	busywait 30 progressed $((c0 + 300))
+	busywait 30 progressed $((c0 + 200))
 	check_err $? "job 2 never got going through the switch"
 	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 meta length > 700 counter drop\n\t}\n}\n' |
 		ip netns exec "$RACK-w0" nft -f -
