@@ -16,6 +16,16 @@
 #     completes on the ring with the same bits as job 1's through the
 #     switch.  Some of its blocks came from the switch before (results >
 #     0), the rest from the ring.
+#     Workers one call apart: results to worker 0 dropped from some point
+#     on, so that workers 1 and 2 complete a call worker 0 does not; they
+#     serve it on the ring from the result words they kept, first with
+#     single-element calls, then with calls of 64 packets (int32, float32:
+#     only the multi-packet calls' results are dropped, so the call served
+#     is one of them), the same bits as the same run through the switch.
+#     A block-sparse call (float32, 30% density per worker) whose switch
+#     state is deleted mid-call completes on the ring with the same bits
+#     and the same blocks skipped as through the switch, and a sparse job
+#     not on the switch runs on the ring alone.
 #  3. Without --fallback the same deletion is an error that names the
 #     switch (the behaviour the fallback replaces).
 
@@ -49,6 +59,12 @@ run()
 		--timeout-ms "$TIMEOUT" --join-timeout-ms $((2 * TIMEOUT)) "$@"
 }
 
+# secs DIR: worker 0's run, first timed call to the last one's end.
+secs()
+{
+	jq -r '.t_end - .t_start | . * 100 | round / 100' "$1/w0.json"
+}
+
 # same_bits DIR1 DIR2: every worker of both runs verified, one checksum.
 same_bits()
 {
@@ -70,7 +86,7 @@ fell_back()
 	done
 }
 
-tap_begin 7
+tap_begin 11
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN"
 check_err $? "rack could not be set up"
 for j in 1 2; do
@@ -168,6 +184,113 @@ log_info "calls served by the workers ahead: $served; calls on the ring: $(jq -r
 check_err $? "no worker served a call to a peer one call behind"
 ip netns exec "$RACK-w0" nft delete table inet xina_fb
 log_test "workers one call apart: the one ahead serves its last call, all get the same bits"
+
+# 2c. The same with calls of 64 packets (64 KiB of int32 or float32, 256
+# elements a packet, in one window of the job's 200 slots), each after a
+# barrier of one element.  Only results longer than 700 bytes are dropped
+# at worker 0 (a packet of 256 elements is 1100 bytes; a barrier's result
+# or float32's exponents, 64 words, at most 332): worker 0 misses results
+# of a 64-block call only, workers 1 and 2 complete that call and time out
+# in the next barrier.  Worker 0's rescue then says "of 64 blocks done",
+# and workers 1 and 2 each serve that call, exactly once, on the ring.
+# Its results were all verified by every worker (bit-exact for int32, the
+# block floating point bits for float32) and the checksum over every
+# iteration is the one of the same run through the switch (job 1).
+apart_multi()	# apart_multi TYPE
+{
+	local t=$1 c0 pid dropped i sv
+
+	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
+	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
+	c0=$(complete)
+	run 2 7002 "$TMP/apart-$t" --type "$t" --bytes 65536 --iters 150 \
+		--fallback "$(ring_addrs 7102)" &
+	pid=$!
+	busywait 30 progressed $((c0 + 200))
+	check_err $? "job 2 never got going through the switch"
+	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 meta length > 700 counter drop\n\t}\n}\n' |
+		ip netns exec "$RACK-w0" nft -f -
+	check_err $? "nft"
+	wait $pid
+	check_err $? "$t: job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart-$t/w0.err")"
+	dropped=$(ip netns exec "$RACK-w0" nft -j list table inet xina_fb |
+		  jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add')
+	ip netns exec "$RACK-w0" nft delete table inet xina_fb
+	[ "${dropped:-0}" -gt 0 ]
+	check_err $? "$t: nothing was dropped"
+	same_bits "$TMP/ref-$t" "$TMP/apart-$t"
+	fell_back "$TMP/apart-$t" 1
+	grep -q "of 64 blocks done" "$TMP/apart-$t/w0.err"
+	check_err $? "$t: worker 0 did not fall back inside a call of 64 blocks: $(grep -m1 'no result' "$TMP/apart-$t/w0.err" | head -c 300)"
+	for ((i = 0; i < N; i++)); do
+		sv=$(jq -r .fallback_served "$TMP/apart-$t/w$i.json")
+		[ "$sv" = $((i ? 1 : 0)) ]
+		check_err $? "$t: worker $i served $sv calls, expected $((i ? 1 : 0))"
+	done
+	log_info "$t: results dropped at worker 0: $dropped; $(grep -o '[0-9]* of 64 blocks done' "$TMP/apart-$t/w0.err" | head -1) at worker 0 when it fell back; served by workers 1, 2: $(jq -s -c 'map(.fallback_served)' "$TMP"/apart-$t/w*.json); calls on the ring: $(jq -r .fallback_calls "$TMP/apart-$t/w0.json") (worker 0); $(secs "$TMP/ref-$t") s through the switch, $(secs "$TMP/apart-$t") s cut"
+}
+for t in int32 float32; do
+	apart_multi "$t"
+	log_test "$t, calls of 64 packets one call apart: the workers ahead serve the call, the same bits as the switch"
+done
+
+# 2d. A sparse call whose switch state goes away mid-call: float32 SUM,
+# 32 MiB, each worker's blocks non-zero at 30% (the union of 3, 66%):
+# a bitmap OR call, the exponents' MAX call, the values' call; after 1000
+# completed rounds of job 2 the values' call is under way.
+sparse_same_skips()	# sparse_same_skips DIR REF
+{
+	local i
+
+	for ((i = 0; i < N; i++)); do
+		jq -e '.sparse_skipped == .sparse_expect_skipped and
+		       .sparse_blocks + .sparse_skipped == .sparse_expect_blocks and
+		       .sparse_skipped > 0' "$1/w$i.json" >/dev/null
+		check_err $? "worker $i of $1: $(jq -c '{sparse_blocks, sparse_skipped, sparse_expect_blocks, sparse_expect_skipped}' "$1/w$i.json" 2>&1)"
+	done
+	[ "$(jq -r .sparse_skipped "$1/w0.json")" = "$(jq -r .sparse_skipped "$2/w0.json")" ]
+	check_err $? "$1 skipped $(jq -r .sparse_skipped "$1/w0.json") blocks, $2 $(jq -r .sparse_skipped "$2/w0.json")"
+}
+run 1 7001 "$TMP/sref" --type float32 --sparse 300 --bytes $((32 << 20)) --iters 1
+check_err $? "the sparse reference run through the switch failed: $(head -c 300 "$TMP/sref/w0.err")"
+c0=$(complete)
+run 2 7002 "$TMP/scut" --type float32 --sparse 300 --bytes $((32 << 20)) \
+	--iters 1 --fallback "$(ring_addrs 7102)" &
+pid=$!
+busywait 30 progressed $((c0 + 1000))
+check_err $? "job 2 never got going through the switch"
+xctl job del 2
+check_err $? "job del 2"
+wait $pid
+check_err $? "the sparse call failed after its switch state went away: $(head -c 400 "$TMP/scut/w0.err")"
+same_bits "$TMP/sref" "$TMP/scut"
+fell_back "$TMP/scut" 1
+sparse_same_skips "$TMP/scut" "$TMP/sref"
+grep -q "float32 sum: [0-9]* of [0-9]* blocks done" "$TMP/scut/w0.err"
+check_err $? "the cut was not in the values' call: $(grep -m1 'no result' "$TMP/scut/w0.err" | head -c 300)"
+for ((i = 0; i < N; i++)); do
+	r=$(jq -r .results "$TMP/scut/w$i.json")
+	[ "${r:-0}" -gt 0 ]
+	check_err $? "worker $i had no result from the switch before the cut ($r)"
+done
+log_info "sparse cut: $(grep -o 'float32 sum: [0-9]* of [0-9]* blocks done' "$TMP/scut/w0.err" | head -1) (worker 0); $(jq -r .sparse_skipped "$TMP/scut/w0.json") of $(jq -r .sparse_expect_blocks "$TMP/scut/w0.json") blocks skipped; $(secs "$TMP/sref") s through the switch, $(secs "$TMP/scut") s cut"
+log_test "a sparse call whose switch stops answering completes on the ring, same bits and blocks skipped"
+
+# 2e. A sparse job the switch has no room for (job 3) runs on the ring.
+run 1 7001 "$TMP/sref3" --type int32 --sparse 100 --bytes $((8 << 20)) --iters 2
+check_err $? "the sparse int32 run through the switch failed: $(head -c 300 "$TMP/sref3/w0.err")"
+run 3 7003 "$TMP/sring" --type int32 --sparse 100 --bytes $((8 << 20)) --iters 2 \
+	--fallback "$(ring_addrs 7103)"
+check_err $? "the sparse job on the ring failed: $(head -c 300 "$TMP/sring/w0.err")"
+same_bits "$TMP/sref3" "$TMP/sring"
+fell_back "$TMP/sref3" 0
+fell_back "$TMP/sring" 1
+sparse_same_skips "$TMP/sring" "$TMP/sref3"
+log_test "a sparse job not on the switch: on the ring, same bits and blocks skipped"
+
+RACK_WORKER_PORT=7002 rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" \
+	"$ELEMS" "$PIN" >/dev/null
+check_err $? "job 2 could not be added again"
 
 # 3. The same without --fallback: an error naming the switch.
 c0=$(complete)

@@ -9,8 +9,13 @@
 # bit-exact, float32 SUM bitwise the dense block floating point scheme),
 # all workers hold the same bits, and the stats show what was skipped: at
 # 1% density most blocks, at full density none (the call runs in place, as
-# a dense one).  The goodput against a dense call of the same tensor is
-# logged (the benchmark has the ratios: make bench).
+# a dense one).  The blocks skipped are exactly the blocks zero on every
+# worker, as xina-allreduce works them out from every worker's input
+# (sparse_expect_*).  Calls in flight: xina_allreduce_sparse_start() calls
+# queued at once on one handle (--inflight), and sparse and dense calls
+# queued together (--sparse-mixed), with the same bits as the blocking
+# call.  The goodput against a dense call of the same tensor is logged
+# (the benchmark has the ratios: make bench).
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -41,7 +46,32 @@ skipped()
 	jq -r '"\(.sparse_skipped) \(.sparse_blocks + .sparse_skipped)"' "$TMP/$1/w0.json"
 }
 
-tap_begin 4
+# exact_skips OUT: on every worker, the blocks skipped are the blocks zero
+# on every worker, and the blocks counted are those of the sparse calls.
+exact_skips()
+{
+	local i
+
+	for ((i = 0; i < N; i++)); do
+		jq -e '.sparse_skipped == .sparse_expect_skipped and
+		       .sparse_blocks + .sparse_skipped == .sparse_expect_blocks and
+		       .sparse_expect_blocks > 0' "$TMP/$1/w$i.json" >/dev/null
+		check_err $? "$1 worker $i: $(jq -c '{sparse_blocks, sparse_skipped, sparse_expect_blocks, sparse_expect_skipped}' "$TMP/$1/w$i.json" 2>&1)"
+	done
+}
+
+# same_sum OUT1 OUT2: both runs got the same bits.
+same_sum()
+{
+	local a b
+
+	a=$(jq -r .checksum "$TMP/$1/w0.json")
+	b=$(jq -r .checksum "$TMP/$2/w0.json")
+	[ -n "$a" ] && [ "$a" = "$b" ]
+	check_err $? "$1 and $2 differ: checksums $a and $b"
+}
+
+tap_begin 5
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
 	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
 check_err $? "rack could not be set up"
@@ -56,6 +86,7 @@ for c in "int32 sum 10" "float32 sum 10" "int16 max 100" "int64 xor 100"; do
 	awk -v s="$sk" -v a="$all" -v d="$p" \
 		'BEGIN { u = 1 - (1 - d / 1000) ^ 3; exit !(s > (1 - u) * a / 2) }'
 	check_err $? "$t $op at $p/1000: $sk of $all blocks skipped"
+	exact_skips "$t-$op-$p"
 	log_info "$t $op at density $p/1000: $sk of $all blocks skipped, $(jq -r .goodput_Bps "$TMP/$t-$op-$p/w0.json" | awk '{ printf "%.0f", $1 / 1e6 }') MB/s dense-equivalent"
 done
 log_test "sparse calls at 1% and 10% density: exact, the zero blocks skipped"
@@ -67,13 +98,39 @@ run full-i32 --type int32 --op sum --sparse 1000
 read -r sk all <<<"$(skipped full-i32)"
 [ "$sk" = 0 ] && [ "$all" -gt 0 ]
 check_err $? "int32 at full density: $sk of $all blocks were skipped"
+exact_skips full-i32
 run dense-f32 --type float32 --op sum
 run full-f32 --type float32 --op sum --sparse 1000
 read -r sk all <<<"$(skipped full-f32)"
 [ "$sk" -gt 0 ] && [ "$sk" -lt $((all / 8)) ]
 check_err $? "float32 at full density: $sk of $all blocks skipped, expected the one in 16 zero everywhere"
+exact_skips full-f32
+same_sum full-f32 dense-f32
 log_info "float32 at full density: $sk of $all blocks skipped (zero on every worker)"
 log_test "at full density only blocks zero everywhere are skipped, results exact"
+
+# Calls in flight: the same tensors as the blocking calls above, cut at
+# whole blocks into calls started at once (xina_allreduce_sparse_start()),
+# give the same bits and skip the same blocks (a block's union does not
+# depend on the cut); with --sparse-mixed the odd calls are dense
+# (xina_allreduce_start()) on the same handle, and only the sparse ones
+# count blocks.
+run async-i32 --type int32 --op sum --sparse 10 --inflight 3
+same_sum async-i32 int32-sum-10
+exact_skips async-i32
+a=$(jq -r .sparse_skipped "$TMP/async-i32/w0.json")
+b=$(jq -r .sparse_skipped "$TMP/int32-sum-10/w0.json")
+[ "$a" = "$b" ]
+check_err $? "3 sparse calls in flight skipped $a blocks, the blocking call $b"
+run mixed-f32 --type float32 --op sum --sparse 10 --inflight 2 --sparse-mixed
+same_sum mixed-f32 float32-sum-10
+exact_skips mixed-f32
+a=$(jq -r .sparse_skipped "$TMP/mixed-f32/w0.json")
+b=$(jq -r .sparse_skipped "$TMP/float32-sum-10/w0.json")
+[ "$a" -gt 0 ] && [ "$a" -lt "$b" ]
+check_err $? "a sparse call beside a dense one skipped $a blocks, the blocking sparse call of both halves $b"
+log_info "in flight: 3 sparse int32 calls skipped $(jq -r .sparse_skipped "$TMP/async-i32/w0.json") blocks; float32 sparse + dense: $a of $(jq -r .sparse_expect_blocks "$TMP/mixed-f32/w0.json") blocks of the sparse halves skipped"
+log_test "sparse calls in flight (xina_allreduce_sparse_start), alone and beside dense ones: same bits, the same blocks skipped"
 
 # Goodput: the same bytes dense and at 1%, for the log (make bench has
 # the ratios against dense xina and Gloo).
@@ -83,6 +140,11 @@ log_info "float32 16 MiB: dense $(jq -r .seconds_median "$TMP/dense-f32/w0.json"
 check_fail $? "--sparse 0 was taken"
 grep -q -- "--sparse" "$TMP/bad.err"
 check_err $? "the refusal does not name --sparse: $(head -c 200 "$TMP/bad.err")"
+"$O/xina-allreduce" --sparse 10 --sparse-mixed --switch 1.2.3.4 --job 1 \
+	--rank 0 --workers 1 --slots 1 --elems 1 2>"$TMP/bad2.err"
+check_fail $? "--sparse-mixed without --inflight was taken"
+grep -q -- "--sparse-mixed needs" "$TMP/bad2.err"
+check_err $? "the refusal does not name --sparse-mixed: $(head -c 200 "$TMP/bad2.err")"
 log_test "a density out of range is refused, naming the option"
 
 tap_end

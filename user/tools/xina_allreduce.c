@@ -29,6 +29,10 @@
  *   inflight			calls each iteration is cut into (--inflight)
  *   sparse_*			--sparse P: the workers' density (P/1000), the
  *				blocks that travelled and those skipped
+ *   sparse_expect_*		... and what they must be: the blocks of the
+ *				sparse calls, and those zero on every
+ *				worker (worked out here from every worker's
+ *				input), to compare them with
  *   fallback, fallback_*	the host fallback ring (--fallback: every
  *				rank's ring address, libxina's opts.fallback)
  *				ran calls, and its bytes
@@ -38,6 +42,10 @@
  * (so every block is the one a single call sends, and the checks are the
  * same), starts them all with xina_allreduce_*_start() and waits for them
  * on the handle's completion fd: libxina's calls in flight, end to end.
+ * With --sparse they are xina_allreduce_sparse_start() calls, and with
+ * --sparse-mixed as well every other one is a dense
+ * xina_allreduce_start() call (sparse, dense, sparse, ...): sparse and
+ * dense calls queued on one handle at once.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -81,6 +89,7 @@ struct ar_cfg {
 static uint32_t ar_sparse_pm;
 static uint64_t ar_blk = 1;
 static bool ar_sparse_same;	/* --sparse-same: the same blocks everywhere */
+static bool ar_sparse_mixed;	/* --sparse-mixed: every other call dense */
 
 static size_t ar_per_pkt(const struct ar_cfg *c);
 
@@ -92,6 +101,8 @@ struct ar_result {
 	uint64_t	first_bad;
 	char		why[256];	/* what is wrong with the first bad one */
 	uint64_t	checksum;
+	uint64_t	sp_blocks;	/* blocks of the sparse calls */
+	uint64_t	sp_zero;	/* ... zero on every worker */
 	double		t_start;	/* CLOCK_REALTIME: first timed call began */
 	double		t_end;		/* ... last timed call returned */
 };
@@ -107,7 +118,7 @@ static void ar_usage(FILE *f)
 		"                      [--rto-us U]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--f16-wide] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
-		"                      [--sparse PERMILLE [--sparse-same]]\n"
+		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed]]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
 }
 
@@ -159,7 +170,7 @@ enum {
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_F16_WIDE, OPT_JSON,
 	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
-	OPT_SPARSE, OPT_SPARSE_SAME,
+	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED,
 };
 
 static const char *const ar_ops[] = {
@@ -318,6 +329,9 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_SPARSE_SAME:
 		ar_sparse_same = true;
 		break;
+	case OPT_SPARSE_MIXED:
+		ar_sparse_mixed = true;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -353,6 +367,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "fallback", required_argument, NULL, OPT_FALLBACK },
 		{ "sparse", required_argument, NULL, OPT_SPARSE },
 		{ "sparse-same", no_argument, NULL, OPT_SPARSE_SAME },
+		{ "sparse-mixed", no_argument, NULL, OPT_SPARSE_MIXED },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -410,8 +425,8 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		fprintf(stderr, "xina-allreduce: --sparse-same without --sparse\n");
 		goto usage;
 	}
-	if (ar_sparse_pm && c->inflight > 1) {
-		fprintf(stderr, "xina-allreduce: --sparse runs blocking calls: not with --inflight\n");
+	if (ar_sparse_mixed && (!ar_sparse_pm || c->inflight < 2)) {
+		fprintf(stderr, "xina-allreduce: --sparse-mixed needs --sparse and --inflight 2 or more\n");
 		goto usage;
 	}
 	ar_blk = ar_per_pkt(c);
@@ -579,6 +594,30 @@ static void ar_fill(const struct ar_cfg *c, void *buf, size_t n, uint32_t iter)
 	for (i = 0; i < n; i++) {
 		v = htole64(ar_elem(c, c->o.rank, i, iter));
 		memcpy((uint8_t *)buf + i * esz, &v, esz);
+	}
+}
+
+/*
+ * A sparse call on elements @off..@off + @n - 1 of iteration @iter (@off
+ * at a block boundary): count its blocks, and those whose elements are
+ * zero bits on every worker, the ones libxina must skip.
+ */
+static void ar_sparse_expect(const struct ar_cfg *c, size_t off, size_t n,
+			     uint32_t iter, struct ar_result *res)
+{
+	size_t esz = xina_type_size(c->type), b, i, end;
+	uint64_t mask = esz < 8 ? (1ull << (esz * 8)) - 1 : ~0ull;
+	bool zero;
+	uint32_t w;
+
+	for (b = off; b < off + n; b += ar_blk) {
+		end = b + ar_blk < off + n ? b + ar_blk : off + n;
+		zero = true;
+		for (w = 0; zero && w < c->o.workers; w++)
+			for (i = b; zero && i < end; i++)
+				zero = !(ar_elem(c, w, i, iter) & mask);
+		res->sp_blocks++;
+		res->sp_zero += zero;
 	}
 }
 
@@ -1170,10 +1209,15 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.bad_tag, st.epoch,
 	       (unsigned long long)st.joins, st.join_busy);
 	ar_json_io(x, &st);
-	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_blocks\":%llu,\"sparse_skipped\":%llu",
+	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_mixed\":%s,"
+	       "\"sparse_blocks\":%llu,\"sparse_skipped\":%llu,"
+	       "\"sparse_expect_blocks\":%llu,\"sparse_expect_skipped\":%llu",
 	       ar_sparse_pm / 1000.0, ar_sparse_same ? "true" : "false",
+	       ar_sparse_mixed ? "true" : "false",
 	       (unsigned long long)st.sparse_blocks,
-	       (unsigned long long)st.sparse_skipped);
+	       (unsigned long long)st.sparse_skipped,
+	       (unsigned long long)res->sp_blocks,
+	       (unsigned long long)res->sp_zero);
 	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
 	       "\"fallback_served\":%u,"
 	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",
@@ -1193,6 +1237,20 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 /* Why the last --inflight call failed: its request's own message. */
 static char ar_req_msg[1024];
 
+/* Elements of each of the c->inflight calls of @n, cut at whole blocks. */
+static size_t ar_per_call(const struct ar_cfg *c, size_t n)
+{
+	size_t pp = ar_per_pkt(c);
+
+	return ((n + pp - 1) / pp + c->inflight - 1) / c->inflight * pp;
+}
+
+/* Call @k of them sparse? (--sparse-mixed: the odd ones are dense) */
+static bool ar_call_sparse(uint32_t k)
+{
+	return ar_sparse_pm && !(ar_sparse_mixed && k % 2);
+}
+
 /*
  * One iteration as c->inflight calls in flight at once, cut at whole
  * blocks, waited for through the completion fd as an event loop would.
@@ -1200,8 +1258,7 @@ static char ar_req_msg[1024];
 static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 			    size_t n)
 {
-	size_t pp = ar_per_pkt(c), esz = xina_type_size(c->type);
-	size_t per = ((n + pp - 1) / pp + c->inflight - 1) / c->inflight * pp;
+	size_t per = ar_per_call(c, n), esz = xina_type_size(c->type);
 	struct xina_req *r[AR_MAX_INFLIGHT];
 	unsigned int k, started = 0, pending;
 	struct pollfd pfd;
@@ -1219,7 +1276,11 @@ static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 		off = (size_t)k * per < n ? (size_t)k * per : n;
 		len = n - off < per ? n - off : per;
 		/* the historical pairs through their own calls */
-		if (c->f32)
+		if (ar_call_sparse(k))
+			err = xina_allreduce_sparse_start(x, (uint8_t *)buf + off * esz,
+							  len, c->type, c->op,
+							  &r[k]);
+		else if (c->f32)
 			err = xina_allreduce_f32_start(x, (float *)buf + off,
 						       len, &r[k]);
 		else if (c->type == XINA_TYPE_INT32)
@@ -1259,14 +1320,19 @@ static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		  float *in, double *secs, uint32_t *done, struct ar_result *res)
 {
+	size_t per = ar_per_call(c, n), off;
 	int32_t barrier = 0;
+	uint32_t it, k;
 	double t0;
-	uint32_t it;
 	int err;
 
 	res->checksum = 0xcbf29ce484222325ull;
 	for (it = 0; it < c->iters; it++) {
 		ar_fill(c, buf, n, it);
+		for (k = 0, off = 0; k < c->inflight && off < n; k++, off += per)
+			if (ar_call_sparse(k))
+				ar_sparse_expect(c, off, n - off < per ? n - off : per,
+						 it, res);
 		/*
 		 * A one-element allreduce through the switch is a barrier:
 		 * without it the time of a call includes waiting for peers
@@ -1278,10 +1344,10 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		if (!it)
 			res->t_start = ar_now(CLOCK_REALTIME);
 		t0 = ar_now(CLOCK_MONOTONIC);
-		if (ar_sparse_pm)
-			err = xina_allreduce_sparse(x, buf, n, c->type, c->op);
-		else if (c->inflight > 1)
+		if (c->inflight > 1)
 			err = ar_call_inflight(c, x, buf, n);
+		else if (ar_sparse_pm)
+			err = xina_allreduce_sparse(x, buf, n, c->type, c->op);
 		else if (c->f32)
 			err = xina_allreduce_f32(x, buf, n);
 		else if (c->type == XINA_TYPE_INT32)
