@@ -39,27 +39,6 @@ static bool xina_zero(const uint8_t *p, size_t len)
 	return !acc;
 }
 
-static int xina_sp_grow(struct xina *x, size_t map_words, size_t bytes)
-{
-	void *p;
-
-	if (map_words > x->sp_map_len) {
-		p = realloc(x->sp_map, map_words * sizeof(*x->sp_map));
-		if (!p)
-			return -ENOMEM;
-		x->sp_map = p;
-		x->sp_map_len = map_words;
-	}
-	if (bytes > x->sp_buf_len) {
-		p = realloc(x->sp_buf, bytes);
-		if (!p)
-			return -ENOMEM;
-		x->sp_buf = p;
-		x->sp_buf_len = bytes;
-	}
-	return 0;
-}
-
 /* The call by @k's type and op, dense, on @buf (as xina_run() does). */
 static int xina_sp_dense(struct xina *x, void *buf, size_t n,
 			 const struct xina_codec *k)
@@ -89,7 +68,8 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 			      sizeof(x->err));
 	if (err)
 		return err;
-	if (xina_sp_grow(x, words ? words : 1, 0)) {
+	if (xina_grow((void **)&x->sp_map, &x->sp_map_len, words ? words : 1,
+		      sizeof(*x->sp_map))) {
 		xina_fail(x, "out of memory for the bitmap of %zu blocks", nb);
 		return -ENOMEM;
 	}
@@ -115,7 +95,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		return xina_sp_dense(x, buf, n, k);
 	if (!m)
 		return 0;
-	if (xina_sp_grow(x, 0, used * esz)) {
+	if (xina_grow((void **)&x->sp_buf, &x->sp_buf_len, used * esz, 1)) {
 		xina_fail(x, "out of memory for the %zu non-zero blocks of %zu",
 			  m, nb);
 		return -ENOMEM;
