@@ -20,7 +20,6 @@
  * blocks there and back, and the union's share of a dense call's packets.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "libxina_int.h"
