@@ -14,6 +14,9 @@
 #include <endian.h>
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "libxina_int.h"
 
@@ -320,12 +323,104 @@ static void xina_q16_bf16(uint16_t *restrict dst,
 	xina_q16(dst, src, cnt, sa, sb, lim, true);
 }
 
+/*
+ * float16 with F16C (x86-64 CPUs since 2012-2013): the CPU's conversions,
+ * eight elements at a time, give the very bits of the portable loops
+ * (float16 to float is exact, float to float16 one rounding to nearest,
+ * ties to even, what xina_f2h() computes), at a fraction of their cost.
+ * Each returns how many elements it did: a multiple of 8, the rest is the
+ * caller's.  xina_f16c says whether to use them: -1 until first asked
+ * (selftests/xina_pack sets it to test both ways).
+ */
+int xina_f16c = -1;
+
+#if defined(__x86_64__)
+static bool xina_has_f16c(void)
+{
+	if (xina_f16c < 0)
+		xina_f16c = __builtin_cpu_supports("avx2") &&
+			    __builtin_cpu_supports("f16c");
+	return xina_f16c;
+}
+
+/* Bytes of each 16-bit lane swapped: network order and back. */
+#define XINA_SWAP16	_mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, \
+				      13, 12, 15, 14)
+
+__attribute__((target("avx2,f16c")))
+static size_t xina_q16_f16c(uint16_t *restrict dst,
+			    const uint16_t *restrict src, size_t cnt,
+			    float scale, float lim)
+{
+	const __m256 sc = _mm256_set1_ps(scale), hi = _mm256_set1_ps(lim);
+	const __m256 lo = _mm256_set1_ps(-lim);
+	__m256i q;
+	__m256 v;
+	size_t i;
+
+	for (i = 0; i + 8 <= cnt; i += 8) {
+		v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(src + i)));
+		v = _mm256_round_ps(_mm256_mul_ps(v, sc),
+				    _MM_FROUND_TO_NEAREST_INT |
+				    _MM_FROUND_NO_EXC);
+		q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+		_mm_storeu_si128((void *)(dst + i),
+				 _mm_shuffle_epi8(_mm_packs_epi32(
+					_mm256_castsi256_si128(q),
+					_mm256_extracti128_si256(q, 1)),
+					XINA_SWAP16));
+	}
+	return i;
+}
+
+__attribute__((target("avx2,f16c")))
+static size_t xina_dq16_f16c(uint16_t *restrict dst,
+			     const uint16_t *restrict src, size_t cnt,
+			     float scale)
+{
+	const __m256 sc = _mm256_set1_ps(scale);
+	__m128i q;
+	__m256 f;
+	size_t i;
+
+	for (i = 0; i + 8 <= cnt; i += 8) {
+		q = _mm_shuffle_epi8(_mm_loadu_si128((const void *)(src + i)),
+				     XINA_SWAP16);
+		f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(q)),
+				  sc);
+		_mm_storeu_si128((void *)(dst + i),
+				 _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+	}
+	return i;
+}
+#else
+static bool xina_has_f16c(void)
+{
+	return false;
+}
+
+static size_t xina_q16_f16c(uint16_t *dst, const uint16_t *src, size_t cnt,
+			    float scale, float lim)
+{
+	return 0;
+}
+
+static size_t xina_dq16_f16c(uint16_t *dst, const uint16_t *src,
+			     size_t cnt, float scale)
+{
+	return 0;
+}
+#endif
+
 XINA_CLONES
 static void xina_q16_f16(uint16_t *restrict dst,
 			 const uint16_t *restrict src, size_t cnt, float sa,
 			 float sb, float lim)
 {
-	xina_q16(dst, src, cnt, sa, sb, lim, false);
+	size_t done = xina_has_f16c() ?
+		      xina_q16_f16c(dst, src, cnt, sa * sb, lim) : 0;
+
+	xina_q16(dst + done, src + done, cnt - done, sa, sb, lim, false);
 }
 
 /* float16 into INT32 lanes: x * 2^s is exact in double (11 bits). */
@@ -401,7 +496,10 @@ static void xina_dq16_f16(uint16_t *restrict dst,
 			  const uint16_t *restrict src, size_t cnt,
 			  float scale)
 {
-	xina_dq16(dst, src, cnt, scale, false);
+	size_t done = xina_has_f16c() ?
+		      xina_dq16_f16c(dst, src, cnt, scale) : 0;
+
+	xina_dq16(dst + done, src + done, cnt - done, scale, false);
 }
 
 /*
