@@ -24,20 +24,6 @@
 
 #include "libxina_int.h"
 
-static bool xina_zero(const uint8_t *p, size_t len)
-{
-	uint64_t acc = 0, v;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		memcpy(&v, p + i, 8);
-		acc |= v;
-	}
-	for (; i < len; i++)
-		acc |= p[i];
-	return !acc;
-}
-
 /* The call by @k's type and op, dense, on @buf (as xina_run() does). */
 static int xina_sp_dense(struct xina *x, void *buf, size_t n,
 			 const struct xina_codec *k)
@@ -75,7 +61,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	memset(x->sp_map, 0, words * sizeof(*x->sp_map));
 	for (b = 0; b < nb; b++) {
 		len = (b + 1 < nb ? bs : n - b * bs) * esz;
-		if (!xina_zero(src + b * bs * esz, len))
+		if (!xina_all_zero(src + b * bs * esz, len))
 			x->sp_map[b / 32] |= 1u << (b % 32);
 	}
 	err = xina_reduce_blocks(x, x->sp_map, words, &mk, NULL);
