@@ -151,6 +151,21 @@ done
 log_info "results from the switch before the cut: $(jq -r .results "$TMP/cut/w0.json") (worker 0)"
 log_test "a switch that stops answering mid-allreduce: the call completes on the ring, same bits"
 
+# drop_at_w0 MATCH: the switch's results to worker 0 that the nft MATCH
+# (may be empty) selects dropped and counted, in table inet xina_fb.
+drop_at_w0()
+{
+	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 %s counter drop\n\t}\n}\n' "$1" |
+		ip netns exec "$RACK-w0" nft -f -
+}
+
+# dropped_at_w0: how many drop_at_w0 dropped.
+dropped_at_w0()
+{
+	ip netns exec "$RACK-w0" nft -j list table inet xina_fb |
+		jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add'
+}
+
 # 2b. Workers one call apart: single-element calls, and from some point
 # on every result to worker 0 is dropped (nftables, in its namespace).
 # The round of the call in progress still completes (worker 0's
@@ -166,13 +181,11 @@ run 2 7002 "$TMP/apart" --type int32 --bytes 4 --iters 3000 \
 pid=$!
 busywait 30 progressed $((c0 + 100))
 check_err $? "job 2 never got going through the switch"
-printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 counter drop\n\t}\n}\n' |
-	ip netns exec "$RACK-w0" nft -f -
+drop_at_w0 ""
 check_err $? "nft"
 wait $pid
 check_err $? "job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart/w0.err")"
-dropped=$(ip netns exec "$RACK-w0" nft -j list table inet xina_fb |
-	  jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add')
+dropped=$(dropped_at_w0)
 log_info "results dropped at worker 0: $dropped"
 [ "${dropped:-0}" -gt 0 ]
 check_err $? "nothing was dropped"
@@ -208,13 +221,11 @@ apart_multi()	# apart_multi TYPE
 	pid=$!
 	busywait 30 progressed $((c0 + 200))
 	check_err $? "job 2 never got going through the switch"
-	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 meta length > 700 counter drop\n\t}\n}\n' |
-		ip netns exec "$RACK-w0" nft -f -
+	drop_at_w0 "meta length > 700"
 	check_err $? "nft"
 	wait $pid
 	check_err $? "$t: job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart-$t/w0.err")"
-	dropped=$(ip netns exec "$RACK-w0" nft -j list table inet xina_fb |
-		  jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add')
+	dropped=$(dropped_at_w0)
 	ip netns exec "$RACK-w0" nft delete table inet xina_fb
 	[ "${dropped:-0}" -gt 0 ]
 	check_err $? "$t: nothing was dropped"
