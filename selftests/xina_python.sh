@@ -51,7 +51,7 @@ py_ranks()
 			XINA_JOB="$job" XINA_RANK="$i" XINA_WORLD_SIZE="$n" \
 			XINA_KEY_FILE="$KEY" XINA_SLOTS="$SLOTS" XINA_ELEMS="$ELEMS" \
 			XINA_BIND="$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
-			XINA_TIMEOUT_MS=5000 \
+			XINA_TIMEOUT_MS=5000 ${PY_ENV:-} \
 			timeout 120 $PY "$XINA_ROOT/selftests/xina_python.py" "$@" \
 			>"$dir/w$i.out" 2>&1 &
 		pids[i]=$!
@@ -104,7 +104,7 @@ blocks()	# blocks ELEMENTS: packets of one int32 call
 	echo $((($1 + ELEMS - 1) / ELEMS))
 }
 
-tap_begin 8
+tap_begin 9
 
 out=$($PY "$XINA_ROOT/selftests/xina_python.py" layout "${CC:-gcc}" "$XINA_ROOT" 2>&1)
 check_err $? "$out"
@@ -165,6 +165,18 @@ while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/types/w0.out
 want=$(awk '$1 == "switch_slots" { print $2 }' "$TMP/types/w0.out")
 [ -n "$want" ] && switch_completes 6 "$want"
 log_test "types: every dtype x op, numpy and torch, sync and in flight: integers and float min/max bit-exact, float sum/avg within the bound, $N workers"
+
+# The same for float16 alone with XINA_F16_WIDE=1 (f16_wide): its sums
+# in 32-bit lanes, half the elements a packet, so the slots the switch
+# completed say which lanes travelled; results within that bound.
+rack_job_add "$RACK" "$N" 9 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+PY_ENV=XINA_F16_WIDE=1 py_ranks 9 "$N" "$TMP/wide" types 3001
+rc=$?
+ranks_ok "$N" "$TMP/wide" && same_digests "$TMP/wide"
+check_err $rc "$rc of $N ranks failed"
+want=$(awk '$1 == "switch_slots" { print $2 }' "$TMP/wide/w0.out")
+[ -n "$want" ] && switch_completes 9 "$want"
+log_test "float16 with XINA_F16_WIDE=1: sums in 32-bit lanes (the switch's slots), within their bound, $N workers"
 
 # errors: one worker alone in job 3 (argument errors, then a call that
 # works), job 103, which the switch does not have (no answer to the

@@ -133,7 +133,10 @@ def reference(name, op, ins, world):
 # integer lane's bits of its sum (float32: 32; float16 and bfloat16:
 # 16, for density), the float's significand bits and its smallest quantum
 # (subnormal step).
-BFP = {"float32": (32, 24, -149), "float16": (16, 11, -24),
+# With XINA_F16_WIDE=1 (xina.Xina(f16_wide=True)) only float16 runs, and
+# its sums travel in 32-bit lanes.
+WIDE = os.environ.get("XINA_F16_WIDE", "0") not in ("", "0")
+BFP = {"float32": (32, 24, -149), "float16": (32 if WIDE else 16, 11, -24),
        "bfloat16": (16, 8, -133)}
 
 
@@ -212,7 +215,7 @@ class Matrix:
         self.results = {}        # (kind, dtype, op) -> result bytes
 
     def pairs(self, kind):
-        names = INTS + FLOATS
+        names = ["float16"] if WIDE else INTS + FLOATS
         if kind == "numpy":
             names = [d for d in names if d != "bfloat16"]
         return [(d, op) for d in names for op in ops_of(d)]

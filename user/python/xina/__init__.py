@@ -64,6 +64,8 @@ The environment (open_from_env()):
     XINA_FALLBACK    optional: every rank's ring address, IPV4:PORT,...
                      in rank order: the host fallback (libxina.h), calls
                      the switch does not take complete on a TCP ring
+    XINA_F16_WIDE    optional: 1 puts float16 sums and averages in 32-bit
+                     lanes (correctly rounded; half the elements a packet)
 """
 
 import asyncio
@@ -235,7 +237,7 @@ class Xina:
                  bind: Optional[str] = None,
                  timeout_ms: int = 0, join_timeout_ms: int = 0,
                  io: str = "auto", max_requests: int = 0,
-                 fallback: Optional[str] = None):
+                 fallback: Optional[str] = None, f16_wide: bool = False):
         self._lib = _capi.lib()
         self._h = _capi.ctypes.c_void_p()
         self._lock = threading.Lock()
@@ -280,6 +282,8 @@ class Xina:
         o.timeout_ms = timeout_ms
         o.join_timeout_ms = join_timeout_ms
         o.max_requests = max_requests
+        if f16_wide:
+            o.flags |= _capi.XINA_OPT_F_F16_WIDE
         # libxina parses it in xina_open() and names what is wrong
         self._fallback = fallback.encode() if fallback else None
         o.fallback = self._fallback
@@ -576,6 +580,7 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "io": env.get("XINA_IO") or "auto",
         "max_requests": _env_int(env, "XINA_MAX_REQUESTS") or 0,
         "fallback": env.get("XINA_FALLBACK") or None,
+        "f16_wide": env.get("XINA_F16_WIDE", "0") not in ("", "0"),
     }
     args.update(override)
     names = {"switch": "XINA_SWITCH", "job": "XINA_JOB", "rank": "XINA_RANK",

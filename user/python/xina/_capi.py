@@ -39,6 +39,7 @@ XINA_TYPE_INT64 = 4
 XINA_TYPE_FLOAT16 = 5
 XINA_TYPE_BFLOAT16 = 6
 XINA_TYPE_FLOAT32 = 7
+XINA_OPT_F_F16_WIDE = 1 << 2
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
                           ctypes.c_char_p)
