@@ -49,6 +49,11 @@ SUM_LANE_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
                  "float16": 16, "bfloat16": 16, "float32": 32}
 
 
+def verdict(got, need):
+    """A target's verdict: met when @got reaches @need, else by how much not."""
+    return "met" if got >= need else f"missed by {need / got:.2f}x"
+
+
 def mb(bps):
     return f"{bps / 1e6:.1f}"
 
@@ -475,9 +480,8 @@ class Report:
                 continue
             ratio = r["goodput_Bps"] / dense["goodput_Bps"]
             rows.append(f"| {what} | {ratio:.1f}x ({mb(r['goodput_Bps'])} vs "
-                        f"{mb(dense['goodput_Bps'])} MB/s) | " +
-                        ("met" if ratio >= need else
-                         f"missed by {need / ratio:.2f}x") + " |")
+                        f"{mb(dense['goodput_Bps'])} MB/s) | "
+                        f"{verdict(ratio, need)} |")
         return rows
 
     def types_targets(self):
@@ -497,9 +501,8 @@ class Report:
                 continue
             ratio = r["eps"] / ref["eps"]
             rows.append(f"| {what} | {ratio:.2f}x ({r['eps'] / 1e6:.0f} M vs "
-                        f"{ref['eps'] / 1e6:.0f} M elements/s) | " +
-                        ("met" if ratio >= 1.8 else
-                         f"missed by {1.8 / ratio:.2f}x") + " |")
+                        f"{ref['eps'] / 1e6:.0f} M elements/s) | "
+                        f"{verdict(ratio, 1.8)} |")
         f = self.fast_types()
         r, ref = f.get(("int16", "inf")), f.get(("int32", "inf"))
         if r and ref:
@@ -508,9 +511,8 @@ class Report:
                         "second of int32 in the fast path (K=inf, "
                         "BPF_PROG_TEST_RUN) | "
                         f"{ratio:.2f}x ({r['eps'] / 1e9:.2f} G vs "
-                        f"{ref['eps'] / 1e9:.2f} G) | " +
-                        ("met" if ratio >= 1.8 else
-                         f"missed by {1.8 / ratio:.2f}x") + " |")
+                        f"{ref['eps'] / 1e9:.2f} G) | "
+                        f"{verdict(ratio, 1.8)} |")
         return rows
 
     # ---- projection to real hardware ------------------------------------
@@ -636,7 +638,7 @@ class Report:
                 elif ratio >= 1.0:
                     v = f"met; aim missed by {1.5 / ratio:.2f}x"
                 else:
-                    v = f"missed by {1 / ratio:.2f}x"
+                    v = verdict(ratio, 1.0)
                 rows.append(f"| {what} | {ratio:.2f}x ({mb(x['goodput_Bps'])} vs "
                             f"{best['system']} {mb(best['goodput_Bps'])} MB/s) | {v} |")
         for n in (4, 8):
@@ -651,7 +653,7 @@ class Report:
                     rows.append(f"| {what} | {f:.2f} ({mb(x['goodput_Bps'])} MB/s at "
                                 f"{x['link_rate_bps'] / 1e6:.0f} Mbit/s; "
                                 f"{pct(x['of_limit'])} of its limit) | "
-                                f"{'met' if f >= 0.9 else f'missed by {0.9 / f:.2f}x'} |")
+                                f"{verdict(f, 0.9)} |")
                 need = 0.9 * ring_factor(n)
                 what = (f"link-bound, {n} workers, 64 MiB {dtype}: xina / best peer "
                         f"≥ 0.9 x 2(N-1)/N = {need:.2f}")
@@ -662,7 +664,7 @@ class Report:
                 ratio = x["goodput_Bps"] / best["goodput_Bps"]
                 rows.append(f"| {what} | {ratio:.2f}x (vs {best['system']} "
                             f"{mb(best['goodput_Bps'])} MB/s) | "
-                            f"{'met' if ratio >= need else f'missed by {need / ratio:.2f}x'} |")
+                            f"{verdict(ratio, need)} |")
         es = self.fast_elems()
         if es:
             e = es[-1]
@@ -678,7 +680,7 @@ class Report:
                 eps = e / ki["ns_net"] * 1e9
                 rows.append(f"| fast path ≥ 2e9 int32 per second per core at K=inf | "
                             f"{eps / 1e9:.2f}e9 ({e} elements per packet) | "
-                            f"{'met' if eps >= 2e9 else f'missed by {2e9 / eps:.2f}x'} |")
+                            f"{verdict(eps, 2e9)} |")
         for r in (r for r in self.runs if r["loss"] >= 0.01):
             base = self.get(r["system"], r["workers"], r["dtype"], r["bytes"],
                             regime=r["regime"])
@@ -801,7 +803,7 @@ class Report:
                 ratio = x["goodput_Bps"] / best["goodput_Bps"]
                 rows.append(f"| {what} | {ratio:.2f}x ({mb(x['goodput_Bps'])} vs "
                             f"{best['system']} {mb(best['goodput_Bps'])} MB/s) | "
-                            f"{'met' if ratio >= 1.0 else f'missed by {1 / ratio:.2f}x'} |")
+                            f"{verdict(ratio, 1.0)} |")
         return rows
 
     def racks_section(self, plots=()):
