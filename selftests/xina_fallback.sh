@@ -166,6 +166,27 @@ dropped_at_w0()
 		jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add'
 }
 
+# run_cut DIR WHAT MATCH AFTER ARGS...: job 2's workers (xina-allreduce
+# ARGS, with the fallback ring) into DIR; once the switch completed AFTER
+# more rounds, drop_at_w0 MATCH.  Waits for them and sets dropped; WHAT
+# prefixes the messages.
+run_cut()
+{
+	local dir=$1 what=$2 match=$3 after=$4 c0 pid
+
+	shift 4
+	c0=$(complete)
+	run 2 7002 "$dir" "$@" --fallback "$(ring_addrs 7102)" &
+	pid=$!
+	busywait 30 progressed $((c0 + after))
+	check_err $? "${what}job 2 never got going through the switch"
+	drop_at_w0 "$match"
+	check_err $? "nft"
+	wait $pid
+	check_err $? "${what}job 2 failed with results to worker 0 cut: $(head -c 400 "$dir/w0.err")"
+	dropped=$(dropped_at_w0)
+}
+
 # 2b. Workers one call apart: single-element calls, and from some point
 # on every result to worker 0 is dropped (nftables, in its namespace).
 # The round of the call in progress still completes (worker 0's
@@ -175,17 +196,7 @@ dropped_at_w0()
 RACK_WORKER_PORT=7002 rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" \
 	"$ELEMS" "$PIN" >/dev/null
 check_err $? "job 2 could not be added again"
-c0=$(complete)
-run 2 7002 "$TMP/apart" --type int32 --bytes 4 --iters 3000 \
-	--fallback "$(ring_addrs 7102)" &
-pid=$!
-busywait 30 progressed $((c0 + 100))
-check_err $? "job 2 never got going through the switch"
-drop_at_w0 ""
-check_err $? "nft"
-wait $pid
-check_err $? "job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart/w0.err")"
-dropped=$(dropped_at_w0)
+run_cut "$TMP/apart" "" "" 100 --type int32 --bytes 4 --iters 3000
 log_info "results dropped at worker 0: $dropped"
 [ "${dropped:-0}" -gt 0 ]
 check_err $? "nothing was dropped"
@@ -211,21 +222,12 @@ log_test "workers one call apart: the one ahead serves its last call, all get th
 # iteration is the one of the same run through the switch (job 1).
 apart_multi()	# apart_multi TYPE
 {
-	local t=$1 c0 pid dropped i sv
+	local t=$1 dropped i sv
 
 	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
 	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
-	c0=$(complete)
-	run 2 7002 "$TMP/apart-$t" --type "$t" --bytes 65536 --iters 150 \
-		--fallback "$(ring_addrs 7102)" &
-	pid=$!
-	busywait 30 progressed $((c0 + 200))
-	check_err $? "job 2 never got going through the switch"
-	drop_at_w0 "meta length > 700"
-	check_err $? "nft"
-	wait $pid
-	check_err $? "$t: job 2 failed with results to worker 0 cut: $(head -c 400 "$TMP/apart-$t/w0.err")"
-	dropped=$(dropped_at_w0)
+	run_cut "$TMP/apart-$t" "$t: " "meta length > 700" 200 --type "$t" \
+		--bytes 65536 --iters 150
 	ip netns exec "$RACK-w0" nft delete table inet xina_fb
 	[ "${dropped:-0}" -gt 0 ]
 	check_err $? "$t: nothing was dropped"
