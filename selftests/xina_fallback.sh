@@ -130,26 +130,6 @@ progressed()	# progressed N: job 2 completed more than N rounds
 {
 	[ "$(complete)" -gt "$1" ]
 }
-c0=$(complete)
-run 2 7002 "$TMP/cut" --type float32 --bytes $((32 << 20)) --iters 1 \
-	--fallback "$(ring_addrs 7102)" &
-pid=$!
-# Inside the timed call: a barrier of one slot, then the blocks.
-busywait 30 progressed $((c0 + 1000))
-check_err $? "job 2 never got going through the switch"
-xctl job del 2
-check_err $? "job del 2"
-wait $pid
-check_err $? "job 2 failed after its switch state went away: $(head -c 400 "$TMP/cut/w0.err")"
-same_bits "$TMP/ref" "$TMP/cut"
-fell_back "$TMP/cut" 1
-for ((i = 0; i < N; i++)); do
-	r=$(jq -r .results "$TMP/cut/w$i.json")
-	[ "${r:-0}" -gt 0 ]
-	check_err $? "worker $i had no result from the switch before the cut ($r)"
-done
-log_info "results from the switch before the cut: $(jq -r .results "$TMP/cut/w0.json") (worker 0)"
-log_test "a switch that stops answering mid-allreduce: the call completes on the ring, same bits"
 
 # drop_at_w0 MATCH: the switch's results to worker 0 that the nft MATCH
 # (may be empty) selects dropped and counted, in table inet xina_fb.
@@ -166,13 +146,31 @@ dropped_at_w0()
 		jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add'
 }
 
-# run_cut DIR WHAT MATCH AFTER ARGS...: job 2's workers (xina-allreduce
+# The cuts of run_cut: job 2's switch state goes away (cut_job), or the
+# switch's results to worker 0 are dropped, all of them (cut_w0) or those
+# longer than 700 bytes (cut_w0_long).
+cut_job()
+{
+	xctl job del 2
+}
+
+cut_w0()
+{
+	drop_at_w0 ""
+}
+
+cut_w0_long()
+{
+	drop_at_w0 "meta length > 700"
+}
+
+# run_cut DIR WHAT AFTER CUT ARGS...: job 2's workers (xina-allreduce
 # ARGS, with the fallback ring) into DIR; once the switch completed AFTER
-# more rounds, drop_at_w0 MATCH.  Waits for them and sets dropped; WHAT
-# prefixes the messages.
+# more rounds, the command CUT.  Waits for them; every worker must
+# succeed.  WHAT prefixes the messages.
 run_cut()
 {
-	local dir=$1 what=$2 match=$3 after=$4 c0 pid
+	local dir=$1 what=$2 after=$3 cut=$4 c0 pid
 
 	shift 4
 	c0=$(complete)
@@ -180,12 +178,24 @@ run_cut()
 	pid=$!
 	busywait 30 progressed $((c0 + after))
 	check_err $? "${what}job 2 never got going through the switch"
-	drop_at_w0 "$match"
-	check_err $? "nft"
+	"$cut"
+	check_err $? "${what}$cut"
 	wait $pid
-	check_err $? "${what}job 2 failed with results to worker 0 cut: $(head -c 400 "$dir/w0.err")"
-	dropped=$(dropped_at_w0)
+	check_err $? "${what}job 2 failed after $cut: $(head -c 400 "$dir/w0.err")"
 }
+
+# Inside the timed call: a barrier of one slot, then the blocks.
+run_cut "$TMP/cut" "" 1000 cut_job --type float32 --bytes $((32 << 20)) \
+	--iters 1
+same_bits "$TMP/ref" "$TMP/cut"
+fell_back "$TMP/cut" 1
+for ((i = 0; i < N; i++)); do
+	r=$(jq -r .results "$TMP/cut/w$i.json")
+	[ "${r:-0}" -gt 0 ]
+	check_err $? "worker $i had no result from the switch before the cut ($r)"
+done
+log_info "results from the switch before the cut: $(jq -r .results "$TMP/cut/w0.json") (worker 0)"
+log_test "a switch that stops answering mid-allreduce: the call completes on the ring, same bits"
 
 # 2b. Workers one call apart: single-element calls, and from some point
 # on every result to worker 0 is dropped (nftables, in its namespace).
@@ -196,7 +206,8 @@ run_cut()
 RACK_WORKER_PORT=7002 rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" \
 	"$ELEMS" "$PIN" >/dev/null
 check_err $? "job 2 could not be added again"
-run_cut "$TMP/apart" "" "" 100 --type int32 --bytes 4 --iters 3000
+run_cut "$TMP/apart" "" 100 cut_w0 --type int32 --bytes 4 --iters 3000
+dropped=$(dropped_at_w0)
 log_info "results dropped at worker 0: $dropped"
 [ "${dropped:-0}" -gt 0 ]
 check_err $? "nothing was dropped"
@@ -226,8 +237,9 @@ apart_multi()	# apart_multi TYPE
 
 	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
 	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
-	run_cut "$TMP/apart-$t" "$t: " "meta length > 700" 200 --type "$t" \
+	run_cut "$TMP/apart-$t" "$t: " 200 cut_w0_long --type "$t" \
 		--bytes 65536 --iters 150
+	dropped=$(dropped_at_w0)
 	ip netns exec "$RACK-w0" nft delete table inet xina_fb
 	[ "${dropped:-0}" -gt 0 ]
 	check_err $? "$t: nothing was dropped"
@@ -266,16 +278,8 @@ sparse_same_skips()	# sparse_same_skips DIR REF
 }
 run 1 7001 "$TMP/sref" --type float32 --sparse 300 --bytes $((32 << 20)) --iters 1
 check_err $? "the sparse reference run through the switch failed: $(head -c 300 "$TMP/sref/w0.err")"
-c0=$(complete)
-run 2 7002 "$TMP/scut" --type float32 --sparse 300 --bytes $((32 << 20)) \
-	--iters 1 --fallback "$(ring_addrs 7102)" &
-pid=$!
-busywait 30 progressed $((c0 + 1000))
-check_err $? "job 2 never got going through the switch"
-xctl job del 2
-check_err $? "job del 2"
-wait $pid
-check_err $? "the sparse call failed after its switch state went away: $(head -c 400 "$TMP/scut/w0.err")"
+run_cut "$TMP/scut" "sparse: " 1000 cut_job --type float32 --sparse 300 \
+	--bytes $((32 << 20)) --iters 1
 same_bits "$TMP/sref" "$TMP/scut"
 fell_back "$TMP/scut" 1
 sparse_same_skips "$TMP/scut" "$TMP/sref"
