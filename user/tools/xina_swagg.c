@@ -391,6 +391,89 @@ uint64_t sw_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/*
+ * The element loops: every word of every packet goes through them, a
+ * rack agent's several times (a contribution's NH, its add, the partial
+ * up, the result down).  They are built at -O3 (user/tools/build.mk) and
+ * twice, for AVX2 and the x86-64 baseline, picked at load time
+ * (target_clones, as libxina_pack.c does).  Integer arithmetic only, the
+ * very expressions of bpf/xina_auth.h and bpf/xina_lanes.h: both clones
+ * give the same bits as the fast path.
+ */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SW_CLONES	__attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef SW_CLONES
+#define SW_CLONES
+#endif
+
+/* xina_nh_net(): NH of @count words in network order, key @k. */
+SW_CLONES
+uint64_t sw_nh(const uint32_t *restrict k, const uint32_t *restrict m,
+	       unsigned int count)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i + 1 < count; i += 2)
+		sum += xina_nh_pair(xina_be32(m[i]), xina_be32(m[i + 1]),
+				    k[i], k[i + 1]);
+	if (count & 1)
+		sum += xina_nh_pair(xina_be32(m[count - 1]), 0, k[count - 1],
+				    k[count]);
+	return sum;
+}
+
+/*
+ * sw_nh() of the same words under two keys in one pass: @k1's returned,
+ * @k2's in *@nh2 (an agent verifies an upper result and tags it for its
+ * rack).
+ */
+SW_CLONES
+uint64_t sw_nh2(const uint32_t *restrict k1, const uint32_t *restrict k2,
+		const uint32_t *restrict m, unsigned int count, uint64_t *nh2)
+{
+	uint64_t s1 = 0, s2 = 0;
+	uint32_t m0, m1;
+	unsigned int i;
+
+	for (i = 0; i + 1 < count; i += 2) {
+		m0 = xina_be32(m[i]);
+		m1 = xina_be32(m[i + 1]);
+		s1 += xina_nh_pair(m0, m1, k1[i], k1[i + 1]);
+		s2 += xina_nh_pair(m0, m1, k2[i], k2[i + 1]);
+	}
+	if (count & 1) {
+		m0 = xina_be32(m[count - 1]);
+		s1 += xina_nh_pair(m0, 0, k1[count - 1], k1[count]);
+		s2 += xina_nh_pair(m0, 0, k2[count - 1], k2[count]);
+	}
+	*nh2 = s2;
+	return s1;
+}
+
+/*
+ * @count values @a (host order) into @out in network order, and their NH
+ * under @k: a packet's payload and the NH of its tag in one pass.
+ */
+SW_CLONES
+uint64_t sw_pack_nh(const uint32_t *restrict k, uint32_t *restrict out,
+		    const uint32_t *restrict a, unsigned int count)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < count; i++)
+		out[i] = htonl(a[i]);
+	for (i = 0; i + 1 < count; i += 2)
+		sum += xina_nh_pair(a[i], a[i + 1], k[i], k[i + 1]);
+	if (count & 1)
+		sum += xina_nh_pair(a[count - 1], 0, k[count - 1], k[count]);
+	return sum;
+}
+
 /* A new job: a random epoch, never 0, that nobody joined yet. */
 static int sw_epoch_init(struct swagg *sw)
 {
@@ -577,14 +660,15 @@ void sw_flush(struct swagg *sw)
 	sw->nans = 0;
 }
 
-/* The last contribution arrived: build the kept result, queue it to all. */
-void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
+/*
+ * Version @vi completed, its result's elements in place: the header @h's,
+ * tagged with K_res over @nh (the elements' NH), kept and queued to all.
+ */
+static void sw_complete_nh(struct swagg *sw, uint32_t vi,
+			   const struct xina_hdr *h, uint64_t nh)
 {
 	struct xina_hdr *r = sw_res(sw, vi);
 	struct sw_ver *v = &sw->ver[vi];
-	const int32_t *a = sw->vals + (size_t)vi * sw->elems;
-	uint32_t *out = (uint32_t *)(r + 1);
-	unsigned int i;
 
 	*r = *h;
 	r->type = XINA_T_RESULT;
@@ -592,16 +676,34 @@ void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	r->rank = 0;
 	r->op = v->op;
 	r->exp = h->exp;
-	for (i = 0; i < v->count; i++)
-		out[i] = htonl((uint32_t)a[i]);
-	r->tag = htobe64(xina_tag_hdr(sw->kres, r,
-				      xina_nh_net(sw->nhk, out, v->count)));
+	r->tag = htobe64(xina_tag_hdr(sw->kres, r, nh));
 	v->complete = true;
 	sw->stat[XINA_STAT_COMPLETE]++;
 	sw->last_complete_ns = sw_now_ns();
 	if (sw->ncomp == (uint32_t)sw->slots * 2)
 		sw_flush(sw);
 	sw->comp[sw->ncomp++] = vi;
+}
+
+/* The last contribution arrived: build the kept result, queue it to all. */
+void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
+{
+	const uint32_t *a = (const uint32_t *)sw->vals + (size_t)vi * sw->elems;
+	uint32_t *out = (uint32_t *)(sw_res(sw, vi) + 1);
+
+	sw_complete_nh(sw, vi, h, sw_pack_nh(sw->nhk, out, a,
+					     sw->ver[vi].count));
+}
+
+/*
+ * The same for a result whose elements come in network order (@in, an
+ * upper job's result: a rack agent's), @nh their NH under this job's key.
+ */
+void sw_complete_net(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
+		     const uint32_t *in, uint64_t nh)
+{
+	memcpy(sw_res(sw, vi) + 1, in, (size_t)sw->ver[vi].count * 4);
+	sw_complete_nh(sw, vi, h, nh);
 }
 
 static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
@@ -624,7 +726,8 @@ static void sw_answer(struct swagg *sw, uint32_t vi, uint16_t rank,
  * through bpf/xina_lanes.h as every aggregator: constants after inlining,
  * so each pair gets a loop of its own.
  */
-static __always_inline void sw_fold(uint32_t *a, const uint32_t *in,
+static __always_inline void sw_fold(uint32_t *restrict a,
+				    const uint32_t *restrict in,
 				    unsigned int n, const __u32 dtype,
 				    const __u32 op)
 {
@@ -669,12 +772,16 @@ static __always_inline void sw_fold(uint32_t *a, const uint32_t *in,
 		}							\
 	} while (0)
 
-/* The pair was checked by sw_contrib() (xina_dtype_op_ok()). */
+/*
+ * The pair was checked by sw_contrib() (xina_dtype_op_ok()).  An element
+ * loop (SW_CLONES): each (dtype, op) pair's loop is vectorised.
+ */
+SW_CLONES
 static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 		   bool init)
 {
-	uint32_t *a = (uint32_t *)sw->vals + (size_t)vi * sw->elems;
-	const uint32_t *in = (const uint32_t *)(h + 1);
+	uint32_t *restrict a = (uint32_t *)sw->vals + (size_t)vi * sw->elems;
+	const uint32_t *restrict in = (const uint32_t *)(h + 1);
 	struct sw_ver *v = &sw->ver[vi];
 	unsigned int i;
 
@@ -790,9 +897,9 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		return;
 	}
 	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h,
-					    xina_nh_net(sw->nhk,
-							(const uint32_t *)(h + 1),
-							count))) {
+					    sw_nh(sw->nhk,
+						  (const uint32_t *)(h + 1),
+						  count))) {
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		return;
 	}
