@@ -131,6 +131,7 @@ struct sw_txb {
 uint64_t sw_now_ns(void);
 int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out);
 int sw_parse_addr(const char *opt, const char *s, struct sockaddr_in *sa);
+void sw_loops_init(void);
 uint64_t sw_nh(const uint32_t *restrict k, const uint32_t *restrict m,
 	       unsigned int count);
 uint64_t sw_nh2(const uint32_t *restrict k1, const uint32_t *restrict k2,
