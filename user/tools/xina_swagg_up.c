@@ -264,12 +264,11 @@ static void sw_up_queue(struct swagg *sw, uint32_t vi)
  */
 void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 {
-	const int32_t *a = sw->vals + (size_t)vi * sw->elems;
+	const uint32_t *a = (const uint32_t *)sw->vals + (size_t)vi * sw->elems;
 	struct xina_hdr *u = sw_up_pkt(sw, vi);
 	struct sw_ver *v = &sw->ver[vi];
 	uint32_t *out = (uint32_t *)(u + 1);
 	struct sw_up *up = sw->up;
-	unsigned int i;
 
 	*u = *h;
 	u->flags = 0;
@@ -279,10 +278,8 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	u->weight = 0;
 	u->epoch = htonl(up->epoch);
 	u->aux = 0;
-	for (i = 0; i < v->count; i++)
-		out[i] = htonl((uint32_t)a[i]);
 	u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-				      xina_nh_net(up->nhk, out, v->count)));
+				      sw_pack_nh(up->nhk, out, a, v->count)));
 	v->up_pending = true;
 	v->up_resent = false;
 	v->up_rto_us = sw_up_rto(up);
@@ -301,8 +298,8 @@ static void sw_up_resend(struct swagg *sw, uint32_t vi)
 	if (!(u->flags & XINA_F_RETRANS)) {
 		u->flags |= XINA_F_RETRANS;
 		u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-					      xina_nh_net(up->nhk, out,
-							  ntohs(u->count))));
+					      sw_nh(up->nhk, out,
+						    ntohs(u->count))));
 	}
 	up->resent++;
 	sw->ver[vi].up_resent = true;
@@ -395,11 +392,11 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	const struct xina_hdr *h = (const struct xina_hdr *)p;
 	const uint32_t *in = (const uint32_t *)(h + 1);
 	struct sw_up *up = sw->up;
+	uint32_t slot, round, vi;
 	struct xina_hdr rh;
-	uint32_t slot, round, vi, i;
 	struct sw_ver *v;
 	uint16_t count;
-	int32_t *a;
+	uint64_t nh;
 
 	if (!sw_up_from(up, from))
 		return false;
@@ -420,8 +417,10 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		sw->gstat[XINA_GSTAT_MALFORMED]++;
 		return true;
 	}
+	/* one pass: the NH of its tag, and that of the rack's result */
 	if (be64toh(h->tag) != xina_tag_hdr(up->kres, h,
-					    xina_nh_net(up->nhk, in, count))) {
+					    sw_nh2(up->nhk, sw->nhk, in,
+						   count, &nh))) {
 		up->bad_tag++;
 		return true;
 	}
@@ -436,9 +435,6 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		up->stale++;
 		return true;
 	}
-	a = sw->vals + (size_t)vi * sw->elems;
-	for (i = 0; i < count; i++)
-		a[i] = (int32_t)ntohl(in[i]);
 	v->up_pending = false;
 	if (!v->up_resent)
 		xina_rtt_sample(&up->rtt, sw_now_ns() - v->up_first_ns);
@@ -456,7 +452,8 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	rh.round = h->round;
 	rh.epoch = htonl(v->epoch);
 	rh.offset = h->offset;
-	sw_complete(sw, vi, &rh);
+	/* its elements are the rack's result as they came */
+	sw_complete_net(sw, vi, &rh, in, nh);
 	return true;
 }
 
