@@ -978,8 +978,10 @@ out:
 
 /*
  * Where the upper switch @up->addr is from here: the source address the
- * kernel picks for it (a UDP connect(), nothing is sent), and the device
- * holding that address, which the fast path's route lookups start from.
+ * kernel picks for it (a UDP connect()), and the device holding that
+ * address, which the fast path's route lookups start from.  An empty
+ * datagram to the discard port makes the kernel resolve the next hop's
+ * neighbour entry, which bpf_fib_lookup() needs and never makes itself.
  */
 static int xm_up_route(const struct xinactl_job *job, struct xina_up *up)
 {
@@ -1005,6 +1007,9 @@ static int xm_up_route(const struct xinactl_job *job, struct xina_up *up)
 	}
 	up->saddr = me.sin_addr.s_addr;
 	inet_ntop(AF_INET, &up->saddr, src, sizeof(src));
+	to.sin_port = htons(9);		/* discard */
+	if (!connect(fd, (struct sockaddr *)&to, sizeof(to)))
+		send(fd, "", 0, 0);	/* best effort: no_route counts a miss */
 	if (getifaddrs(&ifa)) {
 		ret = -errno;
 		xerr("job %u: cannot list the addresses of this network namespace: %s",
@@ -1143,7 +1148,7 @@ err:
 	return ret;
 }
 
-/* Forget the uplink of job index @idx (upper job @up_id, 0: none). */
+/* Forget the uplink of job index @idx, if it has one. */
 static int xm_up_clear(struct xm *m, __u32 idx)
 {
 	struct xina_upjob zuj = {};
