@@ -1487,6 +1487,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 				goto unlock;
 			}
 			m->up_ns = c->now;
+			m->up_resent = 1;
 		}
 		kept->epoch = m->epoch;
 		kept->round = m->round;
@@ -1709,8 +1710,10 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
  * The rack keeps no copy of the result.  A member's retransmission to a
  * complete version sends the kept partial up again, flagged XINA_F_RETRANS
  * (copied as xina_answer() copies a result, torn copies dropped), at most
- * once per resend_us (meta->up_ns, under the version's lock: every member
- * of a rack times out on a lost result at about the same time); the
+ * once per xina_up_hold() (meta->up_ns, under the version's lock: every
+ * member of a rack times out on a lost result at about the same time, and
+ * a member's timeout, tuned to its own switch, is shorter than the upper
+ * round, which waits for the slowest rack); the
  * upper switch answers it with its kept result, or drops it as a
  * duplicate while its round is still open.  The upper result is turned
  * into the rack's result in the frame it came in (its elements staged to
@@ -1739,6 +1742,41 @@ static __always_inline struct xina_up *xina_up_of(__u32 idx)
 	struct xina_up *up = bpf_map_lookup_elem(&xina_ups, &idx);
 
 	return up && up->job ? up : NULL;
+}
+
+/*
+ * How long after a partial went up a member's retransmission may send it
+ * up again: the upper round trip's timeout, RFC 6298's srtt + 4 rttvar
+ * over the partials answered without a resend (Karn), at least resend_us
+ * and at most XINA_UP_HOLD_MAX_NS.  As xina-swagg --up's timer, without
+ * a timer: the members' retransmissions clock it.
+ */
+static __always_inline __u64 xina_up_hold(const struct xina_up *up)
+{
+	__u64 floor = (__u64)up->resend_us * 1000;
+	__u64 rto = *(const volatile __u64 *)&up->srtt_ns +
+		    4 * *(const volatile __u64 *)&up->rttvar_ns;
+
+	if (rto > XINA_UP_HOLD_MAX_NS)
+		rto = XINA_UP_HOLD_MAX_NS;
+	return rto > floor ? rto : floor;
+}
+
+/* A round trip sample @r (ns) into the estimator (RFC 6298, 2.2, 2.3). */
+static __always_inline void xina_up_rtt(struct xina_up *up, __u64 r)
+{
+	__u64 d;
+
+	bpf_spin_lock(&up->lock);
+	if (!up->srtt_ns) {
+		up->srtt_ns = r;
+		up->rttvar_ns = r / 2;
+	} else {
+		d = up->srtt_ns > r ? up->srtt_ns - r : r - up->srtt_ns;
+		up->rttvar_ns = (3 * up->rttvar_ns + d) / 4;
+		up->srtt_ns = (7 * up->srtt_ns + r) / 8;
+	}
+	bpf_spin_unlock(&up->lock);
 }
 
 static __always_inline void upstat_inc(struct xina_up_counters *uc,
@@ -1857,6 +1895,7 @@ static __always_inline int xina_up_complete(struct xdp_md *ctx,
 	m->exp = c->exp;
 	m->tag = nh;
 	m->up_ns = c->now;
+	m->up_resent = 0;
 	bpf_spin_unlock(&m->lock);
 
 	active = bpf_map_lookup_elem(&xina_active, &j->idx);
@@ -2039,7 +2078,8 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 	const struct xina_nhkey *nhk, *upnh;
 	__u32 slot, round, idx, epoch, re;
 	struct xina_meta *m;
-	int ok;
+	__u64 sent, now;
+	int ok, resent;
 
 	nhk = bpf_map_lookup_elem(&xina_nhkeys, &job->idx);
 	upnh = bpf_map_lookup_elem(&xina_upnh, &job->idx);
@@ -2068,15 +2108,23 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
 		return XDP_DROP;
 	}
+	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&m->lock);
 	ok = m->epoch == re && m->round == round && m->complete &&
 	     m->count == pkt->count && m->op == xh->op &&
 	     m->dtype == xh->dtype;
+	sent = m->up_ns;
+	resent = m->up_resent;
+	/* later answers (to resends, or duplicates) are no sample */
+	if (ok)
+		m->up_resent = 1;
 	bpf_spin_unlock(&m->lock);
 	if (!ok) {
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
 		return XDP_DROP;
 	}
+	if (!resent && now > sent)
+		xina_up_rtt(up, now - sent);
 	xh->job = bpf_htonl(job->id);
 	xh->epoch = bpf_htonl(re);
 	xina_result_hdr(xh, job, xh->exp, xina_nh_staged(s, nhk, pkt->count));
@@ -2173,7 +2221,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 			return XDP_DROP;
 		}
 		c.now = bpf_ktime_get_ns();
-		c.hold_ns = (__u64)up->resend_us * 1000;
+		c.hold_ns = xina_up_hold(up);
 	}
 	idx = job->slot_base + 2 * bpf_ntohl(xh->slot) + (c.round & 1);
 	m = xina_meta_of(idx);

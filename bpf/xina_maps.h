@@ -173,7 +173,10 @@ struct xina_meta {
 	__u8	dtype;		/* enum xina_dtype of @round */
 	__u16	count;		/* words of @round: all contributions
 				 * to one round carry the same count */
-	__u16	pad2;
+	__u8	up_resent;	/* a job with an uplink: the partial of
+				 * @round went up more than once (its
+				 * result is no round-trip sample) */
+	__u8	pad2;
 	__u64	tag;		/* the result's tag (network order), once
 				 * @complete: answers reuse it.  A job
 				 * with an uplink: the NH of the partial
@@ -279,6 +282,8 @@ struct xina_mark {
  * join of @nonce (XINA_UP_PENDING: none yet).
  */
 #define XINA_UP_PENDING		0xff
+#define XINA_UP_HOLD_MAX_NS	200000000ULL	/* the round trip's timeout
+						 * is at most 200 ms */
 
 struct xina_up {
 	struct bpf_spin_lock	lock;
@@ -291,9 +296,14 @@ struct xina_up {
 	__u16	rank;		/* this rack's rank in the upper job */
 	__u32	ifindex;	/* the uplink (the route's output device) */
 	__u32	resend_us;	/* a partial goes up again at most this
-				 * often, however many members ask */
+				 * often, however many members ask, and
+				 * not before the upper round trip's
+				 * timeout (@srtt_ns, @rttvar_ns) */
 	__u32	pad;
-	/* under @lock */
+	/* under @lock (the fast path reads the 64-bit values without it) */
+	__u64	srtt_ns;	/* smoothed partial-to-result time; 0: no
+				 * sample yet */
+	__u64	rttvar_ns;	/* and its variation (RFC 6298) */
 	__u64	nonce;		/* of the latest upper join */
 	__u32	epoch;		/* upper epoch granted */
 	__u32	rack_epoch;	/* rack epoch @epoch stands for; 0: none */

@@ -52,8 +52,8 @@ void xinactl_job_usage(FILE *f)
 		"               come back down to every member.  The upper job needs at\n"
 		"               least S slots and E elems; its member UR is this switch's\n"
 		"               address toward UADDR, port %d.  A member's retransmission\n"
-		"               sends the partial up again, at most every MS ms (1..%d,\n"
-		"               default %d)\n",
+		"               sends the partial up again once the upper round trip's\n"
+		"               timeout passed, at least MS ms (1..%d, default %d)\n",
 		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
 		XINA_MAX_ELEMS, JOB_DEF_ELEMS, XINA_UDP_PORT, XINA_UDP_PORT,
 		JOB_MAX_UPRESEND_MS, JOB_DEF_UPRESEND_MS);
@@ -513,6 +513,8 @@ static void job_print_up(const struct xinactl_up *up)
 	xp_uint(XP_ANY, "epoch", "\tup epoch %llu", up->epoch);
 	xp_uint(XP_ANY, "rack_epoch", " for epoch %llu", up->rack_epoch);
 	xp_uint(XP_ANY, "want", " joining for %llu", up->want);
+	xp_uint(XP_ANY, "srtt_us", " srtt %lluus", up->srtt_ns / 1000);
+	xp_uint(XP_ANY, "rttvar_us", " rttvar %lluus", up->rttvar_ns / 1000);
 	xp_nl();
 	xp_text("\tup");
 	for (i = 0; i < sizeof(job_upstat_names) / sizeof(job_upstat_names[0]); i++) {

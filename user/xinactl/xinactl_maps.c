@@ -607,6 +607,8 @@ static void xm_up_read(struct xm *m, __u32 idx, struct xinactl_up *out)
 	out->epoch = up.epoch;
 	out->rack_epoch = up.rack_epoch;
 	out->want = up.want;
+	out->srtt_ns = up.srtt_ns;
+	out->rttvar_ns = up.rttvar_ns;
 	buf = calloc(m->ncpus, stride);
 	if (!buf || bpf_map_lookup_elem(m->fd[XM_UPSTATS], &idx, buf))
 		goto out;
