@@ -130,6 +130,34 @@ struct {
 	__type(value, struct xina_counters);
 } xina_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_up);
+} xina_ups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_nhkey);
+} xina_upnh SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XINA_JOB_BUCKETS);
+	__type(key, __u32);
+	__type(value, struct xina_upjob);
+} xina_upjobs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XINA_MAX_JOBS);
+	__type(key, __u32);
+	__type(value, struct xina_up_counters);
+} xina_upstats SEC(".maps");
+
 /* ---- parsing ------------------------------------------------------------ */
 
 struct cursor {
@@ -232,11 +260,34 @@ static __always_inline int xina_check_join(struct xina_pkt *pkt)
 }
 
 /*
+ * A join's reply (from an upper switch, to a job's uplink): a bare header
+ * as the join; round is the status, epoch the epoch granted.
+ */
+static __always_inline int xina_check_join_reply(struct xina_pkt *pkt)
+{
+	struct xina_hdr *xh = pkt->xh;
+
+	if (xh->count || xh->op || xh->flags || xh->exp)
+		return XINA_MALFORMED;
+	if (ntohs_bounded(pkt->udp->len) !=
+	    sizeof(struct udphdr) + sizeof(*xh))
+		return XINA_MALFORMED;
+	if (sizeof(struct udphdr) + sizeof(*xh) + sizeof(struct iphdr) >
+	    ntohs_bounded(pkt->iph->tot_len))
+		return XINA_MALFORMED;
+	pkt->count = 0;
+	pkt->lin = 0;
+	return XINA_WELL_FORMED;
+}
+
+/*
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
  * The headers must be in the first buffer of the frame; the elements may
- * run on into the others.  Workers send contributions and joins; anything
- * else is malformed.
+ * run on into the others.  Workers send contributions and joins; an
+ * upper switch sends results and join replies to the uplink of a job that
+ * hands up (xina_up_rx() drops them as malformed for any other job);
+ * anything else is malformed.
  */
 static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 					  struct xina_pkt *pkt, void *end)
@@ -250,7 +301,10 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 		return XINA_MALFORMED;
 	if (xh->type == XINA_T_JOIN)
 		return xina_check_join(pkt);
-	if (xh->type != XINA_T_CONTRIB || (xh->flags & ~XINA_F_ALL) || xh->aux)
+	if (xh->type == XINA_T_JOIN_REPLY)
+		return xina_check_join_reply(pkt);
+	if ((xh->type != XINA_T_CONTRIB && xh->type != XINA_T_RESULT) ||
+	    (xh->flags & ~XINA_F_ALL) || xh->aux)
 		return XINA_MALFORMED;
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
@@ -316,7 +370,10 @@ static __always_inline int xina_to_switch(__be32 daddr)
 	return 0;
 }
 
-/* A contribution or a join to the switch (pkt->xh->type tells which). */
+/*
+ * A contribution or a join to the switch, or a result or join reply from
+ * an upper switch (pkt->xh->type tells which).
+ */
 static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt)
 {
 	void *data_end = (void *)(long)ctx->data_end;
@@ -1121,6 +1178,36 @@ __noinline __u64 xina_nh_part(const struct xina_part *part,
 }
 
 /*
+ * NH of the @count elements staged in @s (xina_stage_lin(), pairs, an odd
+ * count's last pair zero padded) under key @nhk: an upper result's
+ * payload under the rack job's key, without reading the frame again.
+ */
+__noinline __u64 xina_nh_staged(const struct xina_scratch *s,
+				const struct xina_nhkey *nhk, __u32 count)
+{
+	__u32 i, k, p, n;
+	__u64 sum = 0;
+
+	if (!s || !nhk || count > XINA_MAX_ELEMS)
+		return 0;
+	n = (count + 1) / 2;
+	for (i = 0; i < XINA_MAX_ELEMS / 2; i += XINA_BLK) {
+		if (i + XINA_BLK > n)
+			break;
+#pragma unroll
+		for (k = 0; k < XINA_BLK; k++)
+			sum += xina_nh_q(s->q[i + k], &nhk->k[2 * (i + k)]);
+	}
+	for (k = 0; k < XINA_BLK - 1; k++) {
+		p = xina_opaque(i + k);
+		if (p >= n || p >= XINA_MAX_ELEMS / 2)
+			break;
+		sum += xina_nh_q(s->q[p], &nhk->k[2 * p]);
+	}
+	return sum;
+}
+
+/*
  * Stage the @pkt->count elements of the frame into @s (see "element
  * loops") and check the tag over them, keyed with @k: 0 if it matches the
  * header's.  The header is read in place (it is in the first buffer:
@@ -1287,9 +1374,13 @@ enum xina_claim {
 	XINA_CLAIM_RANGE,	/* round not open yet, or count mismatch */
 	XINA_CLAIM_OP,		/* dtype or op differs from the round's */
 	XINA_CLAIM_EPOCH,	/* the job moved on to another epoch */
+	XINA_CLAIM_HELD,	/* a job with an uplink: round complete, its
+				 * partial went up too recently to resend */
 };
 
 struct xina_contrib {
+	__u64 now;	/* a job with an uplink: the time (else 0) */
+	__u64 hold_ns;	/* and its partials' resend interval */
 	__u32 epoch;
 	__u32 round;
 	__u32 rank;
@@ -1384,6 +1475,20 @@ static __always_inline int xina_claim(struct xina_meta *m,
 	}
 	if (m->seen[w] & bit) {
 		ret = m->complete ? XINA_CLAIM_RETRANS : XINA_CLAIM_DUP;
+		/*
+		 * A job with an uplink keeps its partial, not the result:
+		 * the retransmission sends the partial up again (the upper
+		 * switch answers it with its kept result), once per
+		 * hold_ns however many members ask.
+		 */
+		if (ret == XINA_CLAIM_RETRANS && c->now) {
+			if (c->now - m->up_ns < c->hold_ns) {
+				ret = XINA_CLAIM_HELD;
+				goto unlock;
+			}
+			m->up_ns = c->now;
+			m->up_resent = 1;
+		}
 		kept->epoch = m->epoch;
 		kept->round = m->round;
 		kept->result_cpu = m->result_cpu;
@@ -1582,6 +1687,505 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 }
 
+/* ---- two levels: the uplink ---------------------------------------------
+ *
+ * A job with an uplink (struct xina_up, "job add ... up") is a rack whose
+ * partial goes up to an upper switch as one member of an upper job, and
+ * whose results come back from it (Documentation/protocol.md, "Two
+ * levels").  Rounds map one to one: round r of slot s of the rack job is
+ * round r of slot s of the upper job; the upper job has at least the rack
+ * job's slots and elements per slot (its join says so).
+ *
+ * Rounds and per-CPU parts.  The round completes in the rack as any does:
+ * the CPU whose add is the last (xina_done()) folds every CPU's partial
+ * into its own (xina_fold()) and marks the version complete, with
+ * result_cpu its CPU.  That part then holds the rack's partial, not the
+ * result, and keeps it until the version opens round r + 2, exactly as a
+ * flat job keeps its result: a member sends round r + 2 of the slot only
+ * after it had the result of round r + 1, which the upper switch sends
+ * only once every rack's members contributed to round r + 1, each after
+ * it had the result of round r.  So no member can still need round r
+ * (its result, or a resend of its partial) once round r + 2 opens.
+ *
+ * The rack keeps no copy of the result.  A member's retransmission to a
+ * complete version sends the kept partial up again, flagged XINA_F_RETRANS
+ * (copied as xina_answer() copies a result, torn copies dropped), at most
+ * once per xina_up_hold() (meta->up_ns, under the version's lock: every
+ * member of a rack times out on a lost result at about the same time, and
+ * a member's timeout, tuned to its own switch, is shorter than the upper
+ * round, which waits for the slowest rack); the
+ * upper switch answers it with its kept result, or drops it as a
+ * duplicate while its round is still open.  The upper result is turned
+ * into the rack's result in the frame it came in (its elements staged to
+ * verify its tag, and hashed from there under the rack job's NH key) and
+ * sent to every member by xina_fanout; a member that had it already drops
+ * the copy.  The version's meta->tag holds the NH of the partial under the
+ * upper job's NH key, so that a resend is tagged without reading the
+ * partial twice.
+ *
+ * Epochs.  The upper job's epoch (xina_up.epoch) stands for one rack epoch
+ * (xina_up.rack_epoch).  A new run of the rack's workers opens a new rack
+ * epoch, whose rounds start at 0 again: in the upper job, whose epoch the
+ * rounds of the last run still hold, they would be stale.  So the joins
+ * of the rack's members to a rack epoch the upper epoch does not stand for
+ * are not answered; each is sent up instead as the rack's join of the
+ * upper job (a fresh nonce per rack epoch, or after a refusal: BUSY while
+ * another run still uses the upper job), and its reply records the upper
+ * epoch granted (xina_up_join_reply()).  The members resend their joins on
+ * their timeout, and are answered once the upper epoch is there: the
+ * members' join timers drive the upper join, the switch keeps no timer.
+ * The first run of a new job goes the same way (xinactl does not join).
+ */
+
+static __always_inline struct xina_up *xina_up_of(__u32 idx)
+{
+	struct xina_up *up = bpf_map_lookup_elem(&xina_ups, &idx);
+
+	return up && up->job ? up : NULL;
+}
+
+/*
+ * How long after a partial went up a member's retransmission may send it
+ * up again: the upper round trip's timeout, RFC 6298's srtt + 4 rttvar
+ * over the partials answered without a resend (Karn), at least resend_us
+ * and at most XINA_UP_HOLD_MAX_NS.  As xina-swagg --up's timer, without
+ * a timer: the members' retransmissions clock it.
+ */
+static __always_inline __u64 xina_up_hold(const struct xina_up *up)
+{
+	__u64 floor = (__u64)up->resend_us * 1000;
+	__u64 rto = *(const volatile __u64 *)&up->srtt_ns +
+		    4 * *(const volatile __u64 *)&up->rttvar_ns;
+
+	if (rto > XINA_UP_HOLD_MAX_NS)
+		rto = XINA_UP_HOLD_MAX_NS;
+	return rto > floor ? rto : floor;
+}
+
+/* A round trip sample @r (ns) into the estimator (RFC 6298, 2.2, 2.3). */
+static __always_inline void xina_up_rtt(struct xina_up *up, __u64 r)
+{
+	__u64 d;
+
+	bpf_spin_lock(&up->lock);
+	if (!up->srtt_ns) {
+		up->srtt_ns = r;
+		up->rttvar_ns = r / 2;
+	} else {
+		d = up->srtt_ns > r ? up->srtt_ns - r : r - up->srtt_ns;
+		up->rttvar_ns = (3 * up->rttvar_ns + d) / 4;
+		up->srtt_ns = (7 * up->srtt_ns + r) / 8;
+	}
+	bpf_spin_unlock(&up->lock);
+}
+
+static __always_inline void upstat_inc(struct xina_up_counters *uc,
+				       __u32 stat)
+{
+	if (uc && stat < XINA_UPSTAT_MAX)
+		uc->c[stat]++;
+}
+
+/*
+ * The frame, its xina header already written, goes to the upper switch:
+ * out of the device and to the neighbour the route to it takes, from
+ * up->saddr and the xina port.  bpf_fib_lookup() on every frame that goes
+ * up (not once in xinactl): a neighbour or route that changes is followed,
+ * and it costs a route lookup per partial, against the thousands of
+ * element operations of the partial itself.  The kernel's neighbour entry
+ * is made by the stack's own traffic to the upper switch (ARP while the
+ * rack joins); a missing one is counted as no_route, and the member's
+ * retransmission tries again.
+ */
+static __always_inline int xina_up_send(struct xdp_md *ctx,
+					const struct xina_up *up,
+					struct xina_up_counters *uc)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct bpf_fib_lookup fib = {};
+	struct ethhdr *eth = data;
+	struct iphdr *iph = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(iph + 1);
+	int rc;
+
+	if ((void *)(udp + 1) > end)
+		return XDP_DROP;
+	fib.family = 2;		/* AF_INET */
+	fib.l4_protocol = IPPROTO_UDP;
+	fib.sport = bpf_htons(xina_port);
+	fib.dport = up->port;
+	fib.tot_len = bpf_ntohs(iph->tot_len);
+	fib.ipv4_src = up->saddr;
+	fib.ipv4_dst = up->addr;
+	fib.ifindex = up->ifindex;
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS) {
+		upstat_inc(uc, XINA_UPSTAT_NO_ROUTE);
+		return XDP_DROP;
+	}
+	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+	iph->saddr = up->saddr;
+	iph->daddr = up->addr;
+	iph->ttl = 64;
+	ip_csum_set(iph);
+	udp->source = bpf_htons(xina_port);
+	udp->dest = up->port;
+	udp->check = 0;
+	return bpf_redirect(fib.ifindex, 0);
+}
+
+/*
+ * The header of the rack's partial of a round of rack epoch @rack_epoch:
+ * a contribution of the rack's rank to the upper job, tagged over @nh (its
+ * NH under the upper job's key).  -1 if the upper epoch does not stand for
+ * @rack_epoch (a run whose upper join has not been answered yet: cannot
+ * happen to a member that was answered its join).
+ */
+static __always_inline int xina_up_hdr(struct xina_hdr *xh,
+				       struct xina_up *up, __u32 rack_epoch,
+				       __s8 exp, __u64 nh, __u8 flags)
+{
+	__u32 epoch, re;
+
+	bpf_spin_lock(&up->lock);
+	epoch = up->epoch;
+	re = up->rack_epoch;
+	bpf_spin_unlock(&up->lock);
+	if (re != rack_epoch || !epoch)
+		return -1;
+	xh->type = XINA_T_CONTRIB;
+	xh->flags = flags;
+	xh->exp = exp;
+	xh->job = bpf_htonl(up->job);
+	xh->rank = bpf_htons(up->rank);
+	xh->weight = 0;
+	xh->epoch = bpf_htonl(epoch);
+	xh->aux = 0;
+	xh->tag = bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
+						 (const __u64 *)xh, nh));
+	return 0;
+}
+
+/*
+ * The rack's round is complete (this CPU's add was the last): fold, and
+ * send the partial up in place of the result.
+ */
+static __always_inline int xina_up_complete(struct xdp_md *ctx,
+					    const struct xina_job *j,
+					    struct xina_up *up,
+					    const struct xina_nhkey *upnh,
+					    struct xina_pkt *pkt,
+					    struct xina_meta *m, __u32 idx,
+					    __u32 me, struct xina_part *mine,
+					    const struct xina_contrib *c,
+					    struct xina_counters *ctr,
+					    struct xina_up_counters *uc)
+{
+	__u64 *active;
+	__u64 nh;
+
+	xina_fold(idx, me, mine, c);
+	nh = xina_nh_part(mine, upnh, c->count);
+
+	bpf_spin_lock(&m->lock);
+	m->complete = 1;
+	m->result_cpu = me;
+	m->exp = c->exp;
+	m->tag = nh;
+	m->up_ns = c->now;
+	m->up_resent = 0;
+	bpf_spin_unlock(&m->lock);
+
+	active = bpf_map_lookup_elem(&xina_active, &j->idx);
+	if (active)
+		*active = bpf_ktime_get_ns();
+	stat_inc(ctr, XINA_STAT_COMPLETE);
+
+	if (xina_up_hdr(pkt->xh, up, c->epoch, c->exp, nh, 0)) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	if (xina_put(ctx, pkt, mine, c->count))
+		return XDP_DROP;	/* cannot happen: length was checked */
+	upstat_inc(uc, XINA_UPSTAT_SENT);
+	return xina_up_send(ctx, up, uc);
+}
+
+/*
+ * A member retransmits to a complete version of a job with an uplink: the
+ * kept partial goes up again, flagged as a retransmission.  The copy is
+ * checked for tearing as xina_answer() checks its own.
+ */
+static __always_inline int xina_up_answer(struct xdp_md *ctx,
+					  struct xina_pkt *pkt, __u32 idx,
+					  struct xina_up *up,
+					  const struct xina_kept *kept,
+					  struct xina_counters *ctr,
+					  struct xina_up_counters *uc)
+{
+	struct xina_part *res;
+
+	res = xina_part_of(idx, kept->result_cpu);
+	if (!res || res->epoch != kept->epoch || res->round != kept->round)
+		goto stale;
+	if (xina_up_hdr(pkt->xh, up, kept->epoch, kept->exp, kept->tag,
+			XINA_F_RETRANS)) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	if (xina_put(ctx, pkt, res, pkt->count))
+		goto stale;
+	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
+	    *(volatile __u32 *)&res->epoch != kept->epoch)
+		goto stale;
+	upstat_inc(uc, XINA_UPSTAT_RESENT);
+	return xina_up_send(ctx, up, uc);
+stale:
+	stat_inc(ctr, XINA_STAT_STALE);
+	return XDP_DROP;
+}
+
+/*
+ * A join of a rack member to the current rack epoch @epoch, which the
+ * upper epoch does not stand for: the frame (already the bare header)
+ * becomes the rack's join of the upper job, nonce @nonce.
+ */
+static __always_inline int xina_up_join(struct xdp_md *ctx,
+					const struct xina_job *job,
+					struct xina_up *up, __u64 nonce,
+					struct xina_up_counters *uc)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct xina_hdr *xh = data + sizeof(struct ethhdr) +
+			      sizeof(struct iphdr) + sizeof(struct udphdr);
+
+	if ((void *)(xh + 1) > end)
+		return XDP_DROP;
+	xh->type = XINA_T_JOIN;
+	xh->dtype = XINA_DTYPE_INT32;
+	xh->op = 0;
+	xh->flags = 0;
+	xh->exp = 0;
+	xh->count = 0;
+	xh->job = bpf_htonl(up->job);
+	xh->rank = bpf_htons(up->rank);
+	xh->weight = 0;
+	xh->slot = bpf_htonl(job->slots);
+	xh->round = 0;
+	xh->epoch = 0;
+	xh->aux = bpf_htonl(job->elems);
+	xh->offset = bpf_cpu_to_be64(nonce);
+	xh->tag = bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
+						 (const __u64 *)xh, 0));
+	upstat_inc(uc, XINA_UPSTAT_JOIN_SENT);
+	return xina_up_send(ctx, up, uc);
+}
+
+/*
+ * Should the join of a rack member, answered @status for rack epoch
+ * @epoch, wait for the upper epoch?  0: answer it; else the nonce of the
+ * upper join to send in its place.
+ */
+static __always_inline __u64 xina_up_join_wait(struct xina_up *up,
+					       const struct xina_epoch *ep,
+					       __u32 status, __u32 epoch)
+{
+	__u64 nonce = 0;
+
+	if (status != XINA_JOIN_OK || epoch != xina_epoch_now(ep))
+		return 0;
+	bpf_spin_lock(&up->lock);
+	if (up->rack_epoch != epoch) {
+		if (up->want != epoch || up->status != XINA_UP_PENDING) {
+			up->nonce++;
+			up->want = epoch;
+			up->status = XINA_UP_PENDING;
+		}
+		nonce = up->nonce;
+	}
+	bpf_spin_unlock(&up->lock);
+	return nonce;
+}
+
+/*
+ * The upper switch's reply to the rack's join: an epoch granted for the
+ * rack epoch the join was for, or a refusal (the next member join asks
+ * again with a new nonce).  A BAD_KEY echoes the join's tag and cannot be
+ * told from a forgery: counted, nothing changes.
+ */
+static __always_inline int xina_up_join_reply(struct xina_hdr *xh,
+					      struct xina_up *up,
+					      struct xina_up_counters *uc)
+{
+	__u32 status = bpf_ntohl(xh->round), epoch = bpf_ntohl(xh->epoch);
+	__u64 nonce = bpf_be64_to_cpu(xh->offset);
+	int ok = 0;
+
+	if (bpf_ntohs(xh->rank) != up->rank || status > XINA_JOIN_BUSY) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	if (status == XINA_JOIN_BAD_KEY) {
+		upstat_inc(uc, XINA_UPSTAT_JOIN_REFUSED);
+		return XDP_DROP;
+	}
+	if (bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
+					   (const __u64 *)xh, 0)) != xh->tag) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_AUTH);
+		return XDP_DROP;
+	}
+	if ((status == XINA_JOIN_OK) != (epoch != 0)) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	bpf_spin_lock(&up->lock);
+	if (nonce == up->nonce && up->want &&
+	    up->status == XINA_UP_PENDING) {
+		ok = 1;
+		up->status = status;
+		if (status == XINA_JOIN_OK) {
+			up->epoch = epoch;
+			up->rack_epoch = up->want;
+			up->want = 0;
+		}
+	}
+	bpf_spin_unlock(&up->lock);
+	if (!ok)
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+	else
+		upstat_inc(uc, status == XINA_JOIN_OK ? XINA_UPSTAT_JOIN_OK :
+					XINA_UPSTAT_JOIN_REFUSED);
+	return XDP_DROP;
+}
+
+/*
+ * The upper job's result of a round: if the rack's version of that round
+ * went up and waits on it, it becomes the rack's result, for every member.
+ * Nothing of the version changes: a later retransmission sends the
+ * partial up again, and the upper switch answers it.
+ */
+static __always_inline int xina_up_result(struct xdp_md *ctx,
+					  struct xina_pkt *pkt,
+					  const struct xina_job *job,
+					  struct xina_up *up,
+					  struct xina_up_counters *uc)
+{
+	struct xina_scratch *s = xina_scratch_get();
+	struct xina_hdr *xh = pkt->xh;
+	const struct xina_nhkey *nhk, *upnh;
+	__u32 slot, round, idx, epoch, re;
+	struct xina_meta *m;
+	__u64 sent, now;
+	int ok, resent;
+
+	nhk = bpf_map_lookup_elem(&xina_nhkeys, &job->idx);
+	upnh = bpf_map_lookup_elem(&xina_upnh, &job->idx);
+	if (!nhk || !upnh || !s || xh->rank || xh->flags) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	if (xina_tag_check(ctx, pkt, up->kres, upnh, s)) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_AUTH);
+		return XDP_DROP;
+	}
+	bpf_spin_lock(&up->lock);
+	epoch = up->epoch;
+	re = up->rack_epoch;
+	bpf_spin_unlock(&up->lock);
+	slot = bpf_ntohl(xh->slot);
+	round = bpf_ntohl(xh->round);
+	if (!re || bpf_ntohl(xh->epoch) != epoch || slot >= job->slots ||
+	    pkt->count > job->elems) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	idx = job->slot_base + 2 * slot + (round & 1);
+	m = xina_meta_of(idx);
+	if (!m) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&m->lock);
+	ok = m->epoch == re && m->round == round && m->complete &&
+	     m->count == pkt->count && m->op == xh->op &&
+	     m->dtype == xh->dtype;
+	sent = m->up_ns;
+	resent = m->up_resent;
+	/* later answers (to resends, or duplicates) are no sample */
+	if (ok)
+		m->up_resent = 1;
+	bpf_spin_unlock(&m->lock);
+	if (!ok) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
+		return XDP_DROP;
+	}
+	if (!resent && now > sent)
+		xina_up_rtt(up, now - sent);
+	xh->job = bpf_htonl(job->id);
+	xh->epoch = bpf_htonl(re);
+	xina_result_hdr(xh, job, xh->exp, xina_nh_staged(s, nhk, pkt->count));
+	upstat_inc(uc, XINA_UPSTAT_RESULT);
+	return xina_pass_marked(ctx, job->id, XINA_MARK_ALL);
+}
+
+/* The upper job's bucket of @id in xina_upjobs, as xina_job_find(). */
+static __always_inline struct xina_upjob *xina_upjob_find(__u32 id)
+{
+	struct xina_upjob *uj;
+	__u32 p, b;
+
+#pragma unroll
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(id, p);
+		uj = bpf_map_lookup_elem(&xina_upjobs, &b);
+		if (uj && uj->up == id && id)
+			return uj;
+	}
+	return NULL;
+}
+
+/*
+ * A result or a join reply: from the upper switch of the job that hands
+ * up to its job id, else malformed (as any result a switch without that
+ * uplink gets).  Only the upper switch's address and port, and then only
+ * a tag that verifies, reach any state.
+ */
+static __always_inline int xina_up_rx(struct xdp_md *ctx,
+				      struct xina_pkt *pkt)
+{
+	struct xina_hdr *xh = pkt->xh;
+	struct xina_up_counters *uc;
+	struct xina_upjob *uj;
+	struct xina_job *job;
+	struct xina_up *up;
+	__u32 id = bpf_ntohl(xh->job);
+
+	uj = xina_upjob_find(id);
+	job = uj ? xina_job_find(uj->job) : NULL;
+	if (!job || job->idx >= XINA_MAX_JOBS) {
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
+	up = xina_up_of(job->idx);
+	uc = bpf_map_lookup_elem(&xina_upstats, &job->idx);
+	if (!up || !uc || up->job != id) {
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
+	if (pkt->iph->saddr != up->addr || pkt->udp->source != up->port ||
+	    pkt->iph->daddr != up->saddr) {
+		upstat_inc(uc, XINA_UPSTAT_DROP_FOREIGN);
+		return XDP_DROP;
+	}
+	if (xh->type == XINA_T_JOIN_REPLY)
+		return xina_up_join_reply(xh, up, uc);
+	return xina_up_result(ctx, pkt, job, up, uc);
+}
+
 static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  const struct xina_job *job,
 					  const struct xina_nhkey *nhk,
@@ -1589,7 +2193,9 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  struct xina_member *member,
 					  struct xina_pkt *pkt,
 					  const struct xina_scratch *s,
-					  struct xina_counters *ctr)
+					  struct xina_counters *ctr,
+					  struct xina_up *up,
+					  struct xina_up_counters *uc)
 {
 	struct xina_hdr *xh = pkt->xh;
 	struct xina_contrib c = {
@@ -1602,11 +2208,21 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 		.exp = xh->exp,
 	};
 	__u32 me = bpf_get_smp_processor_id();
+	const struct xina_nhkey *upnh = NULL;
 	struct xina_kept kept = {};
 	struct xina_part *mine;
 	struct xina_meta *m;
 	__u32 idx, how;
 
+	if (up) {
+		upnh = bpf_map_lookup_elem(&xina_upnh, &job->idx);
+		if (!upnh || !uc) {
+			stat_inc(ctr, XINA_STAT_DROP_RANGE);
+			return XDP_DROP;
+		}
+		c.now = bpf_ktime_get_ns();
+		c.hold_ns = xina_up_hold(up);
+	}
 	idx = job->slot_base + 2 * bpf_ntohl(xh->slot) + (c.round & 1);
 	m = xina_meta_of(idx);
 	mine = xina_part_mine(idx);
@@ -1620,7 +2236,13 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	case XINA_CLAIM_ADD:
 		break;
 	case XINA_CLAIM_RETRANS:
+		if (up)
+			return xina_up_answer(ctx, pkt, idx, up, &kept, ctr,
+					      uc);
 		return xina_answer(ctx, pkt, idx, &kept, ctr);
+	case XINA_CLAIM_HELD:
+		upstat_inc(uc, XINA_UPSTAT_HELD);
+		return XDP_DROP;
 	case XINA_CLAIM_DUP:
 		stat_inc(ctr, XINA_STAT_DUP);
 		return XDP_DROP;
@@ -1660,8 +2282,12 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	xina_commit(mine, s, c.count, how);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
-	if (!xina_done(m, kept.gen, job->workers))
+	if (!xina_done(m, kept.gen, job->members ? job->members :
+						  job->workers))
 		return XDP_DROP;	/* consumed */
+	if (up)
+		return xina_up_complete(ctx, job, up, upnh, pkt, m, idx, me,
+					mine, &c, ctr, uc);
 	return xina_complete(ctx, job, nhk, pkt, m, idx, me, mine, &c, ctr);
 }
 
@@ -1740,7 +2366,9 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 				     const struct xina_job *job,
 				     struct xina_epoch *ep,
 				     struct xina_pkt *pkt,
-				     struct xina_counters *ctr)
+				     struct xina_counters *ctr,
+				     struct xina_up *up,
+				     struct xina_up_counters *uc)
 {
 	struct xina_hdr *xh = pkt->xh;
 	__u32 rank = bpf_ntohs(xh->rank);
@@ -1795,9 +2423,13 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 	stat_inc(ctr, status == XINA_JOIN_OK ? XINA_STAT_JOIN :
 					       XINA_STAT_JOIN_REFUSED);
 
+	/* an uplink: the upper epoch first (see "two levels") */
+	nonce = up ? xina_up_join_wait(up, ep, status, epoch) : 0;
 	xh = xina_bare(ctx);
 	if (!xh)
 		return XDP_DROP;
+	if (nonce)
+		return xina_up_join(ctx, job, up, nonce, uc);
 	xina_join_reply_hdr(xh, job, status, epoch);
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(member->key[0],
 						 member->key[1],
@@ -1814,7 +2446,9 @@ SEC("xdp.frags")
 int xina_xdp(struct xdp_md *ctx)
 {
 	struct xina_member *member = NULL;
+	struct xina_up_counters *uc = NULL;
 	struct xina_counters *ctr;
+	struct xina_up *up = NULL;
 	struct xina_scratch *s;
 	struct xina_nhkey *nhk;
 	struct xina_pkt pkt = {};
@@ -1831,9 +2465,19 @@ int xina_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 #ifdef XINA_KFUNC
-	if (xina_kf_on())
+	/* xina.ko has no uplinks: what an upper switch sends is malformed */
+	if (xina_kf_on()) {
+		if (pkt.xh->type != XINA_T_CONTRIB &&
+		    pkt.xh->type != XINA_T_JOIN) {
+			gstat_inc(XINA_GSTAT_MALFORMED);
+			return XDP_DROP;
+		}
 		return xina_kf_xdp(ctx, &pkt);
+	}
 #endif
+	if (pkt.xh->type == XINA_T_RESULT ||
+	    pkt.xh->type == XINA_T_JOIN_REPLY)
+		return xina_up_rx(ctx, &pkt);
 
 	job = xina_job_find(bpf_ntohl(pkt.xh->job));
 	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
@@ -1844,8 +2488,11 @@ int xina_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	stat_inc(ctr, XINA_STAT_RX);
+	up = xina_up_of(job->idx);
+	if (up)
+		uc = bpf_map_lookup_elem(&xina_upstats, &job->idx);
 	if (pkt.xh->type == XINA_T_JOIN)
-		return xina_join(ctx, job, ep, &pkt, ctr);
+		return xina_join(ctx, job, ep, &pkt, ctr, up, uc);
 
 	s = xina_scratch_get();	/* NULL: the tag fails to verify */
 	err = xina_check_job(ctx, job, nhk, &pkt, s, xina_epoch_now(ep),
@@ -1854,7 +2501,7 @@ int xina_xdp(struct xdp_md *ctx)
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, s, ctr);
+	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, s, ctr, up, uc);
 }
 
 /* ---- result fan-out (TC) -------------------------------------------------

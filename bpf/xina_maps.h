@@ -40,6 +40,18 @@
  *   xina_addrs    ARRAY     0                    -> struct xina_addrs
  *                           (the switch's own addresses, those of the
  *                            port's network namespace; not pinned)
+ *   xina_ups      ARRAY     job idx              -> struct xina_up
+ *                           (the job's uplink to an upper switch, if it
+ *                            has one: configured by xinactl, its upper
+ *                            join state written by the fast path under
+ *                            @lock)
+ *   xina_upnh     ARRAY     job idx              -> struct xina_nhkey
+ *                           (the NH key of the upper job)
+ *   xina_upjobs   ARRAY     bucket               -> struct xina_upjob
+ *                           (upper job id -> the job handing up to it:
+ *                            the buckets and probes of xina_jobs, keyed
+ *                            by the upper job's id)
+ *   xina_upstats  PERCPU_ARRAY job idx           -> struct xina_up_counters
  *
  * Programs: xina_xdp (XDP, multi-buffer) aggregates on every switch port;
  * a result, and the answer to a retransmission, leave it with XDP_PASS and
@@ -95,7 +107,11 @@ struct xina_job {
 	__u16	workers;
 	__u16	elems;		/* max elements per packet and slot */
 	__u32	flags;		/* XINA_JOB_F_* */
-	__u32	pad;		/* the job's epoch is in xina_epochs */
+	__u32	members;	/* contributions that complete a round: the
+				 * configured ranks (0: @workers).  A job
+				 * with an uplink may name only some of its
+				 * ranks (those of its rack); the job's
+				 * epoch is in xina_epochs */
 };
 
 /*
@@ -157,10 +173,18 @@ struct xina_meta {
 	__u8	dtype;		/* enum xina_dtype of @round */
 	__u16	count;		/* words of @round: all contributions
 				 * to one round carry the same count */
-	__u16	pad2;
+	__u8	up_resent;	/* a job with an uplink: the partial of
+				 * @round went up more than once (its
+				 * result is no round-trip sample) */
+	__u8	pad2;
 	__u64	tag;		/* the result's tag (network order), once
-				 * @complete: answers reuse it */
+				 * @complete: answers reuse it.  A job
+				 * with an uplink: the NH of the partial
+				 * under the upper job's NH key instead
+				 * (its tag depends on the flags) */
 	__u64	seen[XINA_MAX_WORKERS / 64];	/* contributor bitmap */
+	__u64	up_ns;		/* a job with an uplink: when the partial
+				 * of @round last went up */
 };
 
 /*
@@ -235,6 +259,88 @@ struct xina_mark {
 	__u32	job;		/* job id */
 	__u16	to;		/* rank, or XINA_MARK_ALL */
 	__u16	pad;
+};
+
+/*
+ * Two levels (Documentation/protocol.md, "Two levels"): a job with an
+ * uplink does not send the result of a round to its members.  The round's
+ * aggregate is the rack's partial: it goes up, to the upper switch at
+ * @addr:@port, as the contribution of rank @rank of upper job @job
+ * (tagged with @kmine), out of the uplink the route to @addr takes from
+ * @ifindex (bpf_fib_lookup(), BPF_FIB_LOOKUP_OUTPUT), from @saddr and the
+ * xina port.  The upper job's result (tagged with @kres, from @addr:@port
+ * to @saddr and the xina port) is the round's result: re-tagged and sent
+ * to every member.  Configured by xinactl ("job add ... up"), except the
+ * upper join's state below @lock, which the fast path keeps.
+ *
+ * The upper job's epoch: @epoch stands for rack epoch @rack_epoch.  When
+ * the rack job's current epoch is another one (a new run of the rack's
+ * workers opened it), the joins of the rack's members are not answered:
+ * each sends a join of the upper job up instead (nonce @nonce, for rack
+ * epoch @want), and once its reply granted an epoch the members' next
+ * join (their retransmission) is answered.  @status: the reply to the
+ * join of @nonce (XINA_UP_PENDING: none yet).
+ */
+#define XINA_UP_PENDING		0xff
+#define XINA_UP_HOLD_MAX_NS	200000000ULL	/* the round trip's timeout
+						 * is at most 200 ms */
+
+struct xina_up {
+	struct bpf_spin_lock	lock;
+	__u32	job;		/* upper job id; 0: no uplink */
+	__u64	kmine[2];	/* K_r of @rank in the upper job */
+	__u64	kres[2];	/* the upper job's K_res */
+	__be32	addr;		/* the upper switch */
+	__be32	saddr;		/* this switch on the uplink */
+	__be16	port;		/* the upper switch's xina port */
+	__u16	rank;		/* this rack's rank in the upper job */
+	__u32	ifindex;	/* the uplink (the route's output device) */
+	__u32	resend_us;	/* a partial goes up again at most this
+				 * often, however many members ask, and
+				 * not before the upper round trip's
+				 * timeout (@srtt_ns, @rttvar_ns) */
+	__u32	pad;
+	/* under @lock (the fast path reads the 64-bit values without it) */
+	__u64	srtt_ns;	/* smoothed partial-to-result time; 0: no
+				 * sample yet */
+	__u64	rttvar_ns;	/* and its variation (RFC 6298) */
+	__u64	nonce;		/* of the latest upper join */
+	__u32	epoch;		/* upper epoch granted */
+	__u32	rack_epoch;	/* rack epoch @epoch stands for; 0: none */
+	__u32	want;		/* rack epoch of the join in flight; 0: none */
+	__u32	status;		/* reply to @nonce, or XINA_UP_PENDING */
+};
+
+/* xina_upjobs: upper job @up is handed up to by job @job of this switch. */
+struct xina_upjob {
+	__u32	up;		/* upper job id; 0: free bucket */
+	__u32	job;		/* the job with the uplink */
+};
+
+/* Counters of a job's uplink (per CPU, summed by xinactl). */
+enum xina_upstat {
+	XINA_UPSTAT_SENT,	/* partials sent up */
+	XINA_UPSTAT_RESENT,	/* partials sent up again: a member retransmitted */
+	XINA_UPSTAT_HELD,	/* retransmissions not sent up: the partial
+				 * went up less than resend_us ago */
+	XINA_UPSTAT_RESULT,	/* upper results sent down to the members */
+	XINA_UPSTAT_JOIN_SENT,	/* upper joins sent (for a rack member's join) */
+	XINA_UPSTAT_JOIN_OK,	/* upper join replies granting an epoch */
+	XINA_UPSTAT_JOIN_REFUSED,	/* upper join replies refusing */
+	XINA_UPSTAT_DROP_FOREIGN,	/* to the uplink's job, not from the
+					 * upper switch: dropped */
+	XINA_UPSTAT_DROP_AUTH,	/* tag does not verify: dropped */
+	XINA_UPSTAT_DROP_STALE,	/* another upper epoch, a round the rack's
+				 * version is not waiting on, a reply to
+				 * another join: dropped */
+	XINA_UPSTAT_NO_ROUTE,	/* the route or neighbour to the upper switch
+				 * is missing (bpf_fib_lookup()): not sent */
+	__XINA_UPSTAT_MAX,
+};
+#define XINA_UPSTAT_MAX		__XINA_UPSTAT_MAX
+
+struct xina_up_counters {
+	__u64	c[XINA_UPSTAT_MAX];
 };
 
 #endif /* XINA_MAPS_H */

@@ -25,17 +25,31 @@
 # frame (no GSO on these links: every frame counts its headers).  Nothing
 # leaves these namespaces.
 #
-# Two levels (issue 12): racks_agent runs xina-swagg --up in a rack's
-# switch namespace, at the rack's switch address: the rack's workers send
-# to it, and it is one member of an upper job on another rack's switch,
-# standing for them (a rack without an XDP switch: incremental
-# deployment).  racks_allreduce runs the workers of all racks with global
+# Two levels (issue 12), with the upper job on an XDP switch: either at
+# the spine (racks_spine_xdp attaches xina to the spine's ends of the
+# inter-rack links, the upper switch at racks_spine_ip R for rack R), or on
+# a rack's switch.  A rack with an XDP switch hands its partial up itself
+# ("xinactl job add ... up": its rack job's uplink leaves by up0, from
+# racks_uplink_ip R); racks_agent runs xina-swagg --up in the switch
+# namespace of a rack without one, at the rack's switch address: the
+# rack's workers send to it, and it is one member of the upper job,
+# standing for them (incremental deployment).  With the upper job at the
+# spine every inter-rack link carries one partial up and one result down
+# per round: ~1 byte per tensor byte each way.  racks_allreduce runs the workers of all racks with global
 # ranks, each sending to the switch "SWFN G" names (racks_flat_switch: all
 # to rack 0; racks_hier_switch: each to its own rack's).  racks_loss drops
 # xina packets at random where the racks meet, in the spine.
 #
+# With "wire", each inter-rack link is two veth pairs and a bridge in a
+# namespace of its own, $NAME-wire, between up0 and rR: a place where
+# racks_loss can drop whatever crosses a link, the frames an XDP switch
+# redirects to up0 and those xina_fanout clones out of the spine included
+# (neither passes the netfilter hooks of a switch's namespace).  The bridge
+# end facing the rack has GRO on, which gives its veth the NAPI context an
+# XDP redirect into up0 needs (no XDP program there).
+#
 # Use as a command:
-#   scripts/racks.sh up NAME R N [mtu M]   create (tearing down a stale one)
+#   scripts/racks.sh up NAME R N [mtu M] [wire]   create (tearing down a stale one)
 #   scripts/racks.sh down NAME R           delete everything of NAME
 # or source it and call the racks_* functions.
 
@@ -72,12 +86,19 @@ racks_switch_ns()	# racks_switch_ns NAME R
 	echo "$(racks_name "$1" "$2")-sw"
 }
 
-# racks_up NAME R N [ mtu M ]
+# racks_up NAME R N [ mtu M ] [ wire ]
 racks_up()
 {
-	local name=$1 nr=$2 n=$3 mtu=1500 r i sw sp rack
+	local name=$1 nr=$2 n=$3 mtu=1500 wire="" r i sw sp rack wn
 
-	[ "${4:-}" = mtu ] && mtu=$5
+	shift 3
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		mtu) mtu=$2; shift 2 ;;
+		wire) wire=1; shift ;;
+		*) rack_die "racks_up: unknown argument '$1'"; return 1 ;;
+		esac
+	done
 	[ -n "$name" ] && [ -n "$nr" ] && [ -n "$n" ] ||
 		{ rack_die "usage: racks_up NAME R N [ mtu M ]"; return 1; }
 	[ "$nr" -ge 2 ] && [ "$nr" -le $RACKS_MAX ] 2>/dev/null ||
@@ -85,7 +106,11 @@ racks_up()
 	racks_down "$name" "$nr"
 	RACKS_N=$n
 	sp=$name-spine
+	wn=$name-wire
 	rack_ns_setup "$sp" || return 1
+	if [ -n "$wire" ]; then
+		rack_ns_setup "$wn" || return 1
+	fi
 	ip netns exec "$sp" sysctl -qw net.ipv4.ip_forward=1 || return 1
 	for ((r = 0; r < nr; r++)); do
 		rack=$(racks_name "$name" "$r")
@@ -93,8 +118,21 @@ racks_up()
 		RACK_NET=$RACKS_NET.$r RACK_SWITCH_IP=$(racks_switch_ip "$r") \
 			rack_up "$rack" "$n" mtu "$mtu" >/dev/null || return 1
 		ip netns exec "$sw" sysctl -qw net.ipv4.ip_forward=1 || return 1
-		ip link add up0 netns "$sw" mtu "$mtu" type veth \
-			peer name "r$r" netns "$sp" mtu "$mtu" || return 1
+		if [ -n "$wire" ]; then
+			ip link add up0 netns "$sw" mtu "$mtu" type veth \
+				peer name "a$r" netns "$wn" mtu "$mtu" &&
+			ip link add "b$r" netns "$wn" mtu "$mtu" type veth \
+				peer name "r$r" netns "$sp" mtu "$mtu" &&
+			ip -n "$wn" link add "br$r" mtu "$mtu" type bridge &&
+			ip -n "$wn" link set "a$r" master "br$r" up &&
+			ip -n "$wn" link set "b$r" master "br$r" up &&
+			ip -n "$wn" link set "br$r" up &&
+			ip netns exec "$wn" ethtool -K "a$r" gro on >/dev/null ||
+				return 1
+		else
+			ip link add up0 netns "$sw" mtu "$mtu" type veth \
+				peer name "r$r" netns "$sp" mtu "$mtu" || return 1
+		fi
 		# Counters count frames as a wire would: no GSO train
 		# crosses an inter-rack link as one packet (its headers
 		# would be counted once).
@@ -134,6 +172,11 @@ racks_down()		# racks_down NAME R
 	done
 	ip netns pids "$name-spine" 2>/dev/null | xargs -r kill -9 2>/dev/null
 	ip netns del "$name-spine" 2>/dev/null
+	ip netns del "$name-wire" 2>/dev/null
+	if [ -d "$(rack_pin_dir "$name-spine")" ]; then	# racks_spine_xdp's
+		umount "$(rack_pin_dir "$name-spine")" 2>/dev/null
+		rm -rf "$(rack_pin_dir "$name-spine")"
+	fi
 	return 0
 }
 
@@ -147,6 +190,30 @@ racks_xdp()
 	pin=${4:-$(rack_pin_dir "$rack")}
 	rack_xdp "$rack" "$3" "$pin" || return 1
 	ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach up0
+}
+
+racks_spine_ip()		# racks_spine_ip R: the spine's end of rack R's link
+{
+	echo "$RACKS_LINK_NET.$1.1"
+}
+
+racks_uplink_ip()	# racks_uplink_ip R: rack R's end of its link (up0)
+{
+	echo "$RACKS_LINK_NET.$1.2"
+}
+
+# racks_spine_xdp NAME R [PINDIR]: xina on the spine, the upper switch:
+# XDP and TC on its end of every one of the R inter-rack links (packets
+# that only cross the spine, to another rack, pass).
+racks_spine_xdp()
+{
+	local sp=$1-spine pin=${3:-$(rack_pin_dir "$1-spine")} r
+
+	rack_pin_mount "$pin" || return 1
+	for ((r = 0; r < $2; r++)); do
+		ip netns exec "$sp" "$XINACTL" -P "$pin" dev attach "r$r" ||
+			return 1
+	done
 }
 
 # racks_uplink_bytes NAME R: "UP DOWN", the bytes rack R's inter-rack link
@@ -195,7 +262,8 @@ racks_allreduce()
 # agent, in its switch namespace at its switch address: the rack job (ARGS:
 # --job, --key-file, --workers (the world size), --slots, --elems) of the
 # rack's workers (global ranks, port RACK_WORKER_PORT), its partials to
-# rack 0's switch as rank UPRANK of job UPJOB (secret UPKEY).  Its counters
+# the upper switch at RACKS_UP_ADDR (default rack 0's switch) as rank
+# UPRANK of job UPJOB (secret UPKEY).  Its counters
 # go to OUT (JSON) when it is sent SIGINT, its messages to OUT.err.  The
 # pid is in RACKS_AGENT_PID; returns once it joined the upper job (or
 # failed).
@@ -211,7 +279,7 @@ racks_agent()
 	done
 	ns=$(racks_switch_ns "$name" "$r")
 	ip netns exec "$ns" "$XINA_O/xina-swagg" --bind "$(racks_switch_ip "$r")" \
-		--up "$(racks_switch_ip 0)" --up-rank "$uprank" \
+		--up "${RACKS_UP_ADDR:-$(racks_switch_ip 0)}" --up-rank "$uprank" \
 		--up-key-file "$upkey" --up-job "$upjob" --verbose --json \
 		"${members[@]}" "$@" >"$out" 2>"$out.err" &
 	RACKS_AGENT_PID=$!
@@ -220,20 +288,38 @@ racks_agent()
 		{ rack_die "rack $r's agent did not join: $(cat "$out.err")"; return 1; }
 }
 
-# racks_loss NAME PERMILLE: the spine drops PERMILLE/1000 of the xina
-# packets it forwards between racks (to or from the xina port), in each
-# direction: nftables' random numbers (the host has no netem).  A GSO
-# train crossing the spine is one packet here.
+# racks_loss NAME PERMILLE: PERMILLE/1000 of the xina packets (to or from
+# the xina port) crossing the inter-rack links are dropped, in each
+# direction: nftables' random numbers (the host has no netem).  With a
+# wire (racks_up ... wire) the wire's bridges drop them, whatever sends
+# them; else the spine drops those it forwards between racks (not those
+# to or from an upper switch at the spine).  A GSO train is one packet
+# here.
+racks_wire()		# racks_wire NAME: true if the links have a wire
+{
+	[ -e "/run/netns/$1-wire" ]
+}
+
+racks_loss_where()	# racks_loss_where NAME: "NS FAMILY HOOK"
+{
+	if racks_wire "$1"; then
+		echo "$1-wire bridge forward"
+	else
+		echo "$1-spine inet forward"
+	fi
+}
+
 racks_loss()
 {
-	local port=${XINA_PORT:-9277}
+	local port=${XINA_PORT:-9277} ns fam hook
 
-	ip netns exec "$1-spine" nft -f - <<-EOF
-	table inet xina_spine {
+	read -r ns fam hook <<<"$(racks_loss_where "$1")"
+	ip netns exec "$ns" nft -f - <<-EOF
+	table $fam xina_spine {
 		counter seen { }
 		counter dropped { }
 		chain forward_loss {
-			type filter hook forward priority 0; policy accept;
+			type filter hook $hook priority 0; policy accept;
 			udp dport $port counter name seen
 			udp sport $port udp dport != $port counter name seen
 			udp dport $port numgen random mod 1000 < $2 counter name dropped drop
@@ -246,7 +332,10 @@ racks_loss()
 # racks_loss_counts NAME: "SEEN DROPPED", xina packets racks_loss judged.
 racks_loss_counts()
 {
-	ip netns exec "$1-spine" nft -j list counters 2>/dev/null |
+	local ns fam hook
+
+	read -r ns fam hook <<<"$(racks_loss_where "$1")"
+	ip netns exec "$ns" nft -j list counters 2>/dev/null |
 		jq -r '[.nftables[].counter? // empty |
 			select(.table == "xina_spine") | {(.name): .packets}] |
 		       add // {} | "\(.seen // 0) \(.dropped // 0)"'
@@ -254,7 +343,10 @@ racks_loss_counts()
 
 racks_loss_off()	# racks_loss_off NAME
 {
-	ip netns exec "$1-spine" nft delete table inet xina_spine 2>/dev/null
+	local ns fam hook
+
+	read -r ns fam hook <<<"$(racks_loss_where "$1")"
+	ip netns exec "$ns" nft delete table "$fam" xina_spine 2>/dev/null
 	return 0
 }
 

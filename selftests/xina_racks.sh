@@ -3,33 +3,37 @@
 #
 # Racks of racks (scripts/racks.sh): 3 racks of 3 workers, a subnet each,
 # joined through a spine by one inter-rack link per rack, MTU 9000 and
-# 2048 int32 per packet everywhere; xina (the XDP switch) on rack 0 only,
-# racks 1 and 2 without an XDP program.
+# 2048 int32 per packet everywhere.
 #
-# Flat: one job of all 9 workers, every one of them sending to rack 0's
-# switch: the baseline, each of racks 1 and 2 moves its 3 workers'
+# Flat: xina (the XDP switch) on rack 0 only, racks 1 and 2 without an
+# XDP program; one job of all 9 workers, every one of them sending to rack
+# 0's switch: the baseline, each of racks 1 and 2 moves its 3 workers'
 # tensors over its link each way (at least 3 bytes per tensor byte).
 #
-# Two levels (issue 12): racks 1 and 2 each run a rack agent (xina-swagg
-# --up) in their switch namespace, a user-space aggregator for a rack
-# without an XDP switch.  Rack 0's XDP switch holds the upper job, of 5
-# members: rack 0's 3 workers (that switch is their top of rack too, so
-# they need no job of their own) and the 2 agents, each standing for its
-# rack.  A rack job per agent (its own secret) holds the rack's 3 workers
-# under their global ranks; every worker is opened for the world size 9
-# (the float headroom is that of 9).
+# Two levels (issue 12), the upper switch at the spine: xina on the
+# spine's ends of the three inter-rack links holds the upper job, of 3
+# members, one per rack.  Racks 0 and 2 have XDP switches that hand their
+# rack's partial up themselves (a rack job with an uplink, "xinactl job
+# add ... up"); rack 1 has none and runs a rack agent (xina-swagg --up) in
+# its switch namespace (incremental deployment).  Each rack job holds its
+# rack's 3 workers under their global ranks; every worker is opened for
+# the world size 9 (the float headroom is that of 9).
 #
+# - a bad uplink on the command line is refused and changes nothing;
 # - int32 and float32 through the two levels are bit-exact on every
 #   worker (each checks against the reference it recomputes) and the same
-#   bits as the flat job; the upper job's counters add up (5 contributions
-#   per round);
-# - each of racks 1 and 2 carries at most 1.05 bytes per tensor byte over
-#   its link in each direction (and at least 1: the partial and the result
-#   cross it once each);
+#   bits as the flat job; the upper job's counters add up (3 contributions
+#   per round), and so do the uplinks' (a partial up and a result down per
+#   round of each rack);
+# - every one of the 3 inter-rack links carries at most 1.05 bytes per
+#   tensor byte in each direction (and at least 1);
+# - forged and foreign results and join replies sent to a rack's uplink
+#   are dropped and counted, and change nothing;
 # - 1% of the xina packets crossing the spine dropped (nftables): still
-#   bit-exact, the drop counter rose, the agents resent;
-# - the agents stay up across the runs: a new run of the workers opens new
-#   epochs on both levels, and every partial got its result.
+#   bit-exact, the drop counter rose, the XDP racks and the agent resent;
+# - the agent and the XDP racks stay up across the runs: a new run of the
+#   workers opens new epochs on both levels, and every partial got its
+#   result.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -39,22 +43,19 @@ require_cmd jq nft "$O/xinactl" "$O/xina-allreduce" "$O/xina-swagg"
 NR=3
 N=3
 W=$((NR * N))
-UPW=$((N + NR - 1))	# the upper job: rack 0's workers and the agents
+AR=1		# the rack without an XDP switch in two levels: an agent
 RACK=$(unique_name xrk)
 R0=$(racks_name "$RACK" 0)
 PIN=$(rack_pin_dir "$R0")
+SPIN=$(rack_pin_dir "$RACK-spine")
 TMP=$(mktemp -d)
-declare -a AGENT
+AGENT=""
 stop_agents()
 {
-	local r
-
-	for ((r = 1; r < NR; r++)); do
-		[ -n "${AGENT[r]:-}" ] || continue
-		kill -INT "${AGENT[r]}" 2>/dev/null
-		wait "${AGENT[r]}" 2>/dev/null
-		AGENT[r]=""
-	done
+	[ -n "$AGENT" ] || return 0
+	kill -INT "$AGENT" 2>/dev/null
+	wait "$AGENT" 2>/dev/null
+	AGENT=""
 }
 trap 'stop_agents; racks_down "$RACK" "$NR"; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
@@ -67,17 +68,39 @@ LOSS_BYTES=$((4 << 20))
 LOSS_PERMILLE=10
 ITERS=2
 JOB=500
-HJOB=600
+UJOB=600	# the upper job, at the spine
+RJOB=700	# rack R's job: RJOB + R
 
-# xctl ARGS...: xinactl in rack 0's switch namespace.
+# rctl R ARGS...: xinactl in rack R's switch namespace; sctl: the spine's.
+rctl()
+{
+	local r=$1
+
+	shift
+	ip netns exec "$(racks_switch_ns "$RACK" "$r")" "$O/xinactl" \
+		-P "$(rack_pin_dir "$(racks_name "$RACK" "$r")")" "$@"
+}
+
+sctl()
+{
+	ip netns exec "$RACK-spine" "$O/xinactl" -P "$SPIN" "$@"
+}
+
 xctl()
 {
-	ip netns exec "$R0-sw" "$O/xinactl" -P "$PIN" "$@"
+	rctl 0 "$@"
 }
+
+CTL=xctl	# whose switch stat_of and check_switch ask
 
 stat_of()	# stat_of JOB NAME
 {
-	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
+	$CTL -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
+}
+
+up_of()		# up_of R NAME: rack R's uplink, "job show" JSON key NAME
+{
+	rctl "$1" -j job show $((RJOB + $1)) | jq -r ".jobs[0].up.$2 // empty"
 }
 
 failed_workers()	# failed_workers DIR: the last word of each that failed
@@ -107,23 +130,25 @@ check_switch()
 	check_err $? "job $job: complete $complete contrib $contrib tx $tx answered $answered unknown $unknown ($m members)"
 }
 
+UL_FIRST=1	# the links uplink_snap and uplink_check look at: UL_FIRST..NR-1
+
 uplink_snap()	# uplink_snap: the links' counters into UP0[r], DOWN0[r]
 {
 	local r
 
-	for ((r = 1; r < NR; r++)); do
+	for ((r = UL_FIRST; r < NR; r++)); do
 		read -r "UP0[r]" "DOWN0[r]" <<<"$(racks_uplink_bytes "$RACK" "$r")"
 	done
 }
 
-# uplink_check LABEL TENSOR MIN MAX: bytes over each of racks 1 and 2's
-# links since uplink_snap, per tensor byte, logged; with MIN and MAX (in
-# hundredths) both directions are checked to lie within them.
+# uplink_check LABEL TENSOR MIN MAX: bytes over each link since
+# uplink_snap, per tensor byte, logged; with MIN and MAX (in hundredths)
+# both directions are checked to lie within them.
 uplink_check()
 {
 	local label=$1 tensor=$2 min=$3 max=$4 r up down
 
-	for ((r = 1; r < NR; r++)); do
+	for ((r = UL_FIRST; r < NR; r++)); do
 		read -r up down <<<"$(racks_uplink_bytes "$RACK" "$r")"
 		up=$((up - UP0[r]))
 		down=$((down - DOWN0[r]))
@@ -138,21 +163,17 @@ uplink_check()
 	done
 }
 
-# Each worker's key file: the upper job's in rack 0, its rack job's else.
+# Each worker's rack job and its key file.
 rack_key()
 {
-	if [ $(($1 / N)) -eq 0 ]; then
-		echo "--key-file $TMP/up.key"
-	else
-		echo "--key-file $TMP/rack$(($1 / N)).key"
-	fi
+	echo "--job $((RJOB + $1 / N)) --key-file $TMP/rack$(($1 / N)).key"
 }
 
-tap_begin 10
+tap_begin 12
 
-racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" && racks_xdp "$RACK" 0 "$N" "$PIN"
+racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" wire && racks_xdp "$RACK" 0 "$N" "$PIN"
 check_err $? "racks of racks could not be set up"
-log_test "$NR racks of $N workers routed through a spine, xina on rack 0"
+log_test "$NR racks of $N workers routed through a spine (links through a wire), xina on rack 0"
 [ "$tap_failed" -gt 0 ] && tap_end
 
 # Racks 1 and 2 have no XDP program anywhere: they only route.
@@ -200,33 +221,112 @@ for dtype in i32 f32; do
 done
 xctl job del "$JOB"
 
-# ---- two levels ----------------------------------------------------------
-for ((r = 0; r < NR; r++)); do
-	f=$TMP/rack$r.key
-	[ "$r" -eq 0 ] && f=$TMP/up.key
-	"$O/xinactl" genkey "$f" >/dev/null || exit 1
+
+# ---- two levels, the upper switch at the spine ---------------------------
+UL_FIRST=0
+for f in up rack0 rack1 rack2; do
+	"$O/xinactl" genkey "$TMP/$f.key" >/dev/null || exit 1
 done
+racks_spine_xdp "$RACK" "$NR" "$SPIN" && racks_xdp "$RACK" 2 "$N"
+check_err $? "xina could not be attached to the spine and to rack 2"
+# the upper job: a member per rack, where its partials come from
 upm=()
-for ((i = 0; i < N; i++)); do
-	upm+=(member "$i" "$(racks_worker_ip 0 "$i"):$RACK_WORKER_PORT")
+for ((r = 0; r < NR; r++)); do
+	a=$(racks_uplink_ip "$r")
+	[ "$r" -eq "$AR" ] && a=$(racks_switch_ip "$r")
+	upm+=(member "$r" "$a:${XINA_PORT:-9277}")
 done
-for ((r = 1; r < NR; r++)); do
-	upm+=(member $((N + r - 1)) "$(racks_switch_ip "$r"):${XINA_PORT:-9277}")
-done
-xctl job add "$HJOB" workers "$UPW" slots "$SLOTS" elems "$ELEMS" \
+sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
 	keyfile "$TMP/up.key" "${upm[@]}" >/dev/null
-check_err $? "upper job $HJOB of $UPW members could not be added"
-for ((r = 1; r < NR; r++)); do
-	racks_agent "$RACK" "$r" "$TMP/agent$r.json" $((N + r - 1)) \
-		"$TMP/up.key" "$HJOB" --job "$HJOB" --key-file "$TMP/rack$r.key" \
-		--workers "$W" --slots "$SLOTS" --elems "$ELEMS"
-	check_err $? "rack $r's agent did not come up"
-	AGENT[r]=$RACKS_AGENT_PID
-done
-joined=$(xctl -j job show "$HJOB" | jq -r '.jobs[0].joined')
-[ "$joined" = $((NR - 1)) ]
-check_err $? "upper job: $joined joined, want the $((NR - 1)) agents"
-log_test "two levels: an agent (xina-swagg --up) in racks 1 and 2 joined the upper job on rack 0's switch"
+check_err $? "upper job $UJOB of $NR members could not be added at the spine"
+
+# rack_job R ID ARGS...: rack R's job ID of its N workers (global ranks).
+rack_job()
+{
+	local r=$1 id=$2 i
+	local -a m
+
+	shift 2
+	for ((i = 0; i < N; i++)); do
+		m+=(member $((r * N + i)) "$(racks_worker_ip "$r" "$i"):$RACK_WORKER_PORT")
+	done
+	rctl "$r" job add "$id" workers "$W" slots "$SLOTS" elems "$ELEMS" \
+		keyfile "$TMP/rack$r.key" "${m[@]}" "$@"
+}
+
+uplink()	# uplink R [UPKEY]: the UPLINK arguments of rack R
+{
+	echo "up $(racks_spine_ip "$1") upjob $UJOB uprank $1 upkeyfile ${2:-$TMP/up.key}"
+}
+
+# bad_uplink WANT ARGS...: rack 0's job add ARGS... fails saying WANT.
+bad_uplink()
+{
+	local want=$1
+
+	shift
+	rack_job 0 $((RJOB + 90)) "$@" >/dev/null 2>"$TMP/bad.err" && return 1
+	grep -q -- "$want" "$TMP/bad.err" ||
+		{ log_info "said: $(cat "$TMP/bad.err")"; return 1; }
+}
+
+# shellcheck disable=SC2046 # word splitting of $(uplink) is the point
+{
+	bad_uplink "needs 'upkeyfile' too" up "$(racks_spine_ip 0)" upjob "$UJOB" uprank 0
+	check_err $? "an uplink without upkeyfile was not refused"
+	bad_uplink "upkeyfile: key file $TMP/none.key: No such file" $(uplink 0 "$TMP/none.key")
+	check_err $? "an uplink with a missing upper key file was not refused"
+	bad_uplink "upper rank '256' out of range" up "$(racks_spine_ip 0)" \
+		upjob "$UJOB" uprank 256 upkeyfile "$TMP/up.key"
+	check_err $? "upper rank 256 was not refused"
+	bad_uplink "which is the upper switch itself" up 127.0.0.1 upjob "$UJOB" \
+		uprank 0 upkeyfile "$TMP/up.key"
+	check_err $? "an upper switch on this box's loopback was not refused"
+	n=$(rctl 0 -j job show | jq '.jobs | length')
+	[ "$n" = 0 ]
+	check_err $? "rack 0 holds $n jobs after the refusals, want none"
+	for r in 0 2; do
+		rack_job "$r" $((RJOB + r)) $(uplink "$r") >/dev/null
+		check_err $? "rack $r's job with its uplink could not be added"
+	done
+	bad_uplink "upper job $UJOB is the uplink of job $RJOB already" $(uplink 0)
+	check_err $? "a second uplink to upper job $UJOB was not refused"
+	n=$(rctl 0 -j job show | jq -c '[.jobs[].id]')
+	[ "$n" = "[$RJOB]" ]
+	check_err $? "rack 0 holds jobs $n, want [$RJOB]"
+}
+log_test "uplinks: incomplete, unreadable, out of range and looping uplinks refused, nothing left behind"
+
+RACKS_UP_ADDR=$(racks_spine_ip "$AR") racks_agent "$RACK" "$AR" "$TMP/agent.json" \
+	"$AR" "$TMP/up.key" "$UJOB" --job $((RJOB + AR)) \
+	--key-file "$TMP/rack$AR.key" --workers "$W" --slots "$SLOTS" --elems "$ELEMS"
+check_err $? "rack $AR's agent did not come up"
+AGENT=$RACKS_AGENT_PID
+progs=$(ip -n "$(racks_switch_ns "$RACK" "$AR")" -j link show |
+	jq '[.[] | select(.xdp != null)] | length')
+[ "$progs" = 0 ]
+check_err $? "rack $AR's switch has $progs XDP programs, want none"
+log_test "two levels: the upper job on the spine's XDP switch; racks 0 and 2 hand up from theirs, rack $AR through an agent (xina-swagg --up)"
+
+# check_uplinks: each XDP rack's uplink sent a partial per round its job
+# completed, had a result for every one (more with resends), and dropped
+# nothing of the upper switch's (beyond BAD0[r], the forged packets).
+declare -A BAD0=([0]=0 [2]=0)
+check_uplinks()
+{
+	local r sent results complete bad
+
+	for r in 0 2; do
+		sent=$(up_of "$r" sent)
+		results=$(up_of "$r" results)
+		complete=$(CTL="rctl $r" stat_of $((RJOB + r)) complete)
+		bad=$(($(up_of "$r" drop_auth) + $(up_of "$r" drop_foreign) +
+		       $(up_of "$r" no_route)))
+		[ "$sent" -gt 0 ] && [ "$sent" = "$complete" ] &&
+			[ "$results" -ge "$sent" ] && [ "$bad" = "${BAD0[$r]}" ]
+		check_err $? "rack $r's uplink: sent $sent for $complete rounds, results $results, dropped or unroutable $bad"
+	done
+}
 
 # hier DTYPE BYTES LABEL [MIN MAX]: the 9 workers through the two levels.
 hier()
@@ -236,12 +336,13 @@ hier()
 	dir=$TMP/hier-$label
 	uplink_snap
 	RACK_ARGS_FN=rack_key racks_allreduce "$RACK" "$NR" racks_hier_switch \
-		"$dir" --job "$HJOB" --slots "$SLOTS" --elems "$ELEMS" \
+		"$dir" --slots "$SLOTS" --elems "$ELEMS" \
 		--dtype "$dtype" --bytes "$bytes" --iters "$ITERS" \
 		--timeout-ms 10000 --join-timeout-ms 10000
 	check_err $? "$? of $W workers failed: $(failed_workers "$dir")"
 	check_workers "$W" "$dir"
-	check_switch "$HJOB" "$UPW"
+	CTL=sctl check_switch "$UJOB" "$NR"
+	check_uplinks
 	uplink_check "two levels $label" $((bytes * ITERS)) "$min" "$max"
 	HIER_SUM=$(jq -r .checksum "$dir/w0.json")
 }
@@ -250,35 +351,86 @@ for dtype in i32 f32; do
 	hier "$dtype" "$BYTES" "$dtype" 100 105
 	[ "$HIER_SUM" = "${FLAT[$dtype]}" ]
 	check_err $? "two levels: checksum $HIER_SUM, the flat job's ${FLAT[$dtype]}"
-	log_test "two levels $dtype: $W workers bit-exact, the flat job's bits, at most 1.05 bytes per tensor byte each way on racks 1 and 2's links"
+	log_test "two levels $dtype: $W workers bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte each way on all $NR inter-rack links"
 done
 
+# forge R TYPE SPORT: from the spine, a TYPE (2 result, 4 join reply) of
+# the upper job to rack R's uplink, from the spine's address and port
+# SPORT, with a tag nobody computed.
+forge()
+{
+	ip netns exec "$RACK-spine" python3 - "$(racks_spine_ip "$1")" "$3" \
+		"$(racks_uplink_ip "$1")" "${XINA_PORT:-9277}" "$2" "$UJOB" "$1" \
+		"$(up_of "$1" epoch)" <<-'PY'
+	import os, socket, struct, sys
+	src, sport, dst, dport, typ, job, rank, epoch = sys.argv[1:]
+	typ = int(typ)
+	count = 0 if typ == 4 else 1
+	# version type dtype op flags exp count job rank weight slot round
+	# epoch aux offset tag: a result of slot 0 round 0, or a reply OK
+	hdr = struct.pack("!BBBBBbHIHHIIIIQ8s", 2, typ, 1, 1 if count else 0,
+			  0, 0, count, int(job), int(rank) if typ == 4 else 0,
+			  0, 0, 0, int(epoch), 0, 0, os.urandom(8))
+	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	s.bind((src, int(sport)))
+	s.sendto(hdr + b"\0" * (4 * count), (dst, int(dport)))
+	PY
+}
+
+declare -A B4
+for k in drop_auth drop_foreign results epoch join_ok; do
+	B4[$k]=$(up_of 0 "$k")
+done
+forge 0 2 "${XINA_PORT:-9277}" && forge 0 4 "${XINA_PORT:-9277}" &&
+	forge 0 2 $((${XINA_PORT:-9277} + 1))
+check_err $? "the forged packets could not be sent"
+foreign_is()	# foreign_is N: rack 0's uplink dropped N foreign packets
+{
+	[ "$(up_of 0 drop_foreign)" = "$1" ]
+}
+busywait 5 foreign_is $((B4[drop_foreign] + 1))
+[ "$(up_of 0 drop_auth)" = $((B4[drop_auth] + 2)) ] &&
+	[ "$(up_of 0 drop_foreign)" = $((B4[drop_foreign] + 1)) ]
+check_err $? "rack 0's uplink: drop_auth $(up_of 0 drop_auth) (was ${B4[drop_auth]}), drop_foreign $(up_of 0 drop_foreign) (was ${B4[drop_foreign]}): want +2, +1"
+for k in results epoch join_ok; do
+	[ "$(up_of 0 "$k")" = "${B4[$k]}" ]
+	check_err $? "rack 0's uplink: $k $(up_of 0 "$k") after the forged packets, ${B4[$k]} before"
+done
+log_test "forged results and join replies on rack 0's uplink dropped and counted (drop_auth, drop_foreign), nothing changed"
+BAD0[0]=$((B4[drop_auth] + B4[drop_foreign] + 3))
+
 racks_loss "$RACK" "$LOSS_PERMILLE"
-check_err $? "nftables loss on the spine could not be set up"
+check_err $? "nftables loss on the wire could not be set up"
+declare -A RS0
+for r in 0 2; do RS0[$r]=$(up_of "$r" resent); done
 for dtype in i32 f32; do
 	read -r seen0 drop0 <<<"$(racks_loss_counts "$RACK")"
 	hier "$dtype" "$LOSS_BYTES" "$dtype-loss"
 	read -r seen drop <<<"$(racks_loss_counts "$RACK")"
-	log_info "$dtype: the spine judged $((seen - seen0)) xina packets, dropped $((drop - drop0))"
+	log_info "$dtype: the wire judged $((seen - seen0)) xina packets, dropped $((drop - drop0))"
 	[ "$drop" -gt "$drop0" ]
-	check_err $? "the spine dropped nothing ($drop0 before, $drop after)"
-	log_test "two levels $dtype, $((LOSS_PERMILLE / 10))% loss between the racks: bit-exact, drops recovered"
+	check_err $? "the wire dropped nothing ($drop0 before, $drop after)"
+	log_test "two levels $dtype, $((LOSS_PERMILLE / 10))% loss on the inter-rack links: bit-exact, drops recovered"
 done
 racks_loss_off "$RACK"
+for r in 0 2; do
+	rs=$(up_of "$r" resent)
+	log_info "rack $r's uplink: $(rctl "$r" -j job show $((RJOB + r)) | jq -c '.jobs[0].up')"
+	[ "$rs" -gt "${RS0[$r]}" ] && [ "$(up_of "$r" join_ok)" -ge 4 ]
+	check_err $? "rack $r's uplink: resent $rs (${RS0[$r]} before the loss), join_ok $(up_of "$r" join_ok): want resends and an upper epoch per run"
+done
 
-# The agents' own counts: every partial got its result, some were resent
+# The agent's own counts: every partial got its result, some were resent
 # (the loss), no result was forged or stale beyond the resends' answers.
 stop_agents
-for ((r = 1; r < NR; r++)); do
-	a=$TMP/agent$r.json
-	read -r sent results resent bad epochs contrib complete <<<"$(jq -r \
-		'"\(.up.sent) \(.up.results) \(.up.resent) \(.up.bad_tag) \(.up.epochs) \(.contrib) \(.complete)"' "$a")"
-	log_info "rack $r's agent: $(jq -c '.up' "$a")"
-	[ "$sent" -gt 0 ] && [ "$results" = "$sent" ] && [ "$complete" = "$sent" ] &&
-		[ "$contrib" = $((N * complete)) ] && [ "$resent" -gt 0 ] &&
-		[ "$bad" = 0 ] && [ "$epochs" -ge 4 ]
-	check_err $? "rack $r's agent: sent $sent results $results resent $resent bad_tag $bad epochs $epochs contrib $contrib complete $complete"
-done
-log_test "agents: a result for every partial, resends under loss, a new epoch per run of the workers"
+a=$TMP/agent.json
+read -r sent results resent bad epochs contrib complete <<<"$(jq -r \
+	'"\(.up.sent) \(.up.results) \(.up.resent) \(.up.bad_tag) \(.up.epochs) \(.contrib) \(.complete)"' "$a")"
+log_info "rack $AR's agent: $(jq -c '.up' "$a")"
+[ "$sent" -gt 0 ] && [ "$results" = "$sent" ] && [ "$complete" = "$sent" ] &&
+	[ "$contrib" = $((N * complete)) ] && [ "$resent" -gt 0 ] &&
+	[ "$bad" = 0 ] && [ "$epochs" -ge 4 ]
+check_err $? "rack $AR's agent: sent $sent results $results resent $resent bad_tag $bad epochs $epochs contrib $contrib complete $complete"
+log_test "agent and XDP uplinks: a result for every partial, resends under loss, a new upper epoch per run of the workers"
 
 tap_end

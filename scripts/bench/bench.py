@@ -77,6 +77,9 @@ LINK_RATE_BPS = 400_000_000
 RACKS_NR, RACKS_N = 3, 3
 RACKS_HJOB = 600
 RACKS_FLAT_JOB = 601
+RACKS_SPINE_JOB = 610   # the upper job at the spine
+RACKS_RACK_JOB = 620    # each rack's job (on its own switch or agent)
+RACKS_AGENT_RACK = 1    # the spine row's rack without an XDP switch
 
 
 def pin_cpu(rank):
@@ -342,12 +345,63 @@ class Racks:
         """xina on rack 0 only (its ports and its uplink)."""
         self.sh(f"racks_xdp {self.name} 0 {self.n}")
 
-    def agent(self, r, out, uprank, upkey, upjob, args):
+    def agent(self, r, out, uprank, upkey, upjob, args, up_addr=None):
         """Rack r's agent (racks_agent: xina-swagg --up in its switch
-        namespace), joined to the upper job; its pid."""
-        pid = self.sh(f"racks_agent {self.name} {r} {out} {uprank} {upkey} "
-                      f"{upjob} {' '.join(args)} && echo $RACKS_AGENT_PID")
+        namespace), joined to the upper job (at rack 0's switch, or at
+        @up_addr); its pid."""
+        env = f"RACKS_UP_ADDR={up_addr} " if up_addr else ""
+        pid = self.sh(f"{env}racks_agent {self.name} {r} {out} {uprank} "
+                      f"{upkey} {upjob} {' '.join(args)} && "
+                      "echo $RACKS_AGENT_PID")
         return int(pid.split()[-1])
+
+    # The upper switch at the spine (racks_spine_xdp): xina on the spine's
+    # end of every inter-rack link; racks with an XDP switch hand up to it.
+
+    @staticmethod
+    def spine_ip(r):
+        return f"10.79.{r}.1"
+
+    @staticmethod
+    def uplink_ip(r):
+        return f"10.79.{r}.2"
+
+    def spine_xdp(self, racks_xdp=()):
+        """xina on the spine, and on the racks @racks_xdp (rack 0 has it
+        already, from xdp())."""
+        self.sh(f"racks_spine_xdp {self.name} {self.nr}")
+        for r in racks_xdp:
+            self.sh(f"racks_xdp {self.name} {r} {self.n}")
+
+    def sctl(self, *args):
+        """xinactl on the spine's switch."""
+        cmd = ["ip", "netns", "exec", f"{self.name}-spine",
+               f"{self.o}/xinactl", "-P", f"/run/xina-{self.name}-spine"]
+        r = subprocess.run(cmd + list(args), text=True, capture_output=True)
+        if r.returncode:
+            raise BenchError(f"xinactl (spine) {' '.join(args)}: "
+                             f"{r.stderr.strip()}")
+        return r.stdout
+
+    def prog_ids(self, namespaces):
+        """The XDP programs on the interfaces of @namespaces and every
+        program sharing their maps (the TC fan-out): the switches' CPU."""
+        mains = set()
+        for ns in namespaces:
+            out = subprocess.run(["ip", "-n", ns, "-j", "link", "show"],
+                                 text=True, capture_output=True,
+                                 check=True).stdout
+            mains |= {l["xdp"]["prog"]["id"] for l in json.loads(out)
+                      if "xdp" in l and "prog" in l["xdp"]}
+        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
+                                          text=True, capture_output=True,
+                                          check=True).stdout)
+        maps = set()
+        for p in progs:
+            if p["id"] in mains:
+                maps |= set(p.get("map_ids", []))
+        return sorted(mains | {p["id"] for p in progs
+                               if maps & set(p.get("map_ids", []))})
 
 
 def proc_cpu_s(pid):
@@ -940,7 +994,9 @@ class Bench:
         OpenMPI flat over all the workers, their traffic crossing the
         inter-rack links (before any XDP program is attached), then xina
         on rack 0's XDP switch in two levels (agents in racks 1 and 2) and
-        flat (every worker a member of one job on rack 0's switch)."""
+        flat (every worker a member of one job on rack 0's switch), then
+        two levels with the upper switch at the spine (racks 0 and 2
+        handing up from their XDP switches, rack 1 through an agent)."""
         q = self.plan()["racks"]
         sizes, iters = q["sizes"], q["iters"]
         rs = Racks(f"{self.rack.name}k", self.o, RACKS_NR, RACKS_N)
@@ -958,6 +1014,7 @@ class Bench:
             self.set_regime("cpu", rs.n, rs.racks)
             rs.xdp()
             self.racks_xina(rs, sizes, iters, q["regimes"])
+            self.racks_spine(rs, sizes, iters, q["regimes"])
         finally:
             self.regime = "cpu"
             rs.down()
@@ -1033,6 +1090,77 @@ class Bench:
                 if os.path.exists(out):
                     with open(out) as f:
                         log(f"rack {r}'s agent: {f.read().strip()[-400:]}")
+
+    def racks_spine(self, rs, sizes, iters, regimes):
+        """xina two levels with the upper switch at the spine (xina-spine):
+        xina on the spine's ends of the inter-rack links holds the upper
+        job, one member per rack; the racks with an XDP switch (all but
+        RACKS_AGENT_RACK) hand their partial up from it (a rack job with an
+        uplink), the other through its agent (the layout of
+        selftests/xina_racks.sh).  Every rack's job has the same id, on its
+        own switch.  The switches' CPU: the run time of the XDP and TC
+        programs of the spine and of the XDP racks; the agent apart."""
+        keydir = os.path.dirname(self.keyfile)
+        upkey = os.path.join(keydir, "spine.key")
+        keys = [os.path.join(keydir, f"spine-rack{r}.key")
+                for r in range(rs.nr)]
+        for k in [upkey] + keys:
+            subprocess.run([f"{self.o}/xinactl", "genkey", k], check=True,
+                           capture_output=True)
+        ar = RACKS_AGENT_RACK
+        xdp_racks = [r for r in range(rs.nr) if r != ar]
+        rs.spine_xdp([r for r in xdp_racks if r != 0])
+        upm = sum((["member", str(r),
+                    f"{rs.switch_ip(r) if r == ar else rs.uplink_ip(r)}:9277"]
+                   for r in range(rs.nr)), [])
+        rs.sctl("job", "add", str(RACKS_SPINE_JOB), "workers", str(rs.nr),
+                "slots", str(SLOTS), "elems", str(ELEMS), "keyfile", upkey,
+                *upm)
+        for r in xdp_racks:
+            m = sum((["member", str(r * rs.n + i),
+                      f"{rs.ip(r * rs.n + i)}:{WORKER_PORT}"]
+                     for i in range(rs.n)), [])
+            rs.racks[r].xctl("job", "add", str(RACKS_RACK_JOB), "workers",
+                             str(rs.w), "slots", str(SLOTS), "elems",
+                             str(ELEMS), "keyfile", keys[r], *m, "up",
+                             rs.spine_ip(r), "upjob", str(RACKS_SPINE_JOB),
+                             "uprank", str(r), "upkeyfile", upkey)
+        out = os.path.join(keydir, "spine-agent.json")
+        agent = rs.agent(ar, out, ar, upkey, RACKS_SPINE_JOB,
+                         ["--job", str(RACKS_RACK_JOB), "--key-file",
+                          keys[ar], "--workers", str(rs.w), "--slots",
+                          str(SLOTS), "--elems", str(ELEMS)],
+                         up_addr=rs.spine_ip(ar))
+        try:
+            progs = sum((["--switch-prog", str(p)] for p in rs.prog_ids(
+                [f"{rs.name}-spine"] + [rs.sw(r) for r in xdp_racks])), [])
+            for regime in regimes:
+                self.set_regime(regime, rs.n, rs.racks)
+                a0 = proc_cpu_s(agent)
+                recs = self.xina_records(
+                    "xina-spine", rs.w, sizes, iters, switch_args=progs,
+                    topo=rs, check=self.racks_checked,
+                    switch_of=lambda g: rs.switch_ip(g // rs.n),
+                    key_of=lambda g: keys[g // rs.n], job=RACKS_RACK_JOB,
+                    switch_cpu_method="the XDP and TC programs' run time "
+                                      "(bpf_stats) of the spine and of the "
+                                      "XDP racks; the agent apart")
+                acpu = proc_cpu_s(agent) - a0
+                gib = self.launch_bytes / (1 << 30)
+                for r in recs:
+                    self.racks_keep(
+                        r, agent_cpu_s=[acpu], agent_launch_s=self.launch_s,
+                        agent_cpu_s_per_gib=acpu / gib,
+                        agent_busy_frac=acpu / self.launch_s)
+            self.set_regime("cpu", rs.n, rs.racks)
+        finally:
+            stop_pid(agent)
+            for r in xdp_racks:
+                log(f"rack {r}'s uplink: " + rs.racks[r].xctl(
+                    "-j", "job", "show", str(RACKS_RACK_JOB)).strip()[-600:])
+            if os.path.exists(out):
+                with open(out) as f:
+                    log(f"rack {ar}'s agent: {f.read().strip()[-400:]}")
 
     # ---- training (scripts/train.py, its own rack) ----------------------
 

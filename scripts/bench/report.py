@@ -28,10 +28,12 @@ TITLES = {"xina-xdp": "xina (XDP switch)", "xina-swagg": "xina-swagg (user space
 SHORT = {"xina-xdp": "xina", "xina-swagg": "swagg", "openmpi": "OpenMPI",
          "gloo": "Gloo"}
 # The racks of racks (issue 12): xina in two levels and flat, the peers flat.
-RACKS_SYSTEMS = ["xina-hier", "xina-flat", "openmpi", "gloo"]
+RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-flat", "openmpi", "gloo"]
 TITLES.update({"xina-hier": "xina, two levels (rack agents)",
+               "xina-spine": "xina two-level, upper switch at the spine",
                "xina-flat": "xina, flat (one job on rack 0's switch)"})
-SHORT.update({"xina-hier": "xina 2 levels", "xina-flat": "xina flat"})
+SHORT.update({"xina-hier": "xina 2 levels", "xina-spine": "xina spine",
+              "xina-flat": "xina flat"})
 REGIMES = {"cpu": "CPU-bound", "link": "link-bound"}
 # The projection: a 100 Gbit/s port, frames of the largest element count
 # each MTU carries (2048 is XINA_MAX_ELEMS of the jumbo configuration).

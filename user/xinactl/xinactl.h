@@ -34,6 +34,32 @@ struct xinactl_member {
 	__be16	rport;		/* learned: UDP port it last sent from */
 };
 
+#define XINACTL_UP_STATS	16	/* >= XINA_UPSTAT_MAX (bpf/xina_maps.h) */
+
+/*
+ * A job's uplink to an upper switch (two levels, map backend only): the
+ * job's round results go up as rank @rank of upper job @job at
+ * @addr:@port, and come back from there.  @job 0: no uplink.
+ */
+struct xinactl_up {
+	__u32	job;		/* upper job id; 0: none */
+	__u16	rank;		/* this job's rank in it */
+	__be16	port;		/* the upper switch's xina port */
+	__be32	addr;		/* the upper switch */
+	__u32	resend_us;	/* a partial goes up again at most this often */
+	/* the upper job's secret (from its key file): on add only */
+	__u8	secret[XINA_SECRET_BYTES];
+	/* filled in by the backend on show */
+	__be32	saddr;		/* this switch's address toward @addr */
+	__u32	ifindex;	/* the device the route to @addr leaves by */
+	__u32	epoch;		/* upper epoch granted (0: none yet) */
+	__u32	rack_epoch;	/* the job's epoch it stands for */
+	__u32	want;		/* the job's epoch of an upper join in flight */
+	__u64	srtt_ns;	/* smoothed partial-to-result time */
+	__u64	rttvar_ns;	/* and its variation */
+	__u64	c[XINACTL_UP_STATS];	/* enum xina_upstat */
+};
+
 /* A job as given to "job add" and as shown by "job show". */
 struct xinactl_job {
 	__u32	id;
@@ -50,6 +76,7 @@ struct xinactl_job {
 	bool	has_epoch;	/* the backend told @epoch and @joined */
 	__u32	epoch;		/* the job's current epoch */
 	__u16	joined;		/* members joined to it */
+	struct xinactl_up up;
 	struct xinactl_member member[XINA_MAX_WORKERS];
 };
 

@@ -690,8 +690,16 @@ static void conf_print_job(FILE *f, const struct xinactl_job *job,
 	fputc('\n', f);
 	if (job->flags)
 		fprintf(f, "\t# flags 0x%x (no keyword sets them)\n", job->flags);
+	if (job->up.job) {
+		inet_ntop(AF_INET, &job->up.addr, addr, sizeof(addr));
+		fprintf(f, "\t# uplink up %s:%u upjob %u uprank %u: a configuration file cannot set it ('xinactl job add ... up' can)\n",
+			addr, ntohs(job->up.port), job->up.job, job->up.rank);
+	}
 	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
 		const struct xinactl_member *m = &job->member[r];
+
+		if (!m->addr)	/* an uplink's job: another rack's rank */
+			continue;
 
 		inet_ntop(AF_INET, &m->addr, addr, sizeof(addr));
 		fprintf(f, "\tmember %u %s", r, addr);

@@ -26,11 +26,13 @@
 #define JOB_DEF_ELEMS	256
 #define JOB_MAX_SLOTS	0x7fffffffU	/* 2 versions per slot fit in a u32 */
 #define JOB_MAX_ID	0xffffffffU
+#define JOB_DEF_UPRESEND_MS	20
+#define JOB_MAX_UPRESEND_MS	10000
 
 void xinactl_job_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] keyfile PATH member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]...\n"
+		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] keyfile PATH member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]... [ UPLINK ]\n"
 		"       xinactl [ OPTIONS ] job set ID keyfile PATH\n"
 		"       xinactl [ OPTIONS ] job del ID\n"
 		"       xinactl [ OPTIONS ] job show [ ID ]\n"
@@ -39,10 +41,22 @@ void xinactl_job_usage(FILE *f)
 		"       E := 1..%d (default %d)\n"
 		"       PATH := key file of the job's secret, mode 0600; created\n"
 		"               with a new secret if it does not exist\n"
-		"       RANK := 0..N-1, each exactly once  ADDR := IPv4 address\n"
-		"       PORT := UDP source port of the worker, 0..65535 (default 0: any)\n",
+		"       RANK := 0..N-1, each exactly once (with UPLINK: only this rack's)\n"
+		"       ADDR := IPv4 address\n"
+		"       PORT := UDP source port of the worker, 0..65535 (default 0: any)\n"
+		"       UPLINK := up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH [ upresend MS ]\n"
+		"               two levels (map backend only): the job's round results are\n"
+		"               not sent to its members but go up, as the contribution of\n"
+		"               rank UR of job UJ (secret in UPATH) at the upper switch\n"
+		"               UADDR:UPORT (default port %d), and the upper job's results\n"
+		"               come back down to every member.  The upper job needs at\n"
+		"               least S slots and E elems; its member UR is this switch's\n"
+		"               address toward UADDR, port %d.  A member's retransmission\n"
+		"               sends the partial up again once the upper round trip's\n"
+		"               timeout passed, at least MS ms (1..%d, default %d)\n",
 		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
-		XINA_MAX_ELEMS, JOB_DEF_ELEMS);
+		XINA_MAX_ELEMS, JOB_DEF_ELEMS, XINA_UDP_PORT, XINA_UDP_PORT,
+		JOB_MAX_UPRESEND_MS, JOB_DEF_UPRESEND_MS);
 }
 
 static int job_parse_id(const char *cmd, int argc, char **argv, __u32 *id)
@@ -93,6 +107,7 @@ bad:
 struct job_args {
 	struct xinactl_job	job;
 	bool			workers, slots, elems, keyfile;	/* given */
+	bool			up, upjob, uprank, upkeyfile, upresend;
 	bool			rank[XINA_MAX_WORKERS];		/* given */
 };
 
@@ -146,10 +161,14 @@ static int job_parse_member(struct job_args *a, const char *rank_s,
 	return 0;
 }
 
-/* The members must be exactly the ranks 0..workers-1. */
+/*
+ * The members must be exactly the ranks 0..workers-1; a job with an
+ * uplink (a rack) names those of its ranks that are its rack's, at least
+ * one: the others contribute through other racks.
+ */
 static int job_check_members(const struct job_args *a)
 {
-	__u32 r;
+	__u32 r, n = 0;
 
 	for (r = a->job.workers; r < XINA_MAX_WORKERS; r++) {
 		if (a->rank[r]) {
@@ -158,6 +177,11 @@ static int job_check_members(const struct job_args *a)
 			return -ERANGE;
 		}
 	}
+	for (r = 0; r < a->job.workers; r++)
+		n += a->rank[r];
+	if (a->job.up.job && n) {
+		return 0;
+	}
 	for (r = 0; r < a->job.workers; r++) {
 		if (!a->rank[r]) {
 			xerr("rank %u missing: job add needs 'member RANK ADDR' for every rank 0..%u",
@@ -165,6 +189,78 @@ static int job_check_members(const struct job_args *a)
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/* One keyword of UPLINK and its value. */
+static int job_parse_up(struct job_args *a, const char *kw, const char *val)
+{
+	struct xinactl_up *up = &a->job.up;
+	struct xinactl_member m;
+	char err[512];
+	__u32 v;
+
+	if (!strcmp(kw, "up")) {
+		if (a->up)
+			return job_twice(kw);
+		if (job_parse_addr(val, &m))
+			return -EINVAL;
+		up->addr = m.addr;
+		up->port = m.port ? m.port : htons(XINA_UDP_PORT);
+		a->up = true;
+	} else if (!strcmp(kw, "upjob")) {
+		if (a->upjob)
+			return job_twice(kw);
+		if (xparse_u32("upper job ID", val, 1, JOB_MAX_ID, &up->job))
+			return -EINVAL;
+		a->upjob = true;
+	} else if (!strcmp(kw, "uprank")) {
+		if (a->uprank)
+			return job_twice(kw);
+		if (xparse_u32("upper rank", val, 0, XINA_MAX_WORKERS - 1, &v))
+			return -EINVAL;
+		up->rank = v;
+		a->uprank = true;
+	} else if (!strcmp(kw, "upkeyfile")) {
+		if (a->upkeyfile)
+			return job_twice(kw);
+		/* the upper job's secret is the upper switch's: never made here */
+		if (xina_keyfile_read(val, up->secret, err, sizeof(err))) {
+			xerr("upkeyfile: %s", err);
+			return -EINVAL;
+		}
+		a->upkeyfile = true;
+	} else {
+		if (a->upresend)
+			return job_twice(kw);
+		if (xparse_u32("upresend", val, 1, JOB_MAX_UPRESEND_MS, &v))
+			return -EINVAL;
+		up->resend_us = v * 1000;
+		a->upresend = true;
+	}
+	return 0;
+}
+
+/* UPLINK: all of up, upjob, uprank and upkeyfile, or none of them. */
+static int job_check_up(struct job_args *a)
+{
+	static const char *const kw[] = { "up", "upjob", "uprank", "upkeyfile" };
+	const bool given[] = { a->up, a->upjob, a->uprank, a->upkeyfile };
+	unsigned int i, n = 0;
+
+	for (i = 0; i < 4; i++)
+		n += given[i];
+	if (!n && !a->upresend)
+		return 0;
+	for (i = 0; i < 4; i++) {
+		if (!given[i]) {
+			xerr("job add: an uplink needs '%s' too (up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH); see 'xinactl job help'",
+			     kw[i]);
+			return -EINVAL;
+		}
+	}
+	if (!a->upresend)
+		a->job.up.resend_us = JOB_DEF_UPRESEND_MS * 1000;
 	return 0;
 }
 
@@ -212,6 +308,14 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 			a->keyfile = true;
 		} else if (xmatches(argv[0], "key")) {
 			return job_key_refused(cmd);
+		} else if (xmatches(argv[0], "up") ||
+			   xmatches(argv[0], "upjob") ||
+			   xmatches(argv[0], "uprank") ||
+			   xmatches(argv[0], "upkeyfile") ||
+			   xmatches(argv[0], "upresend")) {
+			XNEXT_ARG(cmd);
+			if (job_parse_up(a, argv[-1], argv[0]))
+				return -EINVAL;
 		} else if (xmatches(argv[0], "member")) {
 			if (argc < 3) {
 				xerr("%s: 'member' needs RANK and ADDR[:PORT]; see 'xinactl job help'",
@@ -235,6 +339,8 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 		     cmd);
 		return -EINVAL;
 	}
+	if (job_check_up(a))
+		return -EINVAL;
 	return job_check_members(a);
 }
 
@@ -257,6 +363,7 @@ static int job_add(struct xinactl *x, int argc, char **argv)
 	x->be->close(x);
 out:
 	explicit_bzero(a->job.secret, sizeof(a->job.secret));
+	explicit_bzero(a->job.up.secret, sizeof(a->job.up.secret));
 	free(a);
 	return ret;
 }
@@ -377,6 +484,49 @@ static void job_print_member(__u32 rank, const struct xinactl_member *m)
 	xp_close_obj();
 }
 
+/* Names of enum xina_upstat, in order (JSON keys: a stable API). */
+static const char *const job_upstat_names[] = {
+	"sent", "resent", "held", "results", "join_sent", "join_ok",
+	"join_refused", "drop_foreign", "drop_auth", "drop_stale", "no_route",
+};
+
+static void job_print_up(const struct xinactl_up *up)
+{
+	char addr[INET_ADDRSTRLEN], saddr[INET_ADDRSTRLEN];
+	char ifname[IF_NAMESIZE] = "?";
+	unsigned int i;
+
+	inet_ntop(AF_INET, &up->addr, addr, sizeof(addr));
+	inet_ntop(AF_INET, &up->saddr, saddr, sizeof(saddr));
+	if_indextoname(up->ifindex, ifname);
+	xp_open_obj("up");
+	xp_str(XP_JSON, "addr", NULL, addr);
+	xp_uint(XP_JSON, "port", NULL, ntohs(up->port));
+	xp_str(XP_TEXT, NULL, "\tup %s", addr);
+	xp_uint(XP_TEXT, NULL, ":%llu", ntohs(up->port));
+	xp_uint(XP_ANY, "job", " upjob %llu", up->job);
+	xp_uint(XP_ANY, "rank", " uprank %llu", up->rank);
+	xp_uint(XP_ANY, "resend_ms", " upresend %llu", up->resend_us / 1000);
+	xp_str(XP_ANY, "saddr", " from %s", saddr);
+	xp_str(XP_ANY, "dev", " dev %s", ifname);
+	xp_nl();
+	xp_uint(XP_ANY, "epoch", "\tup epoch %llu", up->epoch);
+	xp_uint(XP_ANY, "rack_epoch", " for epoch %llu", up->rack_epoch);
+	xp_uint(XP_ANY, "want", " joining for %llu", up->want);
+	xp_uint(XP_ANY, "srtt_us", " srtt %lluus", up->srtt_ns / 1000);
+	xp_uint(XP_ANY, "rttvar_us", " rttvar %lluus", up->rttvar_ns / 1000);
+	xp_nl();
+	xp_text("\tup");
+	for (i = 0; i < sizeof(job_upstat_names) / sizeof(job_upstat_names[0]); i++) {
+		char fmt[32];
+
+		snprintf(fmt, sizeof(fmt), " %s %%llu", job_upstat_names[i]);
+		xp_uint(XP_ANY, job_upstat_names[i], fmt, up->c[i]);
+	}
+	xp_nl();
+	xp_close_obj();
+}
+
 static int job_print(struct xinactl *x, const struct xinactl_job *job,
 		     void *arg)
 {
@@ -399,9 +549,12 @@ static int job_print(struct xinactl *x, const struct xinactl_job *job,
 		xp_uint(XP_ANY, "joined", " joined %llu", job->joined);
 	}
 	xp_nl();
+	if (job->up.job)
+		job_print_up(&job->up);
 	xp_open_arr("members");
 	for (r = 0; r < job->workers; r++)
-		job_print_member(r, &job->member[r]);
+		if (job->member[r].addr)	/* an uplink's: its rack's */
+			job_print_member(r, &job->member[r]);
 	xp_close_arr();
 	xp_close_obj();
 	return 0;

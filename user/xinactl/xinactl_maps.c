@@ -17,14 +17,24 @@
  * it (bpf/xina_auth.h): each member's in its xina_members entry, the
  * result key in the job entry, the NH key in xina_nhkeys.
  *
+ * Uplinks (two levels, bpf/xina_maps.h struct xina_up): "job add ... up"
+ * writes the upper job's keys (xina_ups, xina_upnh), the bucket that
+ * leads the upper job's id back to the job (xina_upjobs), and the route
+ * to the upper switch as the kernel has it now (the source address it
+ * would pick, and the device holding that address); the upper join is
+ * the fast path's, when the job's members join.  A job without an uplink
+ * gets a zeroed xina_ups entry (its index may have had one).
+ *
  * Epochs (bpf/xina_join.h): "job add" gives the job a random non-zero
  * epoch that nobody joined (xina_epochs), forgets every member's earlier
  * joins (xina_joins) and the time of its last round (xina_active); from
  * then on only the fast path changes them, as workers join.  "job del"
  * clears them.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -35,7 +45,9 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
@@ -57,6 +69,10 @@ enum xm_map {
 	XM_EPOCHS,
 	XM_JOINS,
 	XM_ACTIVE,
+	XM_UPS,
+	XM_UPNH,
+	XM_UPJOBS,
+	XM_UPSTATS,
 	XM_NR,
 };
 
@@ -85,7 +101,18 @@ static const struct xm_shape {
 			    sizeof(struct xina_join_mbr) },
 	[XM_ACTIVE]	= { "xina_active", BPF_MAP_TYPE_PERCPU_ARRAY,
 			    sizeof(__u32), sizeof(__u64) },
+	[XM_UPS]	= { "xina_ups", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_up) },
+	[XM_UPNH]	= { "xina_upnh", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_nhkey) },
+	[XM_UPJOBS]	= { "xina_upjobs", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			    sizeof(struct xina_upjob) },
+	[XM_UPSTATS]	= { "xina_upstats", BPF_MAP_TYPE_PERCPU_ARRAY,
+			    sizeof(__u32), sizeof(struct xina_up_counters) },
 };
+
+_Static_assert(XINA_UPSTAT_MAX <= XINACTL_UP_STATS,
+	       "struct xinactl_up holds every uplink counter");
 
 struct xm {
 	int	fd[XM_NR];
@@ -427,6 +454,15 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 		     XINA_MAX_JOBS * XINA_MAX_WORKERS);
 		return -EINVAL;
 	}
+	if (entries[XM_UPS] < XINA_MAX_JOBS || entries[XM_UPNH] < XINA_MAX_JOBS ||
+	    entries[XM_UPSTATS] < XINA_MAX_JOBS ||
+	    entries[XM_UPJOBS] != XINA_JOB_BUCKETS) {
+		xerr("maps %s/xina_ups, xina_upnh, xina_upstats and xina_upjobs have %u, %u, %u and %u entries, not %d, %d, %d and %d: pinned by another xina version?",
+		     x->pin_dir, entries[XM_UPS], entries[XM_UPNH],
+		     entries[XM_UPSTATS], entries[XM_UPJOBS], XINA_MAX_JOBS,
+		     XINA_MAX_JOBS, XINA_MAX_JOBS, XINA_JOB_BUCKETS);
+		return -EINVAL;
+	}
 	if (entries[XM_STATS] < XINA_MAX_JOBS + 1) {
 		xerr("map %s/xina_stats has %u entries, fewer than %d jobs + 1",
 		     x->pin_dir, entries[XM_STATS], XINA_MAX_JOBS);
@@ -548,6 +584,44 @@ static int xm_job_find_say(struct xm *m, __u32 id, struct xina_job *j,
 	return ret;
 }
 
+/* The uplink of job index @idx, if it has one, and its counters. */
+static void xm_up_read(struct xm *m, __u32 idx, struct xinactl_up *out)
+{
+	size_t stride = ROUND8(sizeof(struct xina_up_counters));
+	struct xina_up_counters *c;
+	struct xina_up up;
+	char *buf;
+	int cpu;
+	__u32 i;
+
+	if (bpf_map_lookup_elem(m->fd[XM_UPS], &idx, &up) || !up.job)
+		return;
+	out->job = up.job;
+	out->rank = up.rank;
+	out->addr = up.addr;
+	out->port = up.port;
+	out->saddr = up.saddr;
+	out->ifindex = up.ifindex;
+	out->resend_us = up.resend_us;
+	/* 32-bit reads of what the fast path changes under the lock */
+	out->epoch = up.epoch;
+	out->rack_epoch = up.rack_epoch;
+	out->want = up.want;
+	out->srtt_ns = up.srtt_ns;
+	out->rttvar_ns = up.rttvar_ns;
+	buf = calloc(m->ncpus, stride);
+	if (!buf || bpf_map_lookup_elem(m->fd[XM_UPSTATS], &idx, buf))
+		goto out;
+	for (cpu = 0; cpu < m->ncpus; cpu++) {
+		c = (struct xina_up_counters *)(buf + cpu * stride);
+		for (i = 0; i < XINA_UPSTAT_MAX; i++)
+			out->c[i] += c->c[i];
+	}
+out:
+	free(buf);
+	explicit_bzero(&up, sizeof(up));
+}
+
 /* Read job @id; -ENOENT (no message) if there is none. */
 static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 {
@@ -575,6 +649,7 @@ static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 		job->epoch = ep.j.epoch;
 		job->joined = xina_join_count(&ep.j);
 	}
+	xm_up_read(m, j.idx, &job->up);
 	for (rank = 0; rank < j.workers && rank < XINA_MAX_WORKERS; rank++) {
 		key = j.idx * XINA_MAX_WORKERS + rank;
 		if (bpf_map_lookup_elem(m->fd[XM_MEMBERS], &key, &mv))
@@ -793,8 +868,8 @@ out:
 	return ret;
 }
 
-/* No key of a deleted job stays in the maps. */
-static int xm_clear_nhkey(struct xm *m, __u32 idx)
+/* No key of a deleted job stays in the maps (xina_nhkeys, xina_upnh). */
+static int xm_clear_nhkey_in(struct xm *m, enum xm_map map, __u32 idx)
 {
 	struct xina_nhkey *zero;
 	int ret = 0;
@@ -802,10 +877,15 @@ static int xm_clear_nhkey(struct xm *m, __u32 idx)
 	zero = calloc(1, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
-	if (bpf_map_update_elem(m->fd[XM_NHKEYS], &idx, zero, BPF_ANY))
+	if (bpf_map_update_elem(m->fd[map], &idx, zero, BPF_ANY))
 		ret = -errno;
 	free(zero);
 	return ret;
+}
+
+static int xm_clear_nhkey(struct xm *m, __u32 idx)
+{
+	return xm_clear_nhkey_in(m, XM_NHKEYS, idx);
 }
 
 /* The NH key of job index @idx, derived from @secret. */
@@ -833,6 +913,8 @@ static int xm_write_members(struct xm *m, __u32 idx,
 	__u32 rank, key;
 
 	for (rank = 0; rank < job->workers; rank++) {
+		if (!job->member[rank].addr)
+			continue;	/* another rack's (an uplink's job) */
 		memset(&mv, 0, sizeof(mv));
 		mv.addr = job->member[rank].addr;
 		mv.port = job->member[rank].port;
@@ -896,6 +978,197 @@ out:
 	return ret;
 }
 
+/*
+ * Where the upper switch @up->addr is from here: the source address the
+ * kernel picks for it (a UDP connect()), and the device holding that
+ * address, which the fast path's route lookups start from.  An empty
+ * datagram to the discard port makes the kernel resolve the next hop's
+ * neighbour entry, which bpf_fib_lookup() needs and never makes itself.
+ */
+static int xm_up_route(const struct xinactl_job *job, struct xina_up *up)
+{
+	struct sockaddr_in to = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = up->addr,
+		.sin_port = up->port,
+	};
+	char addr[INET_ADDRSTRLEN], src[INET_ADDRSTRLEN];
+	struct sockaddr_in me = {};
+	socklen_t len = sizeof(me);
+	struct ifaddrs *ifa, *i;
+	int fd, ret = 0;
+
+	inet_ntop(AF_INET, &up->addr, addr, sizeof(addr));
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) ||
+	    getsockname(fd, (struct sockaddr *)&me, &len)) {
+		ret = -errno;
+		xerr("job %u: no route to the upper switch %s: %s", job->id,
+		     addr, strerror(-ret));
+		goto out;
+	}
+	up->saddr = me.sin_addr.s_addr;
+	inet_ntop(AF_INET, &up->saddr, src, sizeof(src));
+	to.sin_port = htons(9);		/* discard */
+	if (!connect(fd, (struct sockaddr *)&to, sizeof(to)))
+		send(fd, "", 0, 0);	/* best effort: no_route counts a miss */
+	if (getifaddrs(&ifa)) {
+		ret = -errno;
+		xerr("job %u: cannot list the addresses of this network namespace: %s",
+		     job->id, strerror(-ret));
+		goto out;
+	}
+	for (i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+		    up->saddr) {
+			up->ifindex = if_nametoindex(i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	if (!up->ifindex || up->saddr == up->addr) {
+		xerr("job %u: the route to the upper switch %s leaves from %s, %s",
+		     job->id, addr, src, up->ifindex ?
+		     "which is the upper switch itself" :
+		     "an address no device of this network namespace holds");
+		ret = -EINVAL;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* The bucket of upper job @id in xina_upjobs (-ENOENT: none). */
+static int xm_upjob_find(struct xm *m, __u32 id, struct xina_upjob *uj,
+			 __u32 *bucket)
+{
+	struct xina_upjob tmp;
+	__u32 p, b;
+
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(id, p);
+		if (bpf_map_lookup_elem(m->fd[XM_UPJOBS], &b, &tmp))
+			return -errno;
+		if (tmp.up != id)
+			continue;
+		if (uj)
+			*uj = tmp;
+		*bucket = b;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The uplink of a new job at index @idx (or none: a zeroed entry), written
+ * before the job entry that makes the fast path use it.  The upper join is
+ * the fast path's: no epoch yet, its first nonce above every earlier
+ * one of this rank (CLOCK_REALTIME, as a worker's).
+ */
+static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
+{
+	const struct xinactl_up *cu = &job->up;
+	struct xina_up_counters *zc = NULL;
+	struct xina_nhkey *nhk = NULL;
+	struct xina_upjob uj = {};
+	struct xina_up up = {};
+	struct timespec ts;
+	__u32 b, p;
+	int ret;
+
+	if (!cu->job)
+		goto write;
+	ret = xm_upjob_find(m, cu->job, &uj, &b);
+	if (!ret) {
+		xerr("job %u: upper job %u is the uplink of job %u already",
+		     job->id, cu->job, uj.job);
+		return -EEXIST;
+	}
+	if (ret != -ENOENT)
+		goto err;
+	up.job = cu->job;
+	up.rank = cu->rank;
+	up.addr = cu->addr;
+	up.port = cu->port;
+	up.resend_us = cu->resend_us;
+	xina_derive_key(cu->secret, XINA_LABEL_MEMBER, cu->job, cu->rank,
+			up.kmine);
+	xina_derive_key(cu->secret, XINA_LABEL_RESULT, cu->job, 0, up.kres);
+	ret = xm_up_route(job, &up);
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	up.nonce = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	up.status = XINA_UP_PENDING;
+	for (p = 0; p < XINA_JOB_PROBES; p++) {
+		b = xina_job_bucket(cu->job, p);
+		if (bpf_map_lookup_elem(m->fd[XM_UPJOBS], &b, &uj)) {
+			ret = -errno;
+			goto err;
+		}
+		if (!uj.up)
+			break;
+	}
+	if (p == XINA_JOB_PROBES) {
+		xerr("job %u: upper job id %u: the %d places of the uplink table it may use are taken",
+		     job->id, cu->job, XINA_JOB_PROBES);
+		return -ENOSPC;
+	}
+	nhk = malloc(sizeof(*nhk));
+	zc = calloc(m->ncpus, ROUND8(sizeof(*zc)));
+	if (!nhk || !zc) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	xina_derive_nh(cu->secret, cu->job, nhk->k, XINA_MAX_ELEMS);
+	if (bpf_map_update_elem(m->fd[XM_UPNH], &idx, nhk, BPF_ANY) ||
+	    bpf_map_update_elem(m->fd[XM_UPSTATS], &idx, zc, BPF_ANY)) {
+		ret = -errno;
+		goto err;
+	}
+	uj.up = cu->job;
+	uj.job = job->id;
+	if (bpf_map_update_elem(m->fd[XM_UPJOBS], &b, &uj, BPF_ANY)) {
+		ret = -errno;
+		goto err;
+	}
+write:
+	ret = 0;
+	if (bpf_map_update_elem(m->fd[XM_UPS], &idx, &up, BPF_ANY))
+		ret = -errno;
+err:
+	if (ret)
+		xerr("job %u: cannot write its uplink: %s", job->id,
+		     strerror(-ret));
+	if (nhk)
+		explicit_bzero(nhk, sizeof(*nhk));
+	free(nhk);
+	free(zc);
+	explicit_bzero(&up, sizeof(up));
+	return ret;
+}
+
+/* Forget the uplink of job index @idx, if it has one. */
+static int xm_up_clear(struct xm *m, __u32 idx)
+{
+	struct xina_upjob zuj = {};
+	struct xina_up up = {};
+	__u32 b;
+	int ret;
+
+	if (!bpf_map_lookup_elem(m->fd[XM_UPS], &idx, &up) && up.job &&
+	    !xm_upjob_find(m, up.job, NULL, &b) &&
+	    bpf_map_update_elem(m->fd[XM_UPJOBS], &b, &zuj, BPF_ANY))
+		return -errno;
+	memset(&up, 0, sizeof(up));
+	ret = xm_clear_nhkey_in(m, XM_UPNH, idx);
+	if (!ret && bpf_map_update_elem(m->fd[XM_UPS], &idx, &up, BPF_ANY))
+		ret = -errno;
+	return ret;
+}
+
 /* A free bucket for job @id among its probes. */
 static int xm_alloc_bucket(struct xm *m, __u32 id, __u32 *bucket)
 {
@@ -919,7 +1192,7 @@ static int xm_alloc_bucket(struct xm *m, __u32 id, __u32 *bucket)
 static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 {
 	struct xm *m = x->be_priv;
-	__u32 idx, base, bucket;
+	__u32 idx, base, bucket, r;
 	struct xina_job j = {};
 	struct xm_usage *u;
 	int ret;
@@ -963,6 +1236,15 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 		     strerror(-ret));
 		goto undo;
 	}
+	/* leftovers of an earlier job at this index, then this one's */
+	ret = xm_up_clear(m, idx);
+	if (ret)
+		xerr("job %u: cannot clear its uplink: %s", job->id,
+		     strerror(-ret));
+	else
+		ret = xm_up_write(m, idx, job);
+	if (ret)
+		goto undo;
 
 	/* last: from here on the fast path sees the job */
 	xina_derive_key(job->secret, XINA_LABEL_RESULT, job->id, 0, j.kres);
@@ -973,6 +1255,8 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 	j.workers = job->workers;
 	j.elems = job->elems;
 	j.flags = job->flags;
+	for (r = 0; r < job->workers; r++)
+		j.members += !!job->member[r].addr;
 	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &j, BPF_ANY)) {
 		ret = -errno;
 		xerr("job %u: cannot write it: %s", job->id, strerror(-ret));
@@ -982,6 +1266,7 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 undo:
 	xm_clear_members(m, idx);
 	xm_clear_joins(m, idx);
+	xm_up_clear(m, idx);
 out:
 	explicit_bzero(&j, sizeof(j));
 	free(u);
@@ -1093,8 +1378,10 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 		ret = xm_clear_nhkey(m, j.idx);
 	if (!ret)
 		ret = xm_clear_joins(m, j.idx);
+	if (!ret)
+		ret = xm_up_clear(m, j.idx);
 	if (ret)
-		xwarn("job %u deleted, but its members, keys or joins are left over (%s); the next job that gets its index replaces them",
+		xwarn("job %u deleted, but its members, keys, joins or uplink are left over (%s); the next job that gets its index replaces them",
 		      id, strerror(-ret));
 	return 0;
 }

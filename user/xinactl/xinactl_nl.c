@@ -433,6 +433,12 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 	__u16 r;
 	int ret;
 
+	/* two levels are the XDP fast path's (Documentation/protocol.md) */
+	if (job->up.job) {
+		xerr("job %u: an uplink ('up') needs the map backend: xina.ko does not hand partials up",
+		     job->id);
+		return -EOPNOTSUPP;
+	}
 	xnl_msg(n, n->family, 0, XINA_CMD_JOB_NEW);
 	xnl_put_u32(n, XINA_A_JOB_ID, job->id);
 	xnl_put_u16(n, XINA_A_JOB_WORKERS, job->workers);
