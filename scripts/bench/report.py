@@ -770,43 +770,54 @@ class Report:
         return "\n".join(out)
 
     def racks_targets(self):
-        """Issue 12's targets, from the racks rows."""
+        """Issue 12's targets, from the racks rows: for each two-level
+        layout in the run (the upper job at the spine, or on rack 0's
+        switch with agents in racks 1 and 2)."""
         if not self.racks_rows:
             return []
         nr, n, b = self.racks_shape()
         rows = []
-        for regime in REGIMES:
-            for dtype in ("f32", "i32"):
-                x = self.racks_get("xina-hier", dtype, regime)
-                if not x:
-                    continue
-                links = list(zip(x["uplink_out_per_tensor_byte"],
-                                 x["uplink_in_per_tensor_byte"]))
-                worst = max(max(u, d) for u, d in links)
-                cells = ", ".join(f"rack {i} {u:.3f} / {d:.3f}"
-                                  for i, (u, d) in enumerate(links))
-                if regime == "cpu" and dtype == "f32":
-                    over = [f"rack {i}'s" for i, (u, d) in enumerate(links)
-                            if max(u, d) > 1.05]
-                    v = "met" if not over else \
-                        f"missed by {worst / 1.05:.2f}x on {', '.join(over)} link"
-                    if over and len(over) < len(links):
-                        v += ", met on the others"
-                    rows.append(
-                        f"| racks: bytes on each inter-rack link per tensor "
-                        f"byte ≤ 1.05 each way (xina, two levels, {nr}x{n}, "
-                        f"{size_str(b)} {dtype}) | out / in: {cells} | {v} |")
-                best = self.racks_best_peer(dtype, regime)
-                what = (f"racks {nr}x{n}, {REGIMES[regime]}, {size_str(b)} "
-                        f"{dtype}: xina (two levels) ≥ the best flat peer")
-                if not best:
-                    rows.append(f"| {what} | no peer in this run | – |")
-                    continue
-                ratio = x["goodput_Bps"] / best["goodput_Bps"]
-                rows.append(f"| {what} | {ratio:.2f}x ({mb(x['goodput_Bps'])} vs "
-                            f"{best['system']} {mb(best['goodput_Bps'])} MB/s) | "
-                            f"{verdict(ratio, 1.0)} |")
+        for system, how in (("xina-spine", "upper switch at the spine"),
+                            ("xina-hier", "upper job on rack 0's switch")):
+            for regime in REGIMES:
+                for dtype in ("f32", "i32"):
+                    x = self.racks_get(system, dtype, regime)
+                    if not x:
+                        continue
+                    if regime == "cpu" and dtype == "f32":
+                        rows.append(self.racks_bytes_target(x, how, nr, n,
+                                                            b, dtype))
+                    best = self.racks_best_peer(dtype, regime)
+                    what = (f"racks {nr}x{n}, {REGIMES[regime]}, "
+                            f"{size_str(b)} {dtype}: xina (two levels, "
+                            f"{how}) ≥ the best flat peer")
+                    if not best:
+                        rows.append(f"| {what} | no peer in this run | – |")
+                        continue
+                    ratio = x["goodput_Bps"] / best["goodput_Bps"]
+                    rows.append(f"| {what} | {ratio:.2f}x "
+                                f"({mb(x['goodput_Bps'])} vs {best['system']} "
+                                f"{mb(best['goodput_Bps'])} MB/s) | "
+                                f"{verdict(ratio, 1.0)} |")
         return rows
+
+    @staticmethod
+    def racks_bytes_target(x, how, nr, n, b, dtype):
+        """The row of the bytes on every inter-rack link, of row @x."""
+        links = list(zip(x["uplink_out_per_tensor_byte"],
+                         x["uplink_in_per_tensor_byte"]))
+        worst = max(max(u, d) for u, d in links)
+        cells = ", ".join(f"rack {i} {u:.3f} / {d:.3f}"
+                          for i, (u, d) in enumerate(links))
+        over = [f"rack {i}'s" for i, (u, d) in enumerate(links)
+                if max(u, d) > 1.05]
+        v = "met" if not over else \
+            f"missed by {worst / 1.05:.2f}x on {', '.join(over)} link"
+        if over and len(over) < len(links):
+            v += ", met on the others"
+        return (f"| racks: bytes on each inter-rack link per tensor byte "
+                f"≤ 1.05 each way (xina, two levels, {how}, {nr}x{n}, "
+                f"{size_str(b)} {dtype}) | out / in: {cells} | {v} |")
 
     def racks_section(self, plots=()):
         if not self.racks_rows:
@@ -817,9 +828,14 @@ class Report:
             f"`scripts/racks.sh`: {nr} racks of {n} worker namespaces, each "
             "rack's switch namespace joined to a spine namespace by one "
             "inter-rack link (veth, MTU as above), the layout of "
-            "`selftests/xina_racks.sh`.  xina runs on rack 0's switch only "
-            "(XDP on its ports and its uplink); racks 1 and 2 have no XDP "
-            "program.  **xina, two levels**: the upper job on rack 0's "
+            "`selftests/xina_racks.sh`.  **xina two-level, upper switch at "
+            "the spine**: the upper job (one member per rack) on an XDP "
+            "switch in the spine namespace; racks 0 and 2 hand their "
+            "partials up from their own XDP switches (a rack job with an "
+            "uplink, `xinactl job add ... up`), rack 1, without xina, "
+            "through an agent.  For the other two xina rows, xina runs on "
+            "rack 0's switch only (XDP on its ports and its uplink); racks 1 "
+            "and 2 have no XDP program.  **xina, two levels**: the upper job on rack 0's "
             f"switch has {n + nr - 1} members, rack 0's {n} workers and one "
             "agent per other rack (`xina-swagg --up` in that rack's switch "
             "namespace, a user-space aggregator standing for its rack's "
