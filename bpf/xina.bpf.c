@@ -1597,6 +1597,42 @@ static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
 }
 
 /*
+ * The kept part @res of round @kept into the frame, as xina_put() does:
+ * 0 if the copy holds only that round's values, -1 if it is torn (or the
+ * frame too short, which cannot happen: its length was checked).
+ */
+static __always_inline int xina_put_kept(struct xdp_md *ctx,
+					 struct xina_pkt *pkt,
+					 struct xina_part *res,
+					 const struct xina_kept *kept)
+{
+	if (xina_put(ctx, pkt, res, pkt->count))
+		return -1;
+	/*
+	 * Round r + 2, or a round of a new epoch, may have begun on this
+	 * version since the lock was dropped, overwriting the result.  Its
+	 * first add on the result's CPU stores ->epoch, then ->round with a
+	 * fully ordered exchange (BPF_XCHG), before any value
+	 * (xina_aggregate()).  Here the re-check reads ->round with a fetching
+	 * atomic, also fully ordered, after every load of the copy, and
+	 * ->epoch after that.  If the copy read any value of the new round,
+	 * the exchange came before that value's store, which came before the
+	 * copy's load of it, which came before the atomic: the atomic returns
+	 * the new round (or a later one) and the load after it sees the new
+	 * epoch, since both were stored before the exchange.  So a copy that
+	 * passes the re-check holds only the kept round's values, on weakly
+	 * ordered CPUs too (arm64), where a compiler barrier alone lets the
+	 * copy's loads be satisfied after the re-check's plain loads.  An
+	 * atomic add of 0 changes nothing; it only takes the cache line, on
+	 * the path of a retransmission.
+	 */
+	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
+	    *(volatile __u32 *)&res->epoch != kept->epoch)
+		return -1;
+	return 0;
+}
+
+/*
  * Answer a retransmission to a completed round: the kept result, to the
  * sender alone, with the header and tag of the result (xina_result_hdr()).
  */
@@ -1618,28 +1654,7 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	xh->rank = 0;
 	xh->exp = kept->exp;
 	xh->tag = kept->tag;
-	if (xina_put(ctx, pkt, res, pkt->count))
-		goto stale;
-	/*
-	 * Round r + 2, or a round of a new epoch, may have begun on this
-	 * version since the lock was dropped, overwriting the result.  Its
-	 * first add on the result's CPU stores ->epoch, then ->round with a
-	 * fully ordered exchange (BPF_XCHG), before any value
-	 * (xina_aggregate()).  Here the re-check reads ->round with a fetching
-	 * atomic, also fully ordered, after every load of the copy, and
-	 * ->epoch after that.  If the copy read any value of the new round,
-	 * the exchange came before that value's store, which came before the
-	 * copy's load of it, which came before the atomic: the atomic returns
-	 * the new round (or a later one) and the load after it sees the new
-	 * epoch, since both were stored before the exchange.  So a copy that
-	 * passes the re-check holds only the kept round's values, on weakly
-	 * ordered CPUs too (arm64), where a compiler barrier alone lets the
-	 * copy's loads be satisfied after the re-check's plain loads.  An
-	 * atomic add of 0 changes nothing; it only takes the cache line, on
-	 * the path of a retransmission.
-	 */
-	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
-	    *(volatile __u32 *)&res->epoch != kept->epoch)
+	if (xina_put_kept(ctx, pkt, res, kept))
 		goto stale;
 
 	stat_inc(ctr, XINA_STAT_RETRANS_ANSWERED);
@@ -1935,10 +1950,7 @@ static __always_inline int xina_up_answer(struct xdp_md *ctx,
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
 		return XDP_DROP;
 	}
-	if (xina_put(ctx, pkt, res, pkt->count))
-		goto stale;
-	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
-	    *(volatile __u32 *)&res->epoch != kept->epoch)
+	if (xina_put_kept(ctx, pkt, res, kept))
 		goto stale;
 	upstat_inc(uc, XINA_UPSTAT_RESENT);
 	return xina_up_send(ctx, up, uc);

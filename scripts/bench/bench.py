@@ -114,6 +114,32 @@ SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
                      "Gloo and OpenMPI flat, both regimes"}
 
 
+
+def xdp_prog_ids(namespaces, ifnames=None):
+    """The ids of the XDP programs on the interfaces of @namespaces (those
+    whose names match the regex @ifnames, if given) and of every program
+    sharing their maps (devmap egress or TC fan-out programs; other racks
+    on this host run programs of the same names, on maps of their own)."""
+    mains = set()
+    for ns in namespaces:
+        out = subprocess.run(["ip", "-n", ns, "-j", "link", "show"],
+                             text=True, capture_output=True, check=True).stdout
+        mains |= {l["xdp"]["prog"]["id"] for l in json.loads(out)
+                  if "xdp" in l and "prog" in l["xdp"] and
+                  (not ifnames or re.fullmatch(ifnames, l["ifname"]))}
+    if not mains:
+        raise BenchError(f"no XDP program on the interfaces of "
+                         f"{', '.join(namespaces)}")
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
+                                      text=True, capture_output=True,
+                                      check=True).stdout)
+    maps = set()
+    for p in progs:
+        if p["id"] in mains:
+            maps |= set(p.get("map_ids", []))
+    return sorted(mains | {p["id"] for p in progs
+                           if maps & set(p.get("map_ids", []))})
+
 class BenchError(Exception):
     pass
 
@@ -203,21 +229,7 @@ class Rack:
         """The fast path on our ports and every program sharing its maps
         (devmap egress or TC fan-out programs; other racks on this host run
         programs of the same names, on maps of their own)."""
-        out = subprocess.run(["ip", "-n", self.sw, "-j", "link", "show"],
-                             text=True, capture_output=True, check=True).stdout
-        mains = {l["xdp"]["prog"]["id"] for l in json.loads(out)
-                 if re.fullmatch(r"p\d+", l["ifname"]) and "xdp" in l}
-        if len(mains) == 0:
-            raise BenchError(f"no XDP program on the ports of {self.sw}")
-        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
-                                          text=True, capture_output=True,
-                                          check=True).stdout)
-        maps = set()
-        for p in progs:
-            if p["id"] in mains:
-                maps |= set(p.get("map_ids", []))
-        egress = {p["id"] for p in progs if maps & set(p.get("map_ids", []))}
-        return sorted(mains | egress)
+        return xdp_prog_ids([self.sw], r"p\d+")
 
     # Loss.  rack_impair's nftables drop sits in the output hook, where a
     # drop fails the sender's sendmsg with EPERM (a xina worker gives up on
@@ -386,22 +398,7 @@ class Racks:
     def prog_ids(self, namespaces):
         """The XDP programs on the interfaces of @namespaces and every
         program sharing their maps (the TC fan-out): the switches' CPU."""
-        mains = set()
-        for ns in namespaces:
-            out = subprocess.run(["ip", "-n", ns, "-j", "link", "show"],
-                                 text=True, capture_output=True,
-                                 check=True).stdout
-            mains |= {l["xdp"]["prog"]["id"] for l in json.loads(out)
-                      if "xdp" in l and "prog" in l["xdp"]}
-        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"],
-                                          text=True, capture_output=True,
-                                          check=True).stdout)
-        maps = set()
-        for p in progs:
-            if p["id"] in mains:
-                maps |= set(p.get("map_ids", []))
-        return sorted(mains | {p["id"] for p in progs
-                               if maps & set(p.get("map_ids", []))})
+        return xdp_prog_ids(namespaces)
 
 
 def proc_cpu_s(pid):
