@@ -35,10 +35,12 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
 SELFTESTS += $(ST_OUT)/xina_auth
 $(ST_OUT)/xina_auth: selftests/xina_auth.c selftests/xtest.h bpf/xina_auth.h \
 		     user/common/xina_keyfile.c user/common/xina_keyfile.h \
+		     user/common/xina_nh.c user/common/xina_nh.h \
 		     include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/common/xina_keyfile.c -o $@
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/common/xina_keyfile.c \
+		user/common/xina_nh.c -o $@
 
 # xina_pack: libxina's 16-bit float loops against the scheme's definition,
 # built with libxina's flags for that file (user/lib/build.mk).
@@ -79,12 +81,14 @@ SELFTESTS += $(ST_OUT)/xina-swagg-asan
 $(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
 			   user/tools/xina_swagg.h user/common/xina_names.c \
 			   user/common/xina_keyfile.c user/common/xina_keyfile.h \
-			   user/common/xina_names.h include/uapi/linux/xina.h
+			   user/common/xina_names.h user/common/xina_nh.c \
+			   user/common/xina_nh.h include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address -fno-omit-frame-pointer \
 		-o $@ user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
-		user/common/xina_names.c user/common/xina_keyfile.c
+		user/common/xina_names.c user/common/xina_keyfile.c \
+		user/common/xina_nh.c
 
 # xina-libtest: negative tests of libxina and of the aggregators (a fake
 # switch, bad calls), driven by xina_lib.sh and swagg_e2e.sh.  The key file

@@ -4,10 +4,12 @@
  * and user space (bpf/xina_auth.h), and of key files (user/common/xina_keyfile.c):
  * SipHash-2-4 against the 64 published test vectors of its reference
  * implementation, the tag and the key derivation against SipHash of the
- * messages spelled out byte by byte, NH against its definition, and the
- * checks a key file must pass.
+ * messages spelled out byte by byte, NH against its definition (and
+ * user/common/xina_nh.c's vector loops against it), and the checks a key
+ * file must pass.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #include "xina_auth.h"
 #include "xina_keyfile.h"
+#include "xina_nh.h"
 #include "xtest.h"
 
 /*
@@ -165,6 +168,44 @@ TEST(nh_definition)
 	m[37] ^= 1 << 9;
 	m[100] = 5;
 	EXPECT_TRUE(xina_nh(k, m, 101) != a, "a word appended, same NH");
+}
+
+/*
+ * user/common/xina_nh.c (libxina's and xina-swagg's NH, by hand for AVX2
+ * where the CPU has it) against xina_nh_net() for every count a packet can
+ * have: on a CPU with AVX2 the vector loop takes the multiples of 8 and
+ * the portable loop the rest, on one without the portable loop all.
+ */
+TEST(nh_wire_paths)
+{
+	uint32_t k1[XINA_MAX_ELEMS + 1], k2[XINA_MAX_ELEMS + 1];
+	uint32_t m[XINA_MAX_ELEMS + 1], a[XINA_MAX_ELEMS], out[XINA_MAX_ELEMS];
+	unsigned int count, i, bad = 0, bad2 = 0, badp = 0;
+	uint64_t s = 11, nh2;
+
+	for (i = 0; i <= XINA_MAX_ELEMS; i++) {
+		k1[i] = rnd64(&s);
+		k2[i] = rnd64(&s);
+		m[i] = rnd64(&s);
+	}
+	for (count = 1; count <= XINA_MAX_ELEMS; count++) {
+		/* m + 1: a payload 4-byte aligned only, as in a packet */
+		if (xina_nh_wire(k1, m + 1, count) != xina_nh_net(k1, m + 1, count))
+			bad++;
+		if (xina_nh_wire2(k1, k2, m, count, &nh2) !=
+		    xina_nh_net(k1, m, count) || nh2 != xina_nh_net(k2, m, count))
+			bad2++;
+		for (i = 0; i < count; i++)
+			a[i] = m[i] ^ count;
+		if (xina_nh_pack(k1, out, a, count) != xina_nh_net(k1, out, count))
+			badp++;
+		for (i = 0; i < count; i++)
+			if (out[i] != htonl(a[i]))
+				badp++;
+	}
+	EXPECT_EQ(bad, 0);
+	EXPECT_EQ(bad2, 0);
+	EXPECT_EQ(badp, 0);
 }
 
 /* The derivation: SipHash keyed with the secret over label job rank ctr 0. */

@@ -18,11 +18,11 @@
 LIBXINA_SRCS := $(addprefix user/lib/,libxina.c libxina_io.c libxina_join.c libxina_f32.c \
 		  libxina_pack.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c \
 		  libxina_ring.c libxina_fallback.c libxina_sparse.c) \
-		user/common/xina_keyfile.c
+		user/common/xina_keyfile.c user/common/xina_nh.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
 LIBXINA_HDRS := $(addprefix user/lib/,libxina.h libxina_int.h libxina_rtnl.h libxina_ring.h) bpf/xina_lanes.h \
-		user/common/xina_keyfile.h bpf/xina_auth.h include/uapi/linux/xina.h
+		user/common/xina_keyfile.h user/common/xina_nh.h bpf/xina_auth.h include/uapi/linux/xina.h
 LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm -lpthread
 OBJCOPY ?= objcopy
 
@@ -31,6 +31,8 @@ $(O)/user/lib/libxina_xsk.o $(O)/user/lib/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.s
 # The element loops (see libxina_pack.c): vectorised, never contracted.
 $(O)/user/lib/libxina_pack.o $(O)/user/lib/libxina_pack.pic.o: \
 	XCFLAGS += -O3 -ffp-contract=off
+# NH of every packet sent and received (user/common/xina_nh.c).
+$(O)/user/common/xina_nh.o $(O)/user/common/xina_nh.pic.o: XCFLAGS += -O3
 
 $(O)/user/%.o: user/%.c $(LIBXINA_HDRS) $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)

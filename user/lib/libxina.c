@@ -22,6 +22,7 @@
 
 #include "libxina_int.h"
 #include "xina_auth.h"
+#include "xina_nh.h"
 #include "xina_keyfile.h"
 
 #ifndef offsetofend
@@ -410,7 +411,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->offset = htobe64(off);
 	xina_codec_pack(x, c->k, v, (const uint8_t *)c->buf + off * c->esz,
 			cnt, e);
-	x->slot[s].nh = xina_nh_net(x->nhk, v, words);
+	x->slot[s].nh = xina_nh_wire(x->nhk, v, words);
 	xina_tx_tag(x, s);
 
 	x->slot[s].busy = true;
@@ -521,7 +522,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	}
 	/* Only from the switch: a forged or modified result is not placed. */
 	if (be64toh(h->tag) != xina_tag_hdr(x->kres, h,
-					    xina_nh_net(x->nhk, v, words))) {
+					    xina_nh_wire(x->nhk, v, words))) {
 		x->st.bad_tag++;
 		return;
 	}

@@ -10,11 +10,11 @@ $(O)/xina-allreduce: $(O)/user/tools/xina_allreduce.o $(O)/libxina.a
 
 $(O)/xina-swagg: $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o \
 		 $(O)/user/common/xina_names.o \
-		 $(O)/user/common/xina_keyfile.o
+		 $(O)/user/common/xina_keyfile.o $(O)/user/common/xina_nh.o
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o: \
-	user/tools/xina_swagg.h bpf/xina_lanes.h
+	user/tools/xina_swagg.h bpf/xina_lanes.h user/common/xina_nh.h
 
 # xina-swagg's element loops (SW_CLONES in xina_swagg.c): vectorised.
 $(O)/user/tools/xina_swagg.o: XCFLAGS += -O3

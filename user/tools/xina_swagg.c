@@ -60,6 +60,7 @@
 #include <linux/xina.h>
 
 #include "xina_auth.h"
+#include "xina_nh.h"
 #include "xina_join.h"
 #include "xina_keyfile.h"
 #include "xina_lanes.h"
@@ -394,195 +395,21 @@ uint64_t sw_now_ns(void)
 /*
  * The element loops: every word of every packet goes through them, a
  * rack agent's several times (a contribution's NH, its add, the partial
- * up, the result down).  They are built at -O3 (user/tools/build.mk);
- * sw_add() twice, for AVX2 and the x86-64 baseline, picked at load time
- * (target_clones, as libxina_pack.c does), and the NH loops by hand for
- * AVX2 (the compiler's vectorisation of NH is mostly shuffles), picked
- * once at start (sw_avx2).  Integer arithmetic only, the very expressions
- * of bpf/xina_auth.h and bpf/xina_lanes.h (NH is a sum modulo 2^64, in
- * any order): every path gives the same bits as the fast path.
+ * up, the result down).  NH is user/common/xina_nh.c's (by hand for
+ * AVX2); sw_add() is built at -O3 (user/tools/build.mk) twice, for AVX2
+ * and the x86-64 baseline, picked at load time (target_clones, as
+ * libxina_pack.c does).  Integer arithmetic only, the very expressions of
+ * bpf/xina_auth.h and bpf/xina_lanes.h: every path gives the same bits as
+ * the fast path.
  */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define SW_CLONES	__attribute__((target_clones("avx2", "default")))
-#define SW_AVX2		__attribute__((target("avx2")))
-#include <immintrin.h>
 #endif
 #endif
 #ifndef SW_CLONES
 #define SW_CLONES
 #endif
-
-#ifdef SW_AVX2
-static bool sw_avx2;
-
-/* Each 32-bit word from network order to host order. */
-#define SW_BSWAP32	_mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, \
-					 15, 14, 13, 12, 3, 2, 1, 0, 7, 6, 5, \
-					 4, 11, 10, 9, 8, 15, 14, 13, 12)
-
-/*
- * xina_nh_pair() of the 4 pairs of 8 values @x (host order) and 8 key
- * words @k: a pair is the halves of a 64-bit lane, one vpmuludq.
- */
-SW_AVX2 static inline __m256i sw_nh8(__m256i x, const uint32_t *k)
-{
-	x = _mm256_add_epi32(x, _mm256_loadu_si256((const __m256i *)k));
-	return _mm256_mul_epu32(x, _mm256_srli_epi64(x, 32));
-}
-
-SW_AVX2 static inline uint64_t sw_sum4(__m256i v)
-{
-	__m128i s = _mm_add_epi64(_mm256_castsi256_si128(v),
-				  _mm256_extracti128_si256(v, 1));
-
-	return (uint64_t)_mm_cvtsi128_si64(s) +
-	       (uint64_t)_mm_extract_epi64(s, 1);
-}
-
-/* sw_nh() of the first @n words (a multiple of 8). */
-SW_AVX2 static uint64_t sw_nh_avx2(const uint32_t *k, const uint32_t *m,
-				   unsigned int n)
-{
-	const __m256i swap = SW_BSWAP32;
-	__m256i acc = _mm256_setzero_si256(), x;
-	unsigned int i;
-
-	for (i = 0; i < n; i += 8) {
-		x = _mm256_loadu_si256((const __m256i *)(m + i));
-		x = _mm256_shuffle_epi8(x, swap);
-		acc = _mm256_add_epi64(acc, sw_nh8(x, k + i));
-	}
-	return sw_sum4(acc);
-}
-
-/* sw_nh2() of the first @n words (a multiple of 8). */
-SW_AVX2 static uint64_t sw_nh2_avx2(const uint32_t *k1, const uint32_t *k2,
-				    const uint32_t *m, unsigned int n,
-				    uint64_t *nh2)
-{
-	__m256i acc1 = _mm256_setzero_si256(), acc2 = acc1, x;
-	const __m256i swap = SW_BSWAP32;
-	unsigned int i;
-
-	for (i = 0; i < n; i += 8) {
-		x = _mm256_loadu_si256((const __m256i *)(m + i));
-		x = _mm256_shuffle_epi8(x, swap);
-		acc1 = _mm256_add_epi64(acc1, sw_nh8(x, k1 + i));
-		acc2 = _mm256_add_epi64(acc2, sw_nh8(x, k2 + i));
-	}
-	*nh2 = sw_sum4(acc2);
-	return sw_sum4(acc1);
-}
-
-/* sw_pack_nh() of the first @n words (a multiple of 8). */
-SW_AVX2 static uint64_t sw_pack_nh_avx2(const uint32_t *k, uint32_t *out,
-					const uint32_t *a, unsigned int n)
-{
-	const __m256i swap = SW_BSWAP32;
-	__m256i acc = _mm256_setzero_si256(), x;
-	unsigned int i;
-
-	for (i = 0; i < n; i += 8) {
-		x = _mm256_loadu_si256((const __m256i *)(a + i));
-		_mm256_storeu_si256((__m256i *)(out + i),
-				    _mm256_shuffle_epi8(x, swap));
-		acc = _mm256_add_epi64(acc, sw_nh8(x, k + i));
-	}
-	return sw_sum4(acc);
-}
-#endif /* SW_AVX2 */
-
-/* xina_nh_net(): NH of @count words in network order, key @k. */
-uint64_t sw_nh(const uint32_t *restrict k, const uint32_t *restrict m,
-	       unsigned int count)
-{
-	unsigned int i = 0;
-	uint64_t sum = 0;
-
-#ifdef SW_AVX2
-	if (sw_avx2) {
-		i = count & ~7u;
-		sum = sw_nh_avx2(k, m, i);
-	}
-#endif
-	for (; i + 1 < count; i += 2)
-		sum += xina_nh_pair(xina_be32(m[i]), xina_be32(m[i + 1]),
-				    k[i], k[i + 1]);
-	if (count & 1)
-		sum += xina_nh_pair(xina_be32(m[count - 1]), 0, k[count - 1],
-				    k[count]);
-	return sum;
-}
-
-/*
- * sw_nh() of the same words under two keys in one pass: @k1's returned,
- * @k2's in *@nh2 (an agent verifies an upper result and tags it for its
- * rack).
- */
-uint64_t sw_nh2(const uint32_t *restrict k1, const uint32_t *restrict k2,
-		const uint32_t *restrict m, unsigned int count, uint64_t *nh2)
-{
-	uint64_t s1 = 0, s2 = 0;
-	unsigned int i = 0;
-	uint32_t m0, m1;
-
-#ifdef SW_AVX2
-	if (sw_avx2) {
-		i = count & ~7u;
-		s1 = sw_nh2_avx2(k1, k2, m, i, &s2);
-	}
-#endif
-	for (; i + 1 < count; i += 2) {
-		m0 = xina_be32(m[i]);
-		m1 = xina_be32(m[i + 1]);
-		s1 += xina_nh_pair(m0, m1, k1[i], k1[i + 1]);
-		s2 += xina_nh_pair(m0, m1, k2[i], k2[i + 1]);
-	}
-	if (count & 1) {
-		m0 = xina_be32(m[count - 1]);
-		s1 += xina_nh_pair(m0, 0, k1[count - 1], k1[count]);
-		s2 += xina_nh_pair(m0, 0, k2[count - 1], k2[count]);
-	}
-	*nh2 = s2;
-	return s1;
-}
-
-/*
- * @count values @a (host order) into @out in network order, and their NH
- * under @k: a packet's payload and the NH of its tag in one pass.
- */
-uint64_t sw_pack_nh(const uint32_t *restrict k, uint32_t *restrict out,
-		    const uint32_t *restrict a, unsigned int count)
-{
-	unsigned int i = 0;
-	uint64_t sum = 0;
-
-#ifdef SW_AVX2
-	if (sw_avx2) {
-		i = count & ~7u;
-		sum = sw_pack_nh_avx2(k, out, a, i);
-	}
-#endif
-	for (; i + 1 < count; i += 2) {
-		out[i] = htonl(a[i]);
-		out[i + 1] = htonl(a[i + 1]);
-		sum += xina_nh_pair(a[i], a[i + 1], k[i], k[i + 1]);
-	}
-	if (count & 1) {
-		out[count - 1] = htonl(a[count - 1]);
-		sum += xina_nh_pair(a[count - 1], 0, k[count - 1], k[count]);
-	}
-	return sum;
-}
-
-/* Whether the AVX2 loops can run here: once, before any packet. */
-void sw_loops_init(void)
-{
-#ifdef SW_AVX2
-	sw_avx2 = __builtin_cpu_supports("avx2");
-#endif
-}
 
 /* A new job: a random epoch, never 0, that nobody joined yet. */
 static int sw_epoch_init(struct swagg *sw)
@@ -801,8 +628,8 @@ void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	const uint32_t *a = (const uint32_t *)sw->vals + (size_t)vi * sw->elems;
 	uint32_t *out = (uint32_t *)(sw_res(sw, vi) + 1);
 
-	sw_complete_nh(sw, vi, h, sw_pack_nh(sw->nhk, out, a,
-					     sw->ver[vi].count));
+	sw_complete_nh(sw, vi, h, xina_nh_pack(sw->nhk, out, a,
+					       sw->ver[vi].count));
 }
 
 /*
@@ -1007,9 +834,9 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		return;
 	}
 	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h,
-					    sw_nh(sw->nhk,
-						  (const uint32_t *)(h + 1),
-						  count))) {
+					    xina_nh_wire(sw->nhk,
+							 (const uint32_t *)(h + 1),
+							 count))) {
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		return;
 	}
@@ -1328,7 +1155,6 @@ int main(int argc, char **argv)
 	bool json = false;
 	int err;
 
-	sw_loops_init();
 	err = sw_parse(&sw, argc, argv, &json, &bind_sa);
 	if (err)
 		return 2;

@@ -131,13 +131,6 @@ struct sw_txb {
 uint64_t sw_now_ns(void);
 int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out);
 int sw_parse_addr(const char *opt, const char *s, struct sockaddr_in *sa);
-void sw_loops_init(void);
-uint64_t sw_nh(const uint32_t *restrict k, const uint32_t *restrict m,
-	       unsigned int count);
-uint64_t sw_nh2(const uint32_t *restrict k1, const uint32_t *restrict k2,
-		const uint32_t *restrict m, unsigned int count, uint64_t *nh2);
-uint64_t sw_pack_nh(const uint32_t *restrict k, uint32_t *restrict out,
-		    const uint32_t *restrict a, unsigned int count);
 void sw_complete(struct swagg *sw, uint32_t vi, const struct xina_hdr *h);
 void sw_complete_net(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 		     const uint32_t *in, uint64_t nh);

@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "xina_auth.h"
+#include "xina_nh.h"
 #include "xina_keyfile.h"
 #include "xina_swagg.h"
 
@@ -279,7 +280,7 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	u->epoch = htonl(up->epoch);
 	u->aux = 0;
 	u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-				      sw_pack_nh(up->nhk, out, a, v->count)));
+				      xina_nh_pack(up->nhk, out, a, v->count)));
 	v->up_pending = true;
 	v->up_resent = false;
 	v->up_rto_us = sw_up_rto(up);
@@ -298,8 +299,8 @@ static void sw_up_resend(struct swagg *sw, uint32_t vi)
 	if (!(u->flags & XINA_F_RETRANS)) {
 		u->flags |= XINA_F_RETRANS;
 		u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-					      sw_nh(up->nhk, out,
-						    ntohs(u->count))));
+					      xina_nh_wire(up->nhk, out,
+							   ntohs(u->count))));
 	}
 	up->resent++;
 	sw->ver[vi].up_resent = true;
@@ -419,8 +420,8 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	}
 	/* one pass: the NH of its tag, and that of the rack's result */
 	if (be64toh(h->tag) != xina_tag_hdr(up->kres, h,
-					    sw_nh2(up->nhk, sw->nhk, in,
-						   count, &nh))) {
+					    xina_nh_wire2(up->nhk, sw->nhk, in,
+							  count, &nh))) {
 		up->bad_tag++;
 		return true;
 	}
