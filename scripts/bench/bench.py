@@ -1016,6 +1016,32 @@ class Bench:
             self.regime = "cpu"
             rs.down()
 
+    def racks_two_level(self, system, rs, sizes, iters, job, keys, agents,
+                        progs, method):
+        """One launch of xina in two levels on the racks, its records kept:
+        worker g sends to its rack's switch (or agent) under the rack's
+        job @job with the rack's key, keys[g // rs.n]; rank 0 measures the
+        switches by their programs @progs (--switch-prog), as @method
+        says.  The CPU of the agents (pids @agents) is read from /proc
+        over the launch (warm-up and barriers included) and kept apart:
+        each agent's, their sum per GiB of tensor bytes and the busiest's
+        share of the launch."""
+        a0 = [proc_cpu_s(p) for p in agents]
+        recs = self.xina_records(
+            system, rs.w, sizes, iters, switch_args=progs, topo=rs,
+            check=self.racks_checked,
+            switch_of=lambda g: rs.switch_ip(g // rs.n),
+            key_of=lambda g: keys[g // rs.n], job=job,
+            switch_cpu_method=method)
+        agent = [proc_cpu_s(p) - c for p, c in zip(agents, a0)]
+        gib = self.launch_bytes / (1 << 30)
+        for r in recs:
+            self.racks_keep(r, agent_cpu_s=agent, agent_launch_s=self.launch_s,
+                            agent_cpu_s_per_gib=sum(agent) / gib,
+                            agent_busy_frac=max(agent) / self.launch_s)
+        log(f"{self.regime} racks {system}: agents' CPU {agent} s over a "
+            f"launch of {self.launch_s:.1f} s")
+
     def racks_xina(self, rs, sizes, iters, regimes):
         """xina on the racks, in each regime: two levels (xina-hier) and
         flat (xina-flat).  The upper job on rack 0's switch: its workers
@@ -1054,23 +1080,11 @@ class Bench:
                          for p in r0.xdp_prog_ids()), [])
             for regime in regimes:
                 self.set_regime(regime, rs.n, rs.racks)
-                a0 = {r: proc_cpu_s(p) for r, p in agents.items()}
-                recs = self.xina_records(
-                    "xina-hier", rs.w, sizes, iters, switch_args=progs,
-                    topo=rs, check=self.racks_checked,
-                    switch_of=lambda g: rs.switch_ip(g // rs.n),
-                    key_of=lambda g: keys[g // rs.n], job=RACKS_HJOB,
-                    switch_cpu_method="rack 0's XDP programs' run time "
-                                      "(bpf_stats); the agents apart")
-                agent = [proc_cpu_s(p) - a0[r] for r, p in agents.items()]
-                gib = self.launch_bytes / (1 << 30)
-                for r in recs:
-                    self.racks_keep(
-                        r, agent_cpu_s=agent, agent_launch_s=self.launch_s,
-                        agent_cpu_s_per_gib=sum(agent) / gib,
-                        agent_busy_frac=max(agent) / self.launch_s)
-                log(f"{regime} racks: agents' CPU {agent} s over a launch of "
-                    f"{self.launch_s:.1f} s")
+                self.racks_two_level(
+                    "xina-hier", rs, sizes, iters, RACKS_HJOB, keys,
+                    list(agents.values()), progs,
+                    "rack 0's XDP programs' run time (bpf_stats); the "
+                    "agents apart")
                 for r in self.xina_records(
                         "xina-flat", rs.w, sizes, iters, switch_args=progs,
                         topo=rs, check=self.racks_checked,
@@ -1133,22 +1147,11 @@ class Bench:
                 [f"{rs.name}-spine"] + [rs.sw(r) for r in xdp_racks])), [])
             for regime in regimes:
                 self.set_regime(regime, rs.n, rs.racks)
-                a0 = proc_cpu_s(agent)
-                recs = self.xina_records(
-                    "xina-spine", rs.w, sizes, iters, switch_args=progs,
-                    topo=rs, check=self.racks_checked,
-                    switch_of=lambda g: rs.switch_ip(g // rs.n),
-                    key_of=lambda g: keys[g // rs.n], job=RACKS_RACK_JOB,
-                    switch_cpu_method="the XDP and TC programs' run time "
-                                      "(bpf_stats) of the spine and of the "
-                                      "XDP racks; the agent apart")
-                acpu = proc_cpu_s(agent) - a0
-                gib = self.launch_bytes / (1 << 30)
-                for r in recs:
-                    self.racks_keep(
-                        r, agent_cpu_s=[acpu], agent_launch_s=self.launch_s,
-                        agent_cpu_s_per_gib=acpu / gib,
-                        agent_busy_frac=acpu / self.launch_s)
+                self.racks_two_level(
+                    "xina-spine", rs, sizes, iters, RACKS_RACK_JOB, keys,
+                    [agent], progs,
+                    "the XDP and TC programs' run time (bpf_stats) of the "
+                    "spine and of the XDP racks; the agent apart")
             self.set_regime("cpu", rs.n, rs.racks)
         finally:
             stop_pid(agent)

@@ -179,9 +179,8 @@ static int job_check_members(const struct job_args *a)
 	}
 	for (r = 0; r < a->job.workers; r++)
 		n += a->rank[r];
-	if (a->job.up.job && n) {
+	if (a->job.up.job && n)
 		return 0;
-	}
 	for (r = 0; r < a->job.workers; r++) {
 		if (!a->rank[r]) {
 			xerr("rank %u missing: job add needs 'member RANK ADDR' for every rank 0..%u",
