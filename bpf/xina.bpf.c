@@ -1593,6 +1593,8 @@ static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
 	mark->job = job;
 	mark->to = to;
 	mark->pad = 0;
+	mark->ifindex = 0;
+	mark->nh = 0;
 	return XDP_PASS;
 }
 
@@ -1802,15 +1804,46 @@ static __always_inline void upstat_inc(struct xina_up_counters *uc,
 }
 
 /*
+ * The frame to the upper switch, its IP and UDP headers written, whose
+ * next hop @fib found no neighbour entry for: to xina_fanout, marked.
+ * bpf_fib_lookup() filled in the next hop and its device all the same.
+ */
+static __always_inline int xina_up_neigh(struct xdp_md *ctx,
+					 const struct bpf_fib_lookup *fib,
+					 struct xina_up_counters *uc)
+{
+	struct xina_mark *mark;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
+		return XDP_DROP;
+	mark = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(mark + 1) > data)
+		return XDP_DROP;
+	mark->magic = XINA_MARK_MAGIC;
+	mark->job = 0;
+	mark->to = XINA_MARK_UP;
+	mark->pad = 0;
+	mark->ifindex = fib->ifindex;
+	mark->nh = fib->ipv4_dst;
+	upstat_inc(uc, XINA_UPSTAT_NO_NEIGH);
+	return XDP_PASS;
+}
+
+/*
  * The frame, its xina header already written, goes to the upper switch:
  * out of the device and to the neighbour the route to it takes, from
  * up->saddr and the xina port.  bpf_fib_lookup() on every frame that goes
  * up (not once in xinactl): a neighbour or route that changes is followed,
  * and it costs a route lookup per partial, against the thousands of
- * element operations of the partial itself.  The kernel's neighbour entry
- * is made by the stack's own traffic to the upper switch (ARP while the
- * rack joins); a missing one is counted as no_route, and the member's
- * retransmission tries again.
+ * element operations of the partial itself.  bpf_fib_lookup() never makes
+ * a neighbour entry, and nothing else here sends to the upper switch: a
+ * frame whose next hop has none (flushed, expired, never resolved) is
+ * passed, marked, to xina_fanout, whose bpf_redirect_neigh() resolves it
+ * as the stack would and sends the frame once it is; the frames after it
+ * find the entry.  Without a route the frame is dropped (no_route) and
+ * the member's retransmission tries again.
  */
 static __always_inline int xina_up_send(struct xdp_md *ctx,
 					const struct xina_up *up,
@@ -1835,12 +1868,11 @@ static __always_inline int xina_up_send(struct xdp_md *ctx,
 	fib.ipv4_dst = up->addr;
 	fib.ifindex = up->ifindex;
 	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS) {
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS &&
+	    rc != BPF_FIB_LKUP_RET_NO_NEIGH) {
 		upstat_inc(uc, XINA_UPSTAT_NO_ROUTE);
 		return XDP_DROP;
 	}
-	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 	iph->saddr = up->saddr;
 	iph->daddr = up->addr;
 	iph->ttl = 64;
@@ -1848,6 +1880,10 @@ static __always_inline int xina_up_send(struct xdp_md *ctx,
 	udp->source = bpf_htons(xina_port);
 	udp->dest = up->port;
 	udp->check = 0;
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return xina_up_neigh(ctx, &fib, uc);
+	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 	return bpf_redirect(fib.ifindex, 0);
 }
 
@@ -2600,6 +2636,14 @@ int xina_fanout(struct __sk_buff *skb)
 
 	if ((void *)(mark + 1) > data || mark->magic != XINA_MARK_MAGIC)
 		return TC_ACT_OK;
+	if (mark->to == XINA_MARK_UP) {
+		struct bpf_redir_neigh nh = {
+			.nh_family = 2,		/* AF_INET */
+			.ipv4_nh = mark->nh,
+		};
+
+		return bpf_redirect_neigh(mark->ifindex, &nh, sizeof(nh), 0);
+	}
 	f.to = mark->to;
 	f.job = mark->job;
 	if (bpf_skb_load_bytes(skb, 0, &f.hdr.eth, XINA_L2L4_LEN))

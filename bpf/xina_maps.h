@@ -248,17 +248,24 @@ struct xina_addrs {
 /*
  * What xina_xdp hands to xina_fanout in the XDP metadata of a frame it
  * passes: the frame is a result (or an answer) of job @job, for every
- * member (@to == XINA_MARK_ALL) or for rank @to alone.  Only an XDP program
- * writes metadata, so a frame from the wire cannot carry a mark.
+ * member (@to == XINA_MARK_ALL) or for rank @to alone; or (@to ==
+ * XINA_MARK_UP) a frame for the upper switch whose next hop @nh, out of
+ * @ifindex, has no neighbour entry: xina_fanout hands it to the kernel's
+ * neighbour resolution (bpf_redirect_neigh()), which XDP cannot reach.
+ * Only an XDP program writes metadata, so a frame from the wire cannot
+ * carry a mark.
  */
 #define XINA_MARK_MAGIC		0x78696e61	/* "xina" */
 #define XINA_MARK_ALL		0xffff
+#define XINA_MARK_UP		0xfffe
 
 struct xina_mark {
 	__u32	magic;
 	__u32	job;		/* job id */
-	__u16	to;		/* rank, or XINA_MARK_ALL */
+	__u16	to;		/* rank, XINA_MARK_ALL or XINA_MARK_UP */
 	__u16	pad;
+	__u32	ifindex;	/* XINA_MARK_UP: the device to the next hop */
+	__be32	nh;		/* XINA_MARK_UP: the next hop */
 };
 
 /*
@@ -333,8 +340,11 @@ enum xina_upstat {
 	XINA_UPSTAT_DROP_STALE,	/* another upper epoch, a round the rack's
 				 * version is not waiting on, a reply to
 				 * another join: dropped */
-	XINA_UPSTAT_NO_ROUTE,	/* the route or neighbour to the upper switch
-				 * is missing (bpf_fib_lookup()): not sent */
+	XINA_UPSTAT_NO_ROUTE,	/* no route to the upper switch
+				 * (bpf_fib_lookup()): not sent */
+	XINA_UPSTAT_NO_NEIGH,	/* the next hop had no neighbour entry: sent
+				 * through the kernel's neighbour resolution
+				 * (TC, bpf_redirect_neigh()), which makes it */
 	__XINA_UPSTAT_MAX,
 };
 #define XINA_UPSTAT_MAX		__XINA_UPSTAT_MAX

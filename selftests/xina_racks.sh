@@ -27,6 +27,8 @@
 #   round of each rack);
 # - every one of the 3 inter-rack links carries at most 1.05 bytes per
 #   tensor byte in each direction (and at least 1);
+# - an uplink whose next hop lost its neighbour entry (flushed) sends
+#   through the kernel's neighbour resolution and makes it again;
 # - forged and foreign results and join replies sent to a rack's uplink
 #   are dropped and counted, and change nothing;
 # - 1% of the xina packets crossing the spine dropped (nftables): still
@@ -353,6 +355,28 @@ for dtype in i32 f32; do
 	check_err $? "two levels: checksum $HIER_SUM, the flat job's ${FLAT[$dtype]}"
 	log_test "two levels $dtype: $W workers bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte each way on all $NR inter-rack links"
 done
+
+# The uplinks' next hops lose their neighbour entries (an expiry, a
+# flush, an upper switch that came back with another MAC address):
+# bpf_fib_lookup() cannot make one, so the partials that find none go
+# through the kernel's neighbour resolution (TC, bpf_redirect_neigh()),
+# which makes it again; nothing is lost and nothing waits for a timeout.
+declare -A NN0
+for r in 0 2; do
+	NN0[$r]=$(up_of "$r" no_neigh)
+	ip -n "$(racks_switch_ns "$RACK" "$r")" neigh flush dev up0
+done
+hier i32 "$BYTES" i32-neigh 100 105
+[ "$HIER_SUM" = "${FLAT[i32]}" ]
+check_err $? "after the flush: checksum $HIER_SUM, the flat job's ${FLAT[i32]}"
+for r in 0 2; do
+	nn=$(up_of "$r" no_neigh)
+	neigh=$(ip -n "$(racks_switch_ns "$RACK" "$r")" neigh show dev up0 \
+		"$(racks_spine_ip "$r")")
+	[ "$nn" -gt "${NN0[$r]}" ] && [ -n "$neigh" ]
+	check_err $? "rack $r's uplink after the flush: no_neigh $nn (${NN0[$r]} before), neighbour entry '$neigh'"
+done
+log_test "uplinks whose neighbour entries were flushed: partials sent through the kernel's neighbour resolution (no_neigh), entries made again, bit-exact"
 
 # forge R TYPE SPORT: from the spine, a TYPE (2 result, 4 join reply) of
 # the upper job to rack R's uplink, from the spine's address and port

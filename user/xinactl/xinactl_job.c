@@ -487,6 +487,7 @@ static void job_print_member(__u32 rank, const struct xinactl_member *m)
 static const char *const job_upstat_names[] = {
 	"sent", "resent", "held", "results", "join_sent", "join_ok",
 	"join_refused", "drop_foreign", "drop_auth", "drop_stale", "no_route",
+	"no_neigh",
 };
 
 static void job_print_up(const struct xinactl_up *up)
