@@ -8,7 +8,10 @@
 # counters, an untouched port its program); every bad file is refused with
 # FILE:LINE and changes nothing; a new secret in a job's key file rekeys the
 # running job in place (the old secret stops verifying, the new one works);
-# a job added by hand has no known key file.
+# a job added by hand has no known key file.  A rack job's uplink to an
+# upper switch (two levels) is taken with job add's words, shown, kept when
+# it matches and replaced when it changes; a bad uplink is refused with
+# FILE:LINE and changes nothing.
 # Then "make install DESTDIR=..." and "make uninstall".
 #
 # Uses a private pin dir and state dir, and namespaces of its own:
@@ -449,6 +452,92 @@ applied "$TMP/a.conf" "add dev va" "add dev vc" "add job 1" "add job 2" "add job
 shown | diff -u "$TMP/a.want" - > "$TMP/diff" 2>&1
 check_err $? "show-config differs: $(tr '\n' ' ' < "$TMP/diff")"
 log_test "a.conf applied again from nothing: the same running configuration"
+
+# ---- a rack job with an uplink (two levels) ----------------------------------------
+# The upper switch is the worker namespace's address: the route to it
+# leaves by va from 10.99.0.1, which is all "up" needs (nothing answers).
+mkkey "$TMP/up.key" $K2
+cat "$TMP/a.conf" - > "$TMP/u.conf" <<EOF
+job 7 workers 4 slots 8 elems 64 keyfile $TMP/k1.key
+	up 10.99.0.2 upjob 70 uprank 1
+	upkeyfile $TMP/up.key
+	member 3 10.0.0.21:9000
+	member 2 10.0.0.20
+EOF
+applied "$TMP/u.conf" "add job 7"
+json_ok xsw -j job show 7 '[(k["up"]["addr"], k["up"]["port"], k["up"]["job"],
+	k["up"]["rank"], k["up"]["resend_ms"], k["up"]["saddr"],
+	[(m["rank"], m["addr"], m["port"]) for m in k["members"]])
+	for k in j["jobs"]] == [("10.99.0.2", 9277, 70, 1, 20, "10.99.0.1",
+	[(2, "10.0.0.20", 0), (3, "10.0.0.21", 9000)])]'
+log_test "apply u.conf: rack job 7 added with its uplink (default port and upresend) and only its rack's members"
+
+{ cat "$TMP/a.want"; cat <<EOF
+job 7 workers 4 slots 8 elems 64 keyfile $TMP/k1.key
+	up 10.99.0.2:9277 upjob 70 uprank 1 upkeyfile $TMP/up.key upresend 20
+	member 2 10.0.0.20
+	member 3 10.0.0.21:9000
+EOF
+} > "$TMP/u.want"
+shown | diff -u "$TMP/u.want" - > "$TMP/diff" 2>&1
+check_err $? "show-config differs: $(tr '\n' ' ' < "$TMP/diff")"
+log_test "show-config: the uplink in the file's format, with its upkeyfile"
+
+job7=$(xsw -j job show 7 | python3 -c 'import json, sys; k = json.load(sys.stdin)["jobs"][0]; print(k["idx"], k["slot_base"])')
+xsw show-config > "$TMP/u.shown"
+before=$(snapshot)
+applied "$TMP/u.shown"
+applied "$TMP/u.conf"
+[ "$before" = "$(snapshot)" ]
+check_err $? "applying show-config's output or u.conf again changed the configuration"
+json_ok xsw -j job show 7 '"%d %d" % (j["jobs"][0]["idx"], j["jobs"][0]["slot_base"]) == "'"$job7"'"'
+log_test "apply of show-config's output, and of u.conf again: nothing changed, job 7 kept ($job7)"
+
+sed 's/upjob 70/upjob 71/' "$TMP/u.conf" > "$TMP/u2.conf"
+applied "$TMP/u2.conf" "replace job 7"
+json_ok xsw -j job show 7 'j["jobs"][0]["up"]["job"] == 71'
+sed 's/uprank 1$/uprank 1 upresend 50/' "$TMP/u2.conf" > "$TMP/u3.conf"
+applied "$TMP/u3.conf" "replace job 7"
+json_ok xsw -j job show 7 'j["jobs"][0]["up"]["resend_ms"] == 50'
+sed 's/up 10.99.0.2 /up 10.99.0.2:9300 /' "$TMP/u3.conf" > "$TMP/u4.conf"
+applied "$TMP/u4.conf" "replace job 7"
+json_ok xsw -j job show 7 'j["jobs"][0]["up"]["port"] == 9300'
+applied "$TMP/u4.conf"
+log_test "a changed upjob, upresend, upper port: job 7 replaced each time, then kept"
+
+U="up 10.99.0.2 upjob 70 uprank 0 upkeyfile $TMP/up.key"
+bad "job 5 workers 2 keyfile $TMP/k1.key" "	up 10.99.0.2 uprank 0 upkeyfile $TMP/up.key" "	member 0 10.0.0.1"
+refused "$B:1: job 5: an uplink needs 'upjob' too" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key" "	up 10.99.0.2 upjob 70 uprank 0" "	upkeyfile up.key member 0 10.0.0.1"
+refused "$B:3: upkeyfile 'up.key' is not an absolute path" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key member 0 10.0.0.1" "	member 1 10.0.0.2 upresend 30"
+refused "$B:1: job 5: an uplink needs 'up' too" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key" "	up 10.99.0.2 upjob 70 uprank 0 upkeyfile $TMP/none.key" "	member 0 10.0.0.1"
+refused "$B:2: upkeyfile: key file $TMP/none.key: No such file or directory" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key $U"
+refused "$B:1: job 5: rank 0 missing" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1" "	upresend 10 upresend 20"
+refused "$B:2: job 5: 'upresend' given twice" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1 upresend 0"
+refused "$B:1: upresend '0' out of range 1..10000" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1" \
+	"job 6 workers 2 keyfile $TMP/k1.key $U member 1 10.0.0.2"
+refused "$B:2: job 6: upper job 70 is the uplink of job 5 already (line 1)" "$B"
+bad "backend module" "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1"
+refused "$B:2: job 5: an uplink ('up') needs the map backend" "$B" XINA_MODPROBE=false
+log_test "uplinks refused with FILE:LINE: incomplete, relative or missing upkeyfile, upresend alone, no member, twice, module backend"
+
+xsw job add 8 workers 2 keyfile "$TMP/k1.key" member 1 10.0.0.31 \
+	up 10.99.0.2:9301 upjob 80 uprank 2 upkeyfile "$TMP/up.key" upresend 40
+check_err $? "job add 8 with an uplink failed"
+xsw show-config > "$TMP/h.conf"
+grep -q "^# job 8: key files not known" "$TMP/h.conf" &&
+	grep -A1 "^job 8 workers 2 slots 128 elems 256$" "$TMP/h.conf" |
+	grep -qx "	up 10.99.0.2:9301 upjob 80 uprank 2 upresend 40"
+check_err $? "show-config of job 8: $(grep -A2 '^job 8' "$TMP/h.conf" | tr '\n' ' ')"
+refused "job 8: an uplink needs 'upkeyfile' too" "$TMP/h.conf"
+applied "$TMP/a.conf" "del job 7" "del job 8"
+log_test "a rack job added by hand: show-config prints its uplink, its key files unknown; apply refuses that"
 
 # ---- make install, make uninstall ------------------------------------------------------
 ROOT=$TMP/root

@@ -183,6 +183,30 @@ void xinactl_conf_usage(FILE *f);
 /* xinactl_job.c: ADDR[:PORT] of a member, checked as "job add" does */
 int job_parse_addr(const char *s, struct xinactl_member *m);
 
+/*
+ * xinactl_job.c: a job's words as "job add" takes them and what was given,
+ * and the checks of the whole, shared with apply's file (xinactl_conf.c).
+ */
+struct job_args {
+	struct xinactl_job	job;
+	bool			workers, slots, elems, keyfile;	/* given */
+	bool			up, upjob, uprank, upkeyfile, upresend;
+	bool			rank[XINA_MAX_WORKERS];		/* given */
+	const char		*uppath;	/* upkeyfile's value */
+};
+
+/* @kw is one of UPLINK's keywords: up upjob uprank upkeyfile upresend */
+bool job_up_word(const char *kw);
+/* one UPLINK keyword and its value; upkeyfile is not read (a->uppath) */
+int job_parse_up(struct job_args *a, const char *cmd, const char *kw,
+		 const char *val);
+/* all of UPLINK or none; fills in the default upresend */
+int job_check_up(struct job_args *a, const char *cmd);
+/* the upper job's secret from key file @path (never created) */
+int job_upkey_load(const char *path, struct xinactl_up *up);
+/* ranks 0..workers-1 each given, or only a rack's (at least one) with UPLINK */
+int job_check_members(const struct job_args *a);
+
 /* xinactl_dev.c: ports, for apply and show-config */
 struct xdev_info {
 	char		ifname[IF_NAMESIZE];

@@ -12,29 +12,42 @@
  *	backend { maps | module }
  *	dev DEV [ port UDPPORT ] [ mode { native | generic } ]
  *	job ID workers N [ slots S ] [ elems E ] keyfile PATH
+ *		[ up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH [ upresend MS ] ]
  *		member RANK ADDR[:PORT]
  *
  * A line that starts with white space continues the object above it (a
- * job's members, one per line).  No quoting: words are split at white
- * space, and a word that starts with '#' starts a comment.
+ * job's uplink and members, one per line).  No quoting: words are split
+ * at white space, and a word that starts with '#' starts a comment.
+ *
+ * A job's words mean what they mean to "xinactl job add", and are checked
+ * by the same code (xinactl_job.c): an uplink (two levels, the map backend
+ * only) needs all of up, upjob, uprank and upkeyfile, upresend only with
+ * them (default 20 ms); a job with an uplink names only its rack's members,
+ * at least one.  Unlike job add, PATH and UPATH must be absolute, and a
+ * missing key file is not created.
  *
  * apply owns everything of the backend, as "wg setconf" owns a device:
  * afterwards the running ports (of this network namespace) and jobs are
  * exactly those of the file; others are detached and deleted.  An object
  * whose running state already matches is not touched (its slots and
  * counters stay); one that differs is replaced (deleted and added again).
+ * A job's uplink is compared as the backend reads it back: upper job,
+ * rank, address, port and upresend.  The upper job's secret can be neither
+ * read back nor changed in place: a kept job keeps the upper secret it was
+ * added with (a new one in its upkeyfile takes effect when the job is
+ * replaced, or deleted and applied again).
  * The whole file is parsed and checked first, key files and devices
  * included, and nothing changes unless all of it is right; every message
  * names FILE:LINE.  A failure of the kernel while changing things (no room
  * for the slots, ...) stops apply there and says so.
  *
  * Key files cannot be read back from the kernel.  apply keeps the path of
- * each job's key file, with the job's parameters, in STATE_DIR/applied.conf
- * (STATE_DIR: $XINA_STATE_DIR, default /run/xinactl); show-config names a
- * job's key file when the running job still has the parameters it was
- * applied with, and says that it is unknown otherwise (a job added with
- * "xinactl job add"); apply then refuses that job until a key file is
- * named.
+ * each job's key file (and upkeyfile), with the job's parameters, in
+ * STATE_DIR/applied.conf (STATE_DIR: $XINA_STATE_DIR, default
+ * /run/xinactl); show-config names a job's key files when the running job
+ * still has the parameters it was applied with, and says that they are
+ * unknown otherwise (a job added with "xinactl job add"); apply then
+ * refuses that job until they are named.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -90,6 +103,7 @@ struct conf_dev {
 struct conf_job {
 	struct xinactl_job	job;
 	char			keyfile[PATH_MAX];
+	char			upkeyfile[PATH_MAX];	/* "": no uplink */
 	unsigned int		line;
 };
 
@@ -117,10 +131,13 @@ void xinactl_conf_usage(FILE *f)
 		"         backend { maps | module }\n"
 		"         dev DEV [ port UDPPORT ] [ mode { native | generic } ]\n"
 		"         job ID workers N [ slots S ] [ elems E ] keyfile PATH\n"
+		"                 [ up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH [ upresend MS ] ]\n"
 		"                 member RANK ADDR[:PORT]\n"
 		"                 ...\n"
 		"       (a line starting with white space continues the object above;\n"
-		"        '#' starts a comment; see xinactl(8))\n");
+		"        '#' starts a comment; PATH and UPATH absolute; the words of a\n"
+		"        job are those of 'xinactl job add', see 'xinactl job help'\n"
+		"        and xinactl(8))\n");
 }
 
 static const char *conf_state_dir(void)
@@ -134,6 +151,8 @@ static const char *conf_state_dir(void)
 
 static void conf_free(struct conf *c)
 {
+	if (c->job)
+		explicit_bzero(c->job, c->njob * sizeof(*c->job));
 	free(c->dev);
 	free(c->job);
 	memset(c, 0, sizeof(*c));
@@ -391,10 +410,12 @@ static int conf_parse_dev(struct conf *c, const struct conf_obj *o,
 	return 0;
 }
 
+/* What the words of a job gave ("job add"'s) and where. */
 struct conf_job_args {
-	bool	workers, slots, elems;
-	bool	rank[XINA_MAX_WORKERS];
-	__u32	rank_line[XINA_MAX_WORKERS];
+	struct job_args	ja;
+	__u32		rank_line[XINA_MAX_WORKERS];
+	unsigned int	upkeyfile_line;
+	char		cmd[24];	/* "job ID", for job add's messages */
 };
 
 static int conf_parse_member(struct conf *c, const struct conf_obj *o,
@@ -411,15 +432,15 @@ static int conf_parse_member(struct conf *c, const struct conf_obj *o,
 	if (xparse_u32("rank", o->tok[*i + 1].s, 0, XINA_MAX_WORKERS - 1,
 		       &rank))
 		return -EINVAL;
-	if (a->rank[rank]) {
+	if (a->ja.rank[rank]) {
 		xerr("job %u: rank %u given twice (first at line %u)",
 		     j->job.id, rank, a->rank_line[rank]);
 		return -EINVAL;
 	}
 	xerr_at(c->file, o->tok[*i + 2].line);
-	if (job_parse_addr(o->tok[*i + 2].s, &j->job.member[rank]))
+	if (job_parse_addr(o->tok[*i + 2].s, &a->ja.job.member[rank]))
 		return -EINVAL;
-	a->rank[rank] = true;
+	a->ja.rank[rank] = true;
 	a->rank_line[rank] = o->tok[*i].line;
 	*i += 2;
 	return 0;
@@ -428,6 +449,7 @@ static int conf_parse_member(struct conf *c, const struct conf_obj *o,
 static int conf_parse_job_words(struct conf *c, const struct conf_obj *o,
 				struct conf_job *j, struct conf_job_args *a)
 {
+	struct xinactl_job *job = &a->ja.job;
 	unsigned int i;
 	const char *v;
 	__u32 n;
@@ -440,29 +462,29 @@ static int conf_parse_job_words(struct conf *c, const struct conf_obj *o,
 			if (conf_parse_member(c, o, &i, j, a))
 				return -EINVAL;
 		} else if (xmatches(kw, "workers")) {
-			if (a->workers)
+			if (a->ja.workers)
 				return conf_twice("job", kw);
 			v = conf_value(c, o, &i, "job");
 			if (!v || xparse_u32("workers", v, 1, XINA_MAX_WORKERS, &n))
 				return -EINVAL;
-			j->job.workers = n;
-			a->workers = true;
+			job->workers = n;
+			a->ja.workers = true;
 		} else if (xmatches(kw, "slots")) {
-			if (a->slots)
+			if (a->ja.slots)
 				return conf_twice("job", kw);
 			v = conf_value(c, o, &i, "job");
 			if (!v || xparse_u32("slots", v, 1, CONF_MAX_SLOTS, &n))
 				return -EINVAL;
-			j->job.slots = n;
-			a->slots = true;
+			job->slots = n;
+			a->ja.slots = true;
 		} else if (xmatches(kw, "elems")) {
-			if (a->elems)
+			if (a->ja.elems)
 				return conf_twice("job", kw);
 			v = conf_value(c, o, &i, "job");
 			if (!v || xparse_u32("elems", v, 1, XINA_MAX_ELEMS, &n))
 				return -EINVAL;
-			j->job.elems = n;
-			a->elems = true;
+			job->elems = n;
+			a->ja.elems = true;
 		} else if (xmatches(kw, "keyfile")) {
 			if (j->keyfile[0])
 				return conf_twice("job", kw);
@@ -474,37 +496,70 @@ static int conf_parse_job_words(struct conf *c, const struct conf_obj *o,
 				return -EINVAL;
 			}
 			strcpy(j->keyfile, v);
+		} else if (job_up_word(kw)) {
+			/* "job add"'s UPLINK, word by word */
+			v = conf_value(c, o, &i, "job");
+			if (!v || job_parse_up(&a->ja, a->cmd, kw, v))
+				return -EINVAL;
+			if (!xmatches(kw, "upkeyfile"))
+				continue;
+			/* as keyfile: read only against the system */
+			if (v[0] != '/' || strlen(v) >= sizeof(j->upkeyfile)) {
+				xerr("upkeyfile '%s' is not an absolute path", v);
+				return -EINVAL;
+			}
+			strcpy(j->upkeyfile, v);
+			a->upkeyfile_line = o->tok[i].line;
 		} else if (xmatches(kw, "key")) {
 			xerr("job %u: keys are not taken in the configuration: keyfile PATH",
-			     j->job.id);
+			     job->id);
 			return -EINVAL;
 		} else {
-			xerr("job %u: unknown keyword '%s'", j->job.id, kw);
+			xerr("job %u: unknown keyword '%s'", job->id, kw);
 			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
-/* The members must be exactly the ranks 0..workers-1. */
+/*
+ * The members: no rank beyond workers (named at its line), then what
+ * "job add" requires (job_check_members(): every rank 0..workers-1, or
+ * with an uplink at least one, the rack's).
+ */
 static int conf_check_members(const struct conf *c, const struct conf_job *j,
 			      const struct conf_job_args *a)
 {
-	__u32 r;
+	__u32 r, workers = a->ja.job.workers;
 
-	for (r = j->job.workers; r < XINA_MAX_WORKERS; r++) {
-		if (a->rank[r]) {
+	for (r = workers; r < XINA_MAX_WORKERS; r++) {
+		if (a->ja.rank[r]) {
 			xerr_at(c->file, a->rank_line[r]);
 			xerr("job %u: rank %u out of range 0..%u (workers %u)",
-			     j->job.id, r, j->job.workers - 1, j->job.workers);
+			     j->job.id, r, workers - 1, workers);
 			return -ERANGE;
 		}
 	}
-	for (r = 0; r < j->job.workers; r++) {
-		if (!a->rank[r]) {
-			xerr("job %u: rank %u missing: every rank 0..%u needs 'member RANK ADDR'",
-			     j->job.id, r, j->job.workers - 1);
-			return -EINVAL;
+	xerr_at(c->file, j->line);
+	return job_check_members(&a->ja);
+}
+
+/*
+ * What the whole file must hold besides each job: one uplink per upper
+ * job id (the fast path finds a result coming down by its upper job).
+ */
+static int conf_check_up_twice(const struct conf *c, const struct conf_job *j)
+{
+	unsigned int i;
+
+	if (!j->job.up.job)
+		return 0;
+	for (i = 0; i < c->njob; i++) {
+		if (c->job[i].job.up.job == j->job.up.job) {
+			xerr("job %u: upper job %u is the uplink of job %u already (line %u)",
+			     j->job.id, j->job.up.job, c->job[i].job.id,
+			     c->job[i].line);
+			return -EEXIST;
 		}
 	}
 	return 0;
@@ -548,20 +603,30 @@ static int conf_parse_job(struct conf *c, const struct conf_obj *o,
 	j = &c->job[c->njob];
 	memset(j, 0, sizeof(*j));
 	j->job.id = id;
-	j->job.slots = CONF_DEF_SLOTS;
-	j->job.elems = CONF_DEF_ELEMS;
 	j->line = o->tok[0].line;
+	snprintf(a->cmd, sizeof(a->cmd), "job %u", id);
+	a->ja.job.id = id;
+	a->ja.job.slots = CONF_DEF_SLOTS;
+	a->ja.job.elems = CONF_DEF_ELEMS;
 
 	ret = conf_parse_job_words(c, o, j, a);
 	if (ret)
 		goto out;
 	xerr_at(c->file, j->line);
-	if (!a->workers) {
+	if (!a->ja.workers) {
 		xerr("job %u: 'workers N' is required", id);
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = job_check_up(&a->ja, a->cmd);
+	if (ret)
+		goto out;
 	ret = conf_check_members(c, j, a);
+	if (ret)
+		goto out;
+	j->job = a->ja.job;
+	xerr_at(c->file, j->line);
+	ret = conf_check_up_twice(c, j);
 	if (ret)
 		goto out;
 	if (!j->keyfile[0]) {
@@ -576,8 +641,17 @@ static int conf_parse_job(struct conf *c, const struct conf_obj *o,
 		if (ret)
 			goto out;
 	}
+	if (j->upkeyfile[0] && (flags & CONF_F_SYSTEM)) {
+		xerr_at(c->file, a->upkeyfile_line);
+		ret = job_upkey_load(j->upkeyfile, &j->job.up);
+		if (ret)
+			goto out;
+	}
 	c->njob++;
 out:
+	if (ret)
+		explicit_bzero(j, sizeof(*j));
+	explicit_bzero(a, sizeof(*a));
 	free(a);
 	return ret;
 }
@@ -673,16 +747,21 @@ static void conf_print_dev(FILE *f, const char *name, __u32 port, __u32 mode)
 	fprintf(f, "dev %s port %u mode %s\n", name, port, xdev_mode_name(mode));
 }
 
-/* A job in the file's format; @keyfile NULL: not known. */
+/*
+ * A job in the file's format; @keyfile NULL: its key files are not known
+ * (@upkeyfile is that of the uplink, if it has one).
+ */
 static void conf_print_job(FILE *f, const struct xinactl_job *job,
-			   const char *keyfile)
+			   const char *keyfile, const char *upkeyfile)
 {
 	char addr[INET_ADDRSTRLEN];
 	__u32 r;
 
 	if (!keyfile)
-		fprintf(f, "# job %u: key file not known (the job was not set by 'xinactl apply'); name it with 'keyfile PATH' before applying this\n",
-			job->id);
+		fprintf(f, "# job %u: key file%s not known (the job was not set by 'xinactl apply'); name %s before applying this\n",
+			job->id, job->up.job ? "s" : "",
+			job->up.job ? "them with 'keyfile PATH' and 'upkeyfile UPATH'" :
+			"it with 'keyfile PATH'");
 	fprintf(f, "job %u workers %u slots %u elems %u", job->id,
 		job->workers, job->slots, job->elems);
 	if (keyfile)
@@ -692,8 +771,11 @@ static void conf_print_job(FILE *f, const struct xinactl_job *job,
 		fprintf(f, "\t# flags 0x%x (no keyword sets them)\n", job->flags);
 	if (job->up.job) {
 		inet_ntop(AF_INET, &job->up.addr, addr, sizeof(addr));
-		fprintf(f, "\t# uplink up %s:%u upjob %u uprank %u: a configuration file cannot set it ('xinactl job add ... up' can)\n",
-			addr, ntohs(job->up.port), job->up.job, job->up.rank);
+		fprintf(f, "\tup %s:%u upjob %u uprank %u", addr,
+			ntohs(job->up.port), job->up.job, job->up.rank);
+		if (keyfile && upkeyfile && upkeyfile[0])
+			fprintf(f, " upkeyfile %s", upkeyfile);
+		fprintf(f, " upresend %u\n", job->up.resend_us / 1000);
 	}
 	for (r = 0; r < job->workers && r < XINA_MAX_WORKERS; r++) {
 		const struct xinactl_member *m = &job->member[r];
@@ -720,6 +802,11 @@ static bool conf_job_shape_same(const struct xinactl_job *a,
 	if (a->id != b->id || a->workers != b->workers ||
 	    a->slots != b->slots || a->elems != b->elems ||
 	    a->flags != b->flags)
+		return false;
+	/* the uplink as the backend reads it back (not its secret) */
+	if (a->up.job != b->up.job || a->up.rank != b->up.rank ||
+	    a->up.addr != b->up.addr || a->up.port != b->up.port ||
+	    a->up.resend_us != b->up.resend_us)
 		return false;
 	for (r = 0; r < a->workers && r < XINA_MAX_WORKERS; r++)
 		if (a->member[r].addr != b->member[r].addr ||
@@ -807,14 +894,15 @@ static void conf_state_read(struct conf *st)
 		xwarn("ignoring %s: the key files of the jobs are not known", path);
 }
 
-static const char *conf_state_keyfile(const struct conf *st,
-				      const struct xinactl_job *job)
+/* The state file's entry of @job, if it still runs as applied. */
+static const struct conf_job *conf_state_job(const struct conf *st,
+					     const struct xinactl_job *job)
 {
 	unsigned int i;
 
 	for (i = 0; i < st->njob; i++)
 		if (conf_job_shape_same(&st->job[i].job, job))
-			return st->job[i].keyfile;
+			return &st->job[i];
 	return NULL;
 }
 
@@ -850,7 +938,8 @@ static int conf_state_write(const struct conf_job *jobs, unsigned int njob)
 	}
 	fprintf(f, "# written by 'xinactl apply': the key files of the jobs it set\n");
 	for (i = 0; i < njob; i++)
-		conf_print_job(f, &jobs[i].job, jobs[i].keyfile);
+		conf_print_job(f, &jobs[i].job, jobs[i].keyfile,
+			       jobs[i].upkeyfile);
 	if (fclose(f) || rename(tmp, path)) {
 		xerr("cannot write '%s': %s", path, strerror(errno));
 		unlink(tmp);
@@ -897,8 +986,12 @@ int xinactl_show_config(struct xinactl *x, int argc, char **argv)
 		else
 			conf_print_dev(stdout, d->ifname, d->port, d->mode);
 	}
-	for (i = 0; i < r.njob; i++)
-		conf_print_job(stdout, &r.job[i], conf_state_keyfile(&st, &r.job[i]));
+	for (i = 0; i < r.njob; i++) {
+		const struct conf_job *sj = conf_state_job(&st, &r.job[i]);
+
+		conf_print_job(stdout, &r.job[i], sj ? sj->keyfile : NULL,
+			       sj ? sj->upkeyfile : NULL);
+	}
 	conf_free(&st);
 	conf_run_free(&r);
 	return 0;
@@ -1214,6 +1307,25 @@ static int conf_check_backend(struct xinactl *x, const struct conf *c,
 		return -EBUSY;
 	}
 	*load = c->backend == CONF_BE_MODULE && !module;
+	/* two levels are the XDP fast path's: refused before any change */
+	if (module || *load) {
+		unsigned int i, n = 0;
+
+		for (i = 0; i < c->njob; i++) {
+			if (!c->job[i].job.up.job)
+				continue;
+			xerr_at(c->file, c->job[i].line);
+			xerr("job %u: an uplink ('up') needs the map backend: xina.ko does not hand partials up",
+			     c->job[i].job.id);
+			n++;
+		}
+		if (n) {
+			xerr_at(NULL, 0);
+			xerr("%s: %u error%s; nothing was changed", c->file, n,
+			     n > 1 ? "s" : "");
+			return -EOPNOTSUPP;
+		}
+	}
 	xerr_at(NULL, 0);
 	return 0;
 }

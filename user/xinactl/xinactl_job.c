@@ -104,13 +104,6 @@ bad:
 	return -EINVAL;
 }
 
-struct job_args {
-	struct xinactl_job	job;
-	bool			workers, slots, elems, keyfile;	/* given */
-	bool			up, upjob, uprank, upkeyfile, upresend;
-	bool			rank[XINA_MAX_WORKERS];		/* given */
-};
-
 static int job_key_refused(const char *cmd)
 {
 	xerr("%s: keys are not taken on the command line: keyfile PATH", cmd);
@@ -138,10 +131,15 @@ int xkeyfile_load(const char *path, __u8 *secret)
 	return ret;
 }
 
+static int job_twice_in(const char *cmd, const char *keyword)
+{
+	xerr("%s: '%s' given twice", cmd, keyword);
+	return -EINVAL;
+}
+
 static int job_twice(const char *keyword)
 {
-	xerr("job add: '%s' given twice", keyword);
-	return -EINVAL;
+	return job_twice_in("job add", keyword);
 }
 
 static int job_parse_member(struct job_args *a, const char *rank_s,
@@ -166,7 +164,7 @@ static int job_parse_member(struct job_args *a, const char *rank_s,
  * uplink (a rack) names those of its ranks that are its rack's, at least
  * one: the others contribute through other racks.
  */
-static int job_check_members(const struct job_args *a)
+int job_check_members(const struct job_args *a)
 {
 	__u32 r, n = 0;
 
@@ -183,25 +181,36 @@ static int job_check_members(const struct job_args *a)
 		return 0;
 	for (r = 0; r < a->job.workers; r++) {
 		if (!a->rank[r]) {
-			xerr("rank %u missing: job add needs 'member RANK ADDR' for every rank 0..%u",
-			     r, a->job.workers - 1);
+			xerr("job %u: rank %u missing: every rank 0..%u needs 'member RANK ADDR' (with an uplink: at least one)",
+			     a->job.id, r, a->job.workers - 1);
 			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
-/* One keyword of UPLINK and its value. */
-static int job_parse_up(struct job_args *a, const char *kw, const char *val)
+bool job_up_word(const char *kw)
+{
+	return xmatches(kw, "up") || xmatches(kw, "upjob") ||
+	       xmatches(kw, "uprank") || xmatches(kw, "upkeyfile") ||
+	       xmatches(kw, "upresend");
+}
+
+/*
+ * One keyword of UPLINK (job_up_word()) and its value, for command @cmd
+ * (its messages).  upkeyfile's value is kept in @a->uppath, not read:
+ * job_upkey_load() reads it once the whole is known to be right.
+ */
+int job_parse_up(struct job_args *a, const char *cmd, const char *kw,
+		 const char *val)
 {
 	struct xinactl_up *up = &a->job.up;
 	struct xinactl_member m;
-	char err[512];
 	__u32 v;
 
 	if (!strcmp(kw, "up")) {
 		if (a->up)
-			return job_twice(kw);
+			return job_twice_in(cmd, kw);
 		if (job_parse_addr(val, &m))
 			return -EINVAL;
 		up->addr = m.addr;
@@ -209,29 +218,25 @@ static int job_parse_up(struct job_args *a, const char *kw, const char *val)
 		a->up = true;
 	} else if (!strcmp(kw, "upjob")) {
 		if (a->upjob)
-			return job_twice(kw);
+			return job_twice_in(cmd, kw);
 		if (xparse_u32("upper job ID", val, 1, JOB_MAX_ID, &up->job))
 			return -EINVAL;
 		a->upjob = true;
 	} else if (!strcmp(kw, "uprank")) {
 		if (a->uprank)
-			return job_twice(kw);
+			return job_twice_in(cmd, kw);
 		if (xparse_u32("upper rank", val, 0, XINA_MAX_WORKERS - 1, &v))
 			return -EINVAL;
 		up->rank = v;
 		a->uprank = true;
 	} else if (!strcmp(kw, "upkeyfile")) {
 		if (a->upkeyfile)
-			return job_twice(kw);
-		/* the upper job's secret is the upper switch's: never made here */
-		if (xina_keyfile_read(val, up->secret, err, sizeof(err))) {
-			xerr("upkeyfile: %s", err);
-			return -EINVAL;
-		}
+			return job_twice_in(cmd, kw);
+		a->uppath = val;
 		a->upkeyfile = true;
 	} else {
 		if (a->upresend)
-			return job_twice(kw);
+			return job_twice_in(cmd, kw);
 		if (xparse_u32("upresend", val, 1, JOB_MAX_UPRESEND_MS, &v))
 			return -EINVAL;
 		up->resend_us = v * 1000;
@@ -240,8 +245,23 @@ static int job_parse_up(struct job_args *a, const char *kw, const char *val)
 	return 0;
 }
 
-/* UPLINK: all of up, upjob, uprank and upkeyfile, or none of them. */
-static int job_check_up(struct job_args *a)
+/* The upper job's secret: the upper switch's, so never made here. */
+int job_upkey_load(const char *path, struct xinactl_up *up)
+{
+	char err[512];
+
+	if (xina_keyfile_read(path, up->secret, err, sizeof(err))) {
+		xerr("upkeyfile: %s", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * UPLINK: all of up, upjob, uprank and upkeyfile, or none of them (and no
+ * upresend); the default upresend.
+ */
+int job_check_up(struct job_args *a, const char *cmd)
 {
 	static const char *const kw[] = { "up", "upjob", "uprank", "upkeyfile" };
 	const bool given[] = { a->up, a->upjob, a->uprank, a->upkeyfile };
@@ -253,8 +273,8 @@ static int job_check_up(struct job_args *a)
 		return 0;
 	for (i = 0; i < 4; i++) {
 		if (!given[i]) {
-			xerr("job add: an uplink needs '%s' too (up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH); see 'xinactl job help'",
-			     kw[i]);
+			xerr("%s: an uplink needs '%s' too (up UADDR[:UPORT] upjob UJ uprank UR upkeyfile UPATH [ upresend MS ]); see 'xinactl job help'",
+			     cmd, kw[i]);
 			return -EINVAL;
 		}
 	}
@@ -307,13 +327,9 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 			a->keyfile = true;
 		} else if (xmatches(argv[0], "key")) {
 			return job_key_refused(cmd);
-		} else if (xmatches(argv[0], "up") ||
-			   xmatches(argv[0], "upjob") ||
-			   xmatches(argv[0], "uprank") ||
-			   xmatches(argv[0], "upkeyfile") ||
-			   xmatches(argv[0], "upresend")) {
+		} else if (job_up_word(argv[0])) {
 			XNEXT_ARG(cmd);
-			if (job_parse_up(a, argv[-1], argv[0]))
+			if (job_parse_up(a, cmd, argv[-1], argv[0]))
 				return -EINVAL;
 		} else if (xmatches(argv[0], "member")) {
 			if (argc < 3) {
@@ -338,7 +354,9 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 		     cmd);
 		return -EINVAL;
 	}
-	if (job_check_up(a))
+	if (job_check_up(a, cmd))
+		return -EINVAL;
+	if (a->uppath && job_upkey_load(a->uppath, &a->job.up))
 		return -EINVAL;
 	return job_check_members(a);
 }
