@@ -1571,6 +1571,23 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 	}
 }
 
+/* A new mark, zeroed, in the frame's XDP metadata (NULL: no room). */
+static __always_inline struct xina_mark *xina_mark_new(struct xdp_md *ctx)
+{
+	struct xina_mark *mark;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
+		return NULL;
+	mark = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(mark + 1) > data)
+		return NULL;
+	__builtin_memset(mark, 0, sizeof(*mark));
+	mark->magic = XINA_MARK_MAGIC;
+	return mark;
+}
+
 /*
  * Hand the frame, now a result (or answer) of @job, to xina_fanout on the
  * TC hook of this port: for every member, or for rank @to alone.  The
@@ -1580,21 +1597,12 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
 					    __u32 to)
 {
-	struct xina_mark *mark;
-	void *data;
+	struct xina_mark *mark = xina_mark_new(ctx);
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
+	if (!mark)
 		return XDP_DROP;
-	mark = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(mark + 1) > data)
-		return XDP_DROP;
-	mark->magic = XINA_MARK_MAGIC;
 	mark->job = job;
 	mark->to = to;
-	mark->pad = 0;
-	mark->ifindex = 0;
-	mark->nh = 0;
 	return XDP_PASS;
 }
 
@@ -1812,19 +1820,11 @@ static __always_inline int xina_up_neigh(struct xdp_md *ctx,
 					 const struct bpf_fib_lookup *fib,
 					 struct xina_up_counters *uc)
 {
-	struct xina_mark *mark;
-	void *data;
+	struct xina_mark *mark = xina_mark_new(ctx);
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
+	if (!mark)
 		return XDP_DROP;
-	mark = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(mark + 1) > data)
-		return XDP_DROP;
-	mark->magic = XINA_MARK_MAGIC;
-	mark->job = 0;
 	mark->to = XINA_MARK_UP;
-	mark->pad = 0;
 	mark->ifindex = fib->ifindex;
 	mark->nh = fib->ipv4_dst;
 	upstat_inc(uc, XINA_UPSTAT_NO_NEIGH);
