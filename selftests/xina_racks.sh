@@ -337,10 +337,19 @@ hier()
 
 	dir=$TMP/hier-$label
 	uplink_snap
+	# No fixed --join-timeout-ms: the barrier before a worker's second
+	# call waits for the slowest peer's check of the first, which grows
+	# with the tensor (about 27 s for float32 at XINA_RACKS_BYTES=64 MiB
+	# on 2 CPUs) and differs by seconds between the CPUs the workers are
+	# pinned to.  A 10 s cap made the first ranks at the barrier give up
+	# on its open round (their resends counted dup) while the last ones
+	# completed it and waited in call 2 for them, a "hang" at slot 0
+	# round 258; libxina's default, timeout_ms plus twice the worker's
+	# own time since its last call, scales with that check.
 	RACK_ARGS_FN=rack_key racks_allreduce "$RACK" "$NR" racks_hier_switch \
 		"$dir" --slots "$SLOTS" --elems "$ELEMS" \
 		--dtype "$dtype" --bytes "$bytes" --iters "$ITERS" \
-		--timeout-ms 10000 --join-timeout-ms 10000
+		--timeout-ms 10000
 	check_err $? "$? of $W workers failed: $(failed_workers "$dir")"
 	check_workers "$W" "$dir"
 	CTL=sctl check_switch "$UJOB" "$NR"
