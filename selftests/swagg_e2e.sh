@@ -210,8 +210,11 @@ test_loss()
 		echo "ok $ntest $name # SKIP nftables numgen unavailable"
 		return
 	fi
-	start_swagg 4 || { log_test 1 "$name"; return; }
-	start_workers 4 f32 $((1 << 20)) 3 --rto-us 2000
+	# One datagram a packet both ways (no GSO trains): nftables judges
+	# an skb, and a train of results dropped or kept whole left runs in
+	# which no result was lost, so nothing needed the kept copy.
+	start_swagg 4 --no-gso || { log_test 1 "$name"; return; }
+	start_workers 4 f32 $((1 << 20)) 3 --rto-us 2000 --no-gso
 	check_workers 4 || rc=1
 	stop_swagg
 	ip netns exec "$ns" nft delete table inet xina_loss
