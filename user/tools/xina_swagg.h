@@ -38,6 +38,8 @@ struct sw_ver {
 	bool		up_pending;
 	bool		up_resent;	/* no RTT sample from it (Karn) */
 	uint32_t	up_rto_us;	/* current (backed off) timeout */
+	uint64_t	up_nh;		/* NH of the partial's elements: its
+					 * tag again, flagged RETRANS */
 	uint64_t	up_first_ns;	/* first sent up (CLOCK_MONOTONIC) */
 	uint64_t	up_sent_ns;	/* last sent up */
 };

@@ -279,8 +279,8 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	u->weight = 0;
 	u->epoch = htonl(up->epoch);
 	u->aux = 0;
-	u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-				      xina_nh_pack(up->nhk, out, a, v->count)));
+	v->up_nh = xina_nh_pack(up->nhk, out, a, v->count);
+	u->tag = htobe64(xina_tag_hdr(up->kmine, u, v->up_nh));
 	v->up_pending = true;
 	v->up_resent = false;
 	v->up_rto_us = sw_up_rto(up);
@@ -293,14 +293,13 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 static void sw_up_resend(struct swagg *sw, uint32_t vi)
 {
 	struct xina_hdr *u = sw_up_pkt(sw, vi);
-	const uint32_t *out = (const uint32_t *)(u + 1);
 	struct sw_up *up = sw->up;
 
+	/* the elements are the same: only the header's tag changes */
 	if (!(u->flags & XINA_F_RETRANS)) {
 		u->flags |= XINA_F_RETRANS;
 		u->tag = htobe64(xina_tag_hdr(up->kmine, u,
-					      xina_nh_wire(up->nhk, out,
-							   ntohs(u->count))));
+					      sw->ver[vi].up_nh));
 	}
 	up->resent++;
 	sw->ver[vi].up_resent = true;
