@@ -89,6 +89,26 @@ struct xinactl_stats {
 	__u64	rx_cpu[XINACTL_MAX_CPUS];
 };
 
+/* A round in progress on one slot version (job rounds). */
+struct xinactl_round {
+	__u32	slot;
+	__u32	round;
+	__u16	in;		/* contributions added so far */
+	__u16	count;		/* words per contribution */
+	__u8	version;	/* round & 1 */
+	__u8	dtype;		/* enum xina_dtype */
+	__u8	op;		/* enum xina_op */
+	__u8	seen[XINA_ROUND_SEEN_BYTES];	/* as XINA_ROUND_A_SEEN */
+};
+
+/* The rounds in progress of a job: @r has room for @max (2 * slots). */
+struct xinactl_rounds {
+	__u32			epoch;	/* the job's current epoch */
+	__u32			nr;
+	__u32			max;
+	struct xinactl_round	*r;
+};
+
 struct xinactl_gstats {
 	__u64	c[XINA_GSTAT_MAX];	/* enum xina_gstat */
 };
@@ -125,6 +145,9 @@ struct xinactl_backend {
 	int (*job_walk)(struct xinactl *x, xinactl_job_cb cb, void *arg);
 	int (*stats_get)(struct xinactl *x, __u32 id, struct xinactl_stats *st);
 	int (*gstats_get)(struct xinactl *x, struct xinactl_gstats *st);
+	/* the rounds of job @id's current epoch still waiting for ranks */
+	int (*rounds_get)(struct xinactl *x, __u32 id,
+			  struct xinactl_rounds *rs);
 };
 
 struct xinactl {

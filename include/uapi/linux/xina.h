@@ -283,6 +283,14 @@ enum xina_cmd {
 				 * change (EOPNOTSUPP) */
 	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump):
 				 * JOB_ID, STATS and RX_CPU */
+	XINA_CMD_ROUNDS_GET,	/* the rounds in progress of one job: dump only,
+				 * JOB_ID in the request; every message holds
+				 * JOB_ID, JOB_EPOCH and a ROUND per slot
+				 * version whose round of the job's current
+				 * epoch has contributions but no result yet,
+				 * in slot order (ENOENT: no such job).  What
+				 * "xinactl job rounds" shows: the ranks a
+				 * stalled job waits for */
 
 	__XINA_CMD_MAX,
 };
@@ -315,6 +323,9 @@ enum xina_attr {
 				 * rejected in requests) */
 	XINA_A_JOB_JOINED,	/* u16, members joined to it (get only;
 				 * rejected in requests) */
+	XINA_A_JOB_ROUND,	/* nest, enum xina_round_attr; repeated
+				 * (ROUNDS_GET replies only; rejected in
+				 * requests) */
 
 	__XINA_A_MAX,
 };
@@ -336,6 +347,30 @@ enum xina_member_attr {
 	__XINA_MEMBER_A_MAX,
 };
 #define XINA_MEMBER_A_MAX (__XINA_MEMBER_A_MAX - 1)
+
+/*
+ * A round in progress on one slot version (XINA_CMD_ROUNDS_GET): which
+ * ranks' contributions are in.  A snapshot: under load most rounds are
+ * open for a moment; one still open, same round, in a later snapshot
+ * waits for the ranks that are not in.
+ */
+enum xina_round_attr {
+	XINA_ROUND_A_UNSPEC,
+	XINA_ROUND_A_SLOT,	/* u32, the slot */
+	XINA_ROUND_A_VERSION,	/* u8, its version: 0 or 1 (round & 1) */
+	XINA_ROUND_A_ROUND,	/* u32 */
+	XINA_ROUND_A_IN,	/* u16, contributions added so far */
+	XINA_ROUND_A_COUNT,	/* u16, words per contribution */
+	XINA_ROUND_A_DTYPE,	/* u8, enum xina_dtype */
+	XINA_ROUND_A_OP,	/* u8, enum xina_op */
+	XINA_ROUND_A_SEEN,	/* binary, XINA_ROUND_SEEN_BYTES: bit r % 8 of
+				 * byte r / 8 is set when rank r's
+				 * contribution is in */
+
+	__XINA_ROUND_A_MAX,
+};
+#define XINA_ROUND_A_MAX (__XINA_ROUND_A_MAX - 1)
+#define XINA_ROUND_SEEN_BYTES	(XINA_MAX_WORKERS / 8)
 
 /* Counters: the same set per job in the BPF maps, sysfs and netlink. */
 enum xina_stat {
