@@ -41,3 +41,30 @@ const char *xina_gstat_name(unsigned int gstat)
 	return gstat < XINA_GSTAT_MAX && gstat_names[gstat] ?
 	       gstat_names[gstat] : "?";
 }
+
+static const char *const dtype_names[__XINA_DTYPE_MAX] = {
+	[XINA_DTYPE_INT32]	= "int32",
+	[XINA_DTYPE_INT8]	= "int8",
+	[XINA_DTYPE_INT16]	= "int16",
+	[XINA_DTYPE_INT64]	= "int64",
+};
+
+static const char *const op_names[__XINA_OP_WIRE_MAX] = {
+	[XINA_OP_SUM]	= "sum",
+	[XINA_OP_MAX]	= "max",
+	[XINA_OP_MIN]	= "min",
+	[XINA_OP_AND]	= "and",
+	[XINA_OP_OR]	= "or",
+	[XINA_OP_XOR]	= "xor",
+};
+
+const char *xina_wire_dtype_name(unsigned int dtype)
+{
+	return dtype < __XINA_DTYPE_MAX && dtype_names[dtype] ?
+	       dtype_names[dtype] : "?";
+}
+
+const char *xina_wire_op_name(unsigned int op)
+{
+	return op < __XINA_OP_WIRE_MAX && op_names[op] ? op_names[op] : "?";
+}

@@ -20,6 +20,7 @@
 
 #include "xina_json.h"
 #include "xina_keyfile.h"
+#include "xina_names.h"
 #include "xinactl.h"
 
 #define JOB_DEF_SLOTS	128
@@ -36,6 +37,7 @@ void xinactl_job_usage(FILE *f)
 		"       xinactl [ OPTIONS ] job set ID keyfile PATH\n"
 		"       xinactl [ OPTIONS ] job del ID\n"
 		"       xinactl [ OPTIONS ] job show [ ID ]\n"
+		"       xinactl [ OPTIONS ] job rounds ID\n"
 		"       xinactl [ OPTIONS ] job help\n"
 		"where  ID := 1..%u  N := 1..%d  S := 1..%u (default %d)\n"
 		"       E := 1..%d (default %d)\n"
@@ -53,7 +55,11 @@ void xinactl_job_usage(FILE *f)
 		"               least S slots and E elems; its member UR is this switch's\n"
 		"               address toward UADDR, port %d.  A member's retransmission\n"
 		"               sends the partial up again once the upper round trip's\n"
-		"               timeout passed, at least MS ms (1..%d, default %d)\n",
+		"               timeout passed, at least MS ms (1..%d, default %d)\n"
+		"       rounds: the rounds of the job's current epoch that have\n"
+		"               contributions but no result yet, and the ranks each\n"
+		"               waits for; a round still open, same number, when\n"
+		"               shown again is stuck on those ranks\n",
 		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
 		XINA_MAX_ELEMS, JOB_DEF_ELEMS, XINA_UDP_PORT, XINA_UDP_PORT,
 		JOB_MAX_UPRESEND_MS, JOB_DEF_UPRESEND_MS);
@@ -636,6 +642,167 @@ static int job_show(struct xinactl *x, int argc, char **argv)
 	return ret;
 }
 
+/* Rank @r is in @seen (XINA_ROUND_A_SEEN's layout). */
+static bool job_seen(const __u8 *seen, __u32 r)
+{
+	return seen[r / 8] & (1u << (r % 8));
+}
+
+/*
+ * " ranks 0-2,5" of the ranks of @job a round waits for (@seen: those
+ * that are in), as text; the count of them returned.
+ */
+static __u32 job_waiting_text(const struct xinactl_job *job, const __u8 *seen,
+			      char *buf, size_t size)
+{
+	size_t len = 0;
+	__u32 r, first, n = 0, runs = 0;
+
+	buf[0] = '\0';
+	for (r = 0; r < job->workers; r++) {
+		if (!job->member[r].addr || job_seen(seen, r))
+			continue;
+		first = r;
+		while (r + 1 < job->workers && job->member[r + 1].addr &&
+		       !job_seen(seen, r + 1))
+			r++;
+		n += r - first + 1;
+		if (len >= size - 16)
+			continue;	/* counted, not shown: "..." below */
+		if (r == first)
+			len += snprintf(buf + len, size - len, "%s%u",
+					runs++ ? "," : "", first);
+		else
+			len += snprintf(buf + len, size - len, "%s%u-%u",
+					runs++ ? "," : "", first, r);
+	}
+	if (len >= size - 16)
+		snprintf(buf + len, size - len, ",...");
+	return n;
+}
+
+static void job_print_round(const struct xinactl_job *job,
+			    const struct xinactl_round *rd, __u32 expected)
+{
+	char text[256];
+	__u32 r, n;
+
+	n = job_waiting_text(job, rd->seen, text, sizeof(text));
+	xp_open_obj(NULL);
+	xp_uint(XP_ANY, "slot", "\tslot %llu", rd->slot);
+	xp_uint(XP_JSON, "version", NULL, rd->version);
+	xp_uint(XP_ANY, "round", " round %llu", rd->round);
+	xp_str(XP_ANY, "dtype", " %s", xina_wire_dtype_name(rd->dtype));
+	xp_str(XP_ANY, "op", " %s", xina_wire_op_name(rd->op));
+	xp_uint(XP_ANY, "count", " %llu words:", rd->count);
+	xp_uint(XP_ANY, "in", " %llu", rd->in);
+	xp_uint(XP_TEXT, NULL, " of %llu in, waiting for", expected);
+	xp_str(XP_TEXT, NULL, n == 1 ? " rank %s" : " ranks %s", text);
+	xp_open_arr("waiting");
+	for (r = 0; r < job->workers; r++)
+		if (job->member[r].addr && !job_seen(rd->seen, r))
+			xp_uint(XP_JSON, NULL, NULL, r);
+	xp_close_arr();
+	xp_nl();
+	xp_close_obj();
+}
+
+#define JOB_ROUNDS_TEXT_MAX	32	/* rounds listed in text output */
+
+/*
+ * "job rounds ID": the rounds of the job's current epoch that have
+ * contributions and no result yet, and which ranks each waits for, then
+ * per rank how many of them wait for it.  A snapshot: a job at work has
+ * rounds open for a moment.  One still open, with the same round number,
+ * when looked at again is stuck: its missing ranks stopped, or their
+ * packets do not reach the switch (their drop counters in "stats job ID"
+ * and the workers' own stats tell which).
+ */
+static int job_rounds(struct xinactl *x, int argc, char **argv)
+{
+	struct xinactl_rounds rs = {};
+	struct xinactl_job *job;
+	__u32 id, i, r, expected = 0, *missing = NULL;
+	char addr[INET_ADDRSTRLEN];
+	int ret;
+
+	if (job_parse_id("job rounds", argc, argv, &id))
+		return -EINVAL;
+	if (argc > 1)
+		return xunexpected("job rounds", argv[1]);
+	if (!x->be->rounds_get) {
+		xerr("job rounds: the %s backend cannot show rounds",
+		     x->be->name);
+		return -EOPNOTSUPP;
+	}
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	ret = x->be->open(x, 0);
+	if (ret)
+		goto out;
+	ret = x->be->job_get(x, id, job);
+	if (!ret) {
+		rs.max = 2 * job->slots;
+		rs.r = calloc(rs.max, sizeof(*rs.r));
+		missing = calloc(XINA_MAX_WORKERS, sizeof(*missing));
+		ret = rs.r && missing ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
+	}
+	x->be->close(x);
+	if (ret)
+		goto out;
+
+	for (r = 0; r < job->workers; r++)
+		expected += !!job->member[r].addr;
+	for (i = 0; i < rs.nr; i++)
+		for (r = 0; r < job->workers; r++)
+			if (job->member[r].addr && !job_seen(rs.r[i].seen, r))
+				missing[r]++;
+
+	xp_open_obj(NULL);
+	xp_str(XP_JSON, "backend", NULL, x->be->name);
+	xp_uint(XP_ANY, "job", "job %llu", job->id);
+	xp_uint(XP_ANY, "epoch", " epoch %llu", rs.epoch);
+	xp_uint(XP_JSON, "expected", NULL, expected);
+	xp_uint(XP_ANY, "open", rs.nr == 1 ? ": %llu round open" :
+					    ": %llu rounds open", rs.nr);
+	xp_nl();
+	xp_open_arr("rounds");
+	for (i = 0; i < rs.nr; i++) {
+		if (i == JOB_ROUNDS_TEXT_MAX && !xp_json())
+			xp_text("\t... %u more\n", rs.nr - i);
+		if (i >= JOB_ROUNDS_TEXT_MAX && !xp_json())
+			break;
+		job_print_round(job, &rs.r[i], expected);
+	}
+	xp_close_arr();
+	xp_open_arr("missing");
+	for (r = 0; r < job->workers; r++) {
+		const struct xinactl_member *m = &job->member[r];
+
+		if (!missing[r])
+			continue;
+		inet_ntop(AF_INET, &m->addr, addr, sizeof(addr));
+		xp_open_obj(NULL);
+		xp_uint(XP_ANY, "rank", "\trank %llu", r);
+		xp_str(XP_ANY, "addr", " %s", addr);
+		xp_uint(m->port ? XP_ANY : XP_JSON, "port", ":%llu",
+			ntohs(m->port));
+		xp_uint(XP_ANY, "rounds", " missing from %llu", missing[r]);
+		xp_uint(XP_TEXT, NULL, " of %llu", rs.nr);
+		xp_text(rs.nr == 1 ? " open round" : " open rounds");
+		xp_nl();
+		xp_close_obj();
+	}
+	xp_close_arr();
+	xp_close_obj();
+out:
+	free(missing);
+	free(rs.r);
+	free(job);
+	return ret;
+}
+
 static int job_help(struct xinactl *x, int argc, char **argv)
 {
 	xinactl_job_usage(stdout);
@@ -650,6 +817,7 @@ static const struct {
 	{ "set",	job_set },
 	{ "del",	job_del },
 	{ "show",	job_show },
+	{ "rounds",	job_rounds },
 	{ "help",	job_help },
 };
 
@@ -662,7 +830,7 @@ int xinactl_job(struct xinactl *x, int argc, char **argv)
 	for (i = 0; i < sizeof(job_cmds) / sizeof(job_cmds[0]); i++)
 		if (xmatches(argv[0], job_cmds[i].name))
 			return job_cmds[i].fn(x, argc - 1, argv + 1);
-	xerr("job: unknown command '%s'; commands: add set del show help",
+	xerr("job: unknown command '%s'; commands: add set del show rounds help",
 	     argv[0]);
 	return -EINVAL;
 }

@@ -675,6 +675,61 @@ static int xm_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
 	return ret;
 }
 
+/*
+ * The rounds of job @id's current epoch with contributions and no result:
+ * each slot version's meta read under its lock (BPF_F_LOCK), so that
+ * round, count and seen bits are of one moment.
+ */
+static int xm_rounds_get(struct xinactl *x, __u32 id,
+			 struct xinactl_rounds *rs)
+{
+	struct xm *m = x->be_priv;
+	struct xinactl_round *rd;
+	struct xina_meta meta;
+	struct xina_epoch ep;
+	struct xina_job j;
+	__u32 i, r;
+	int ret;
+
+	ret = xm_job_find_say(m, id, &j, NULL);
+	if (ret)
+		return ret;
+	if (bpf_map_lookup_elem(m->fd[XM_EPOCHS], &j.idx, &ep)) {
+		ret = -errno;
+		xerr("cannot read the epoch of job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	rs->epoch = ep.j.epoch;
+	rs->nr = 0;
+	for (i = 0; i < 2 * j.slots && rs->nr < rs->max; i++) {
+		__u32 key = j.slot_base + i;
+
+		if (bpf_map_lookup_elem_flags(m->fd[XM_META], &key, &meta,
+					      BPF_F_LOCK)) {
+			ret = -errno;
+			xerr("cannot read slot %u of job %u: %s", i / 2, id,
+			     strerror(-ret));
+			return ret;
+		}
+		if (!meta.epoch || meta.epoch != rs->epoch || meta.complete ||
+		    !meta.claimed)
+			continue;
+		rd = &rs->r[rs->nr++];
+		memset(rd, 0, sizeof(*rd));
+		rd->slot = i / 2;
+		rd->version = i & 1;
+		rd->round = meta.round;
+		rd->in = meta.claimed;
+		rd->count = meta.count;
+		rd->dtype = meta.dtype;
+		rd->op = meta.op;
+		for (r = 0; r < XINA_MAX_WORKERS; r++)
+			if (meta.seen[r / 64] & (1ULL << (r % 64)))
+				rd->seen[r / 8] |= 1u << (r % 8);
+	}
+	return 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
@@ -1458,4 +1513,5 @@ const struct xinactl_backend xinactl_maps_backend = {
 	.job_walk	= xm_job_walk,
 	.stats_get	= xm_stats_get,
 	.gstats_get	= xm_gstats_get,
+	.rounds_get	= xm_rounds_get,
 };
