@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # A worker that dies mid-allreduce: every other worker gives up with a clear
-# error within its timeout instead of hanging.  A switch that is not there
-# at all ends the same way.
+# error within its timeout instead of hanging, and the switch names the
+# worker its open rounds wait for (xinactl job rounds).  A switch that is
+# not there at all ends the same way.
 #
 # Which timeout applies (user/lib/libxina.c): a call that has had a result
 # gives up after --timeout-ms without one (xina_call_timeout_ns); before
@@ -43,7 +44,7 @@ ELEMS=256
 BYTES=$((64 << 20))
 NBLOCKS=$((BYTES / 4 / ELEMS))
 
-tap_begin 2
+tap_begin 3
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
 	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 64 "$ELEMS" "$PIN"
 check_err $? "rack could not be set up"
@@ -118,6 +119,26 @@ rc=$(cat "$TMP/run/w3.rc")
 [ "$rc" -ne 0 ]
 check_err $? "the killed worker exited 0"
 log_test "dead worker: the others fail with a timeout error within ${TIMEOUT_MS} + ${MARGIN_MS} ms of the kill"
+
+# What the operator sees on the switch: every round still open has ranks
+# 0-2 in and waits for rank 3 alone.  A survivor sends a slot's next block
+# as soon as the slot's result arrives, so none of them is missing from
+# an open round (there is no loss on this rack).
+xctl -j job rounds "$JOB" >"$TMP/rounds.json"
+check_err $? "job rounds failed: $(cat "$TMP/rounds.json")"
+xctl job rounds "$JOB" >"$TMP/rounds.txt"
+log_info "job rounds: $(head -n2 "$TMP/rounds.txt" | tr '\t\n' '  ')... $(tail -n1 "$TMP/rounds.txt")"
+open=$(jq -r '.open' "$TMP/rounds.json")
+[ "$open" -ge 1 ] && [ "$(jq '.rounds | length' "$TMP/rounds.json")" -eq "$open" ]
+check_err $? "no open round listed after the kill (open $open)"
+[ "$(jq -c '[.missing[] | [.rank, .rounds]]' "$TMP/rounds.json")" = "[[3,$open]]" ]
+check_err $? "open rounds do not all wait for rank 3 alone: $(jq -c .missing "$TMP/rounds.json")"
+[ "$(jq -c '[.rounds[].waiting] | unique' "$TMP/rounds.json")" = "[[3]]" ]
+check_err $? "a round waits for other ranks than 3: $(jq -c '[.rounds[].waiting] | unique' "$TMP/rounds.json")"
+grep -q "waiting for rank 3\$" "$TMP/rounds.txt" &&
+	grep -q "rank 3 $(rack_worker_ip 3):$RACK_WORKER_PORT missing from $open of $open open round" "$TMP/rounds.txt"
+check_err $? "the text does not name rank 3: $(cat "$TMP/rounds.txt")"
+log_test "dead worker: job rounds names rank 3 as what $open open rounds wait for"
 
 # No switch at all: nothing answers on 10.77.0.254's xina port.  The
 # handshake in xina_open() waits the stated timeout for an answer to its

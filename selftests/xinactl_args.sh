@@ -194,6 +194,7 @@ refused "$NL" x job del 1
 refused "$NL" x job show 1
 refused "$NL" x stats
 refused "$NL" x stats job 1
+refused "$NL" x job rounds 1
 refused "$NL" x dev detach lo
 
 json_ok x -j job show 'j == {"backend": "maps", "jobs": []}'
@@ -329,6 +330,9 @@ refused "unknown argument '2'" x job del 1 2
 refused "job 99 does not exist" x job del 99
 refused "job 99 does not exist" x job show 99
 refused "unknown argument '2'" x job show 1 2
+refused "job 99 does not exist" x job rounds 99
+refused "missing job ID" x job rounds
+refused "unknown argument '2'" x job rounds 1 2
 refused "'job' given twice" x stats job 2 job 3
 refused "job 99 does not exist" x stats job 99
 refused "'job' needs a value" x stats job
@@ -416,13 +420,19 @@ check_err $? "drop_auth of job 2 is not 1: $(x -j stats job 2)"
 json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 0 and
 	j["jobs"][0]["drop_key"] == 0 and j["jobs"][0]["rx"] == 1'
 json_ok x -j job show 2 'j["jobs"][0]["members"][0]["ifindex"] == 0'
-log_test "stats job 2: a packet tagged with another secret counts as drop_auth, teaches nothing"
+json_ok x -j job rounds 2 'j["job"] == 2 and j["open"] == 0 and
+	j["rounds"] == [] and j["missing"] == [] and j["expected"] == 1'
+log_test "stats job 2: a packet tagged with another secret counts as drop_auth, teaches nothing, opens no round"
 
 send_xina 2 "$KF"
 busywait 5 stat_is 2 complete 1
 check_err $? "complete of job 2 is not 1: $(x -j stats job 2)"
 json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 1 and j["jobs"][0]["rx"] == 2'
-log_test "stats job 2: a contribution tagged by the Python implementation completes its slot"
+json_ok x -j job rounds 2 'j["open"] == 0 and j["rounds"] == []'
+out=$(x job rounds 2)
+[[ "$out" == "job 2 epoch "*": 0 rounds open" ]]
+check_err $? "text of job rounds 2: $out"
+log_test "stats job 2: a contribution tagged by the Python implementation completes its slot (no round left open)"
 
 json_ok x -j job show 2 'j["jobs"][0]["members"][0]["ifindex"] != 0 and
 	j["jobs"][0]["members"][0]["mac"] != "00:00:00:00:00:00"'

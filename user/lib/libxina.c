@@ -632,7 +632,8 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 		  (unsigned long long)(x->st.malformed - c->st0.malformed),
 		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
 		  "a peer stopped contributing, the switch is gone, or a new run of the job's workers "
-		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch)");
+		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch); "
+		  "'xinactl job rounds JOB' on the switch names the ranks its open rounds wait for");
 	return -ETIMEDOUT;
 }
 

@@ -696,8 +696,10 @@ static void job_print_round(const struct xinactl_job *job,
 	xp_str(XP_ANY, "op", " %s", xina_wire_op_name(rd->op));
 	xp_uint(XP_ANY, "count", " %llu words:", rd->count);
 	xp_uint(XP_ANY, "in", " %llu", rd->in);
-	xp_uint(XP_TEXT, NULL, " of %llu in, waiting for", expected);
-	xp_str(XP_TEXT, NULL, n == 1 ? " rank %s" : " ranks %s", text);
+	xp_uint(XP_TEXT, NULL, " of %llu in", expected);
+	/* all in and not complete: the last add is running right now */
+	xp_str(XP_TEXT, NULL, !n ? ", adding%s" : n == 1 ?
+	       ", waiting for rank %s" : ", waiting for ranks %s", text);
 	xp_open_arr("waiting");
 	for (r = 0; r < job->workers; r++)
 		if (job->member[r].addr && !job_seen(rd->seen, r))
