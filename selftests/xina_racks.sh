@@ -171,7 +171,7 @@ rack_key()
 	echo "--job $((RJOB + $1 / N)) --key-file $TMP/rack$(($1 / N)).key"
 }
 
-tap_begin 12
+tap_begin 14
 
 racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" wire && racks_xdp "$RACK" 0 "$N" "$PIN"
 check_err $? "racks of racks could not be set up"
@@ -465,5 +465,27 @@ log_info "rack $AR's agent: $(jq -c '.up' "$a")"
 	[ "$bad" = 0 ] && [ "$epochs" -ge 4 ]
 check_err $? "rack $AR's agent: sent $sent results $results resent $resent bad_tag $bad epochs $epochs contrib $contrib complete $complete"
 log_test "agent and XDP uplinks: a result for every partial, resends under loss, a new upper epoch per run of the workers"
+
+# The upper job's secret rotated in place: the spine's job gets a new key
+# file (job set keyfile), the XDP racks' uplinks the same one (job set
+# upkeyfile), the agent is restarted with it.  Nothing is added again:
+# the jobs keep their slots and counters, and the two levels give the
+# flat job's bits with the new keys only (a partial tagged with the old
+# upper secret fails the spine's check, drop_auth).
+"$O/xinactl" genkey "$TMP/up2.key" >/dev/null &&
+	sctl job set "$UJOB" keyfile "$TMP/up2.key" &&
+	rctl 0 job set "$RJOB" upkeyfile "$TMP/up2.key" &&
+	rctl 2 job set $((RJOB + 2)) upkeyfile "$TMP/up2.key"
+check_err $? "the upper secret could not be set at the spine and the racks"
+RACKS_UP_ADDR=$(racks_spine_ip "$AR") racks_agent "$RACK" "$AR" "$TMP/agent2.json" \
+	"$AR" "$TMP/up2.key" "$UJOB" --job $((RJOB + AR)) \
+	--key-file "$TMP/rack$AR.key" --workers "$W" --slots "$SLOTS" --elems "$ELEMS"
+check_err $? "rack $AR's agent did not come up with the new upper key"
+AGENT=$RACKS_AGENT_PID
+sent0=$(up_of 0 sent)
+hier i32 "$BYTES" i32-rekey 100 105
+[ "$HIER_SUM" = "${FLAT[i32]}" ] && [ "$(up_of 0 sent)" -gt "$sent0" ]
+check_err $? "after the new upper secret: checksum $HIER_SUM (the flat job's ${FLAT[i32]}), rack 0 sent $(up_of 0 sent) partials up ($sent0 before)"
+log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): bit-exact through the two levels"
 
 tap_end

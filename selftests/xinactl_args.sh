@@ -301,6 +301,12 @@ refused "Usage: xinactl genkey PATH" x genkey
 refused "unknown argument 'x'" x genkey "$KDIR/new.key" x
 refused "job 99 does not exist" x job set 99 $K
 refused "job set: nothing to change" x job set 1
+refused "job 1 has no uplink" x job set 1 upkeyfile "$KF"
+refused "upkeyfile: key file $KDIR/none.key" x job set 1 upkeyfile "$KDIR/none.key"
+[ ! -e "$KDIR/none.key" ]
+check_err $? "job set upkeyfile made the missing upper key file"
+refused "'upkeyfile' given twice" x job set 1 upkeyfile "$KF" upkeyfile "$KF"
+refused "'upkeyfile' needs a value" x job set 1 upkeyfile
 refused "job set: keys are not taken on the command line" x job set 1 key 5
 refused "rank 0 given twice" \
 	x job add 5 $K workers 2 member 0 10.0.0.1 member 0 10.0.0.2

@@ -140,6 +140,11 @@ struct xinactl_backend {
 	int (*job_del)(struct xinactl *x, __u32 id);
 	/* a new secret for job @id (its keys are derived from it) */
 	int (*job_rekey)(struct xinactl *x, __u32 id, const __u8 *secret);
+	/*
+	 * a new upper secret for the uplink of job @id (the upper job's
+	 * keys are derived from it); NULL: the backend has no uplinks
+	 */
+	int (*job_uprekey)(struct xinactl *x, __u32 id, const __u8 *secret);
 	int (*job_get)(struct xinactl *x, __u32 id, struct xinactl_job *job);
 	/* calls @cb for every job, in ascending id order */
 	int (*job_walk)(struct xinactl *x, xinactl_job_cb cb, void *arg);

@@ -32,10 +32,9 @@
  * whose running state already matches is not touched (its slots and
  * counters stay); one that differs is replaced (deleted and added again).
  * A job's uplink is compared as the backend reads it back: upper job,
- * rank, address, port and upresend.  The upper job's secret can be neither
- * read back nor changed in place: a kept job keeps the upper secret it was
- * added with (a new one in its upkeyfile takes effect when the job is
- * replaced, or deleted and applied again).
+ * rank, address, port and upresend.  Secrets cannot be read back: a kept
+ * job gets the secrets of its keyfile and upkeyfile again, in place (slots,
+ * counters and epochs stay), which changes nothing if they are the same.
  * The whole file is parsed and checked first, key files and devices
  * included, and nothing changes unless all of it is right; every message
  * names FILE:LINE.  A failure of the kernel while changing things (no room
@@ -1228,12 +1227,17 @@ static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
 		}
 		/*
 		 * A kept job keeps its slots and counters and gets the file's
-		 * secret: the same one again changes nothing, another one
-		 * replaces its keys (the running secret cannot be compared).
+		 * secrets, its own and its uplink's: the same one again
+		 * changes nothing, another one replaces its keys (a running
+		 * secret cannot be compared).
 		 */
 		if (keep) {
-			ret = x->be->job_rekey(x, c->job[i].job.id,
-					       c->job[i].job.secret);
+			const struct xinactl_job *j = &c->job[i].job;
+
+			ret = x->be->job_rekey(x, j->id, j->secret);
+			if (!ret && j->up.job)
+				ret = x->be->job_uprekey(x, j->id,
+							 j->up.secret);
 			if (ret)
 				break;
 			continue;

@@ -34,7 +34,7 @@ void xinactl_job_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: xinactl [ OPTIONS ] job add ID workers N [ slots S ] [ elems E ] keyfile PATH member RANK ADDR[:PORT] [ member RANK ADDR[:PORT] ]... [ UPLINK ]\n"
-		"       xinactl [ OPTIONS ] job set ID keyfile PATH\n"
+		"       xinactl [ OPTIONS ] job set ID [ keyfile PATH ] [ upkeyfile UPATH ]\n"
 		"       xinactl [ OPTIONS ] job del ID\n"
 		"       xinactl [ OPTIONS ] job show [ ID ]\n"
 		"       xinactl [ OPTIONS ] job rounds ID\n"
@@ -56,6 +56,9 @@ void xinactl_job_usage(FILE *f)
 		"               address toward UADDR, port %d.  A member's retransmission\n"
 		"               sends the partial up again once the upper round trip's\n"
 		"               timeout passed, at least MS ms (1..%d, default %d)\n"
+		"       set:    a new secret for the job (keyfile) or for its uplink's\n"
+		"               upper job (upkeyfile, never created); slots, counters\n"
+		"               and epochs stay\n"
 		"       rounds: the rounds of the job's current epoch that have\n"
 		"               contributions but no result yet, and the ranks each\n"
 		"               waits for; a round still open, same number, when\n"
@@ -396,40 +399,76 @@ static int job_set(struct xinactl *x, int argc, char **argv)
 {
 	const char *cmd = "job set";
 	__u8 secret[XINA_SECRET_BYTES];
+	struct xinactl_up *up;
 	bool keyfile = false;
 	__u32 id;
 	int ret;
 
 	if (job_parse_id(cmd, argc, argv, &id))
 		return -EINVAL;
+	/* only up->secret is used: the upper secret, read but never made */
+	up = calloc(1, sizeof(*up));
+	if (!up)
+		return -ENOMEM;
+	ret = -EINVAL;
 	for (argc--, argv++; argc > 0; argc--, argv++) {
 		if (xmatches(argv[0], "keyfile")) {
-			XNEXT_ARG(cmd);
+			if (argc < 2) {
+				ret = xmissing(cmd, argv[0]);
+				goto out;
+			}
+			argc--, argv++;
 			if (keyfile) {
 				xerr("%s: 'keyfile' given twice", cmd);
-				return -EINVAL;
+				goto out;
 			}
 			if (xkeyfile_load(argv[0], secret))
-				return -EINVAL;
+				goto out;
 			keyfile = true;
+		} else if (xmatches(argv[0], "upkeyfile")) {
+			if (argc < 2) {
+				ret = xmissing(cmd, argv[0]);
+				goto out;
+			}
+			argc--, argv++;
+			if (up->job) {
+				xerr("%s: 'upkeyfile' given twice", cmd);
+				goto out;
+			}
+			if (job_upkey_load(argv[0], up))
+				goto out;
+			up->job = 1;	/* given */
 		} else if (xmatches(argv[0], "key")) {
-			return job_key_refused(cmd);
+			ret = job_key_refused(cmd);
+			goto out;
 		} else {
-			return xunexpected(cmd, argv[0]);
+			ret = xunexpected(cmd, argv[0]);
+			goto out;
 		}
 	}
-	if (!keyfile) {
-		xerr("%s: nothing to change: 'keyfile PATH'; see 'xinactl job help'",
+	if (!keyfile && !up->job) {
+		xerr("%s: nothing to change: 'keyfile PATH' or 'upkeyfile UPATH'; see 'xinactl job help'",
 		     cmd);
-		return -EINVAL;
+		goto out;
+	}
+	if (up->job && !x->be->job_uprekey) {
+		xerr("%s: the %s backend has no uplinks: 'upkeyfile' needs the map backend",
+		     cmd, x->be->name);
+		goto out;
 	}
 	ret = x->be->open(x, XB_WRITE);
 	if (ret)
 		goto out;
-	ret = x->be->job_rekey(x, id, secret);
+	/* the uplink first: a job without one is refused before any change */
+	if (up->job)
+		ret = x->be->job_uprekey(x, id, up->secret);
+	if (!ret && keyfile)
+		ret = x->be->job_rekey(x, id, secret);
 	x->be->close(x);
 out:
 	explicit_bzero(secret, sizeof(secret));
+	explicit_bzero(up, sizeof(*up));
+	free(up);
 	return ret;
 }
 

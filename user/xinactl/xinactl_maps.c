@@ -1369,6 +1369,58 @@ static int xm_job_rekey(struct xinactl *x, __u32 id, const __u8 *secret)
 }
 
 /*
+ * A new upper secret for job @id's uplink: the upper job's NH key, then
+ * the uplink's member and result keys, the entry read and written under
+ * its lock (BPF_F_LOCK), so that the upper join state the fast path keeps
+ * there is written back as it was read.  A partial tagged between the two
+ * writes (or by a run of the fast path that read half of a key) fails the
+ * upper switch's check and is sent again, as after a loss.  The upper
+ * job's epoch stays: the upper switch keeps it across its own rekey.
+ */
+static int xm_job_uprekey(struct xinactl *x, __u32 id, const __u8 *secret)
+{
+	struct xm *m = x->be_priv;
+	struct xina_nhkey *nhk;
+	struct xina_up up;
+	struct xina_job j;
+	int ret;
+
+	ret = xm_job_find_say(m, id, &j, NULL);
+	if (ret)
+		return ret;
+	if (bpf_map_lookup_elem_flags(m->fd[XM_UPS], &j.idx, &up, BPF_F_LOCK)) {
+		ret = -errno;
+		xerr("cannot read the uplink of job %u: %s", id, strerror(-ret));
+		return ret;
+	}
+	if (!up.job) {
+		xerr("job %u has no uplink: 'upkeyfile' is the upper job's secret of an uplink",
+		     id);
+		ret = -EINVAL;
+		goto out;
+	}
+	nhk = malloc(sizeof(*nhk));
+	if (!nhk) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	xina_derive_nh(secret, up.job, nhk->k, XINA_MAX_ELEMS);
+	xina_derive_key(secret, XINA_LABEL_MEMBER, up.job, up.rank, up.kmine);
+	xina_derive_key(secret, XINA_LABEL_RESULT, up.job, 0, up.kres);
+	if (bpf_map_update_elem(m->fd[XM_UPNH], &j.idx, nhk, BPF_ANY) ||
+	    bpf_map_update_elem(m->fd[XM_UPS], &j.idx, &up, BPF_F_LOCK))
+		ret = -errno;
+	explicit_bzero(nhk, sizeof(*nhk));
+	free(nhk);
+	if (ret)
+		xerr("job %u: cannot write its uplink's new keys: %s (the uplink may hold a mix of old and new keys: set it again)",
+		     id, strerror(-ret));
+out:
+	explicit_bzero(&up, sizeof(up));
+	return ret;
+}
+
+/*
  * Wait until every run of the fast path that may still hold what was just
  * unlinked has ended.  The programs run as RCU read-side sections, and an
  * update of a map-in-map returns only after an RCU grace period
@@ -1509,6 +1561,7 @@ const struct xinactl_backend xinactl_maps_backend = {
 	.job_add	= xm_job_add,
 	.job_del	= xm_job_del,
 	.job_rekey	= xm_job_rekey,
+	.job_uprekey	= xm_job_uprekey,
 	.job_get	= xm_job_get,
 	.job_walk	= xm_job_walk,
 	.stats_get	= xm_stats_get,
