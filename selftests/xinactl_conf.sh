@@ -505,6 +505,39 @@ json_ok xsw -j job show 7 'j["jobs"][0]["up"]["port"] == 9300'
 applied "$TMP/u4.conf"
 log_test "a changed upjob, upresend, upper port: job 7 replaced each time, then kept"
 
+# up_keys: the keys job 7's uplink tags with (xina_ups: its member and
+# result keys), as the fast path reads them.
+up_keys()
+{
+	local idx
+
+	idx=$(xsw -j job show 7 | python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["idx"])')
+	ip netns exec "$NS_SW" bpftool -j map lookup pinned "$PIN/xina_ups" \
+		key $((idx & 255)) $(((idx >> 8) & 255)) 0 0 | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["formatted"]["value"]
+print(v["kmine"], v["kres"])'
+}
+job7=$(xsw -j job show 7 | python3 -c 'import json, sys; k = json.load(sys.stdin)["jobs"][0]; print(k["idx"], k["slot_base"])')
+keys0=$(up_keys)
+[ -n "$keys0" ]
+check_err $? "job 7's uplink keys could not be read from $PIN/xina_ups"
+cp "$TMP/up.key" "$TMP/up.key.old"
+"$O/xinactl" genkey "$TMP/up.new" >/dev/null && mv "$TMP/up.new" "$TMP/up.key"
+applied "$TMP/u4.conf"
+json_ok xsw -j job show 7 '"%d %d" % (j["jobs"][0]["idx"], j["jobs"][0]["slot_base"]) == "'"$job7"'"'
+keys1=$(up_keys)
+[ -n "$keys1" ] && [ "$keys1" != "$keys0" ]
+check_err $? "a new secret in job 7's upkeyfile left its uplink's keys as they were"
+applied "$TMP/u4.conf"
+[ "$(up_keys)" = "$keys1" ]
+check_err $? "applying the same upkeyfile again changed the uplink's keys"
+cp "$TMP/up.key.old" "$TMP/up.key"
+applied "$TMP/u4.conf"
+[ "$(up_keys)" = "$keys0" ]
+check_err $? "the old upper secret back in upkeyfile: keys not the first ones"
+log_test "a new secret in job 7's upkeyfile: job kept (same index and slots), its uplink's keys replaced in place"
+
 U="up 10.99.0.2 upjob 70 uprank 0 upkeyfile $TMP/up.key"
 bad "job 5 workers 2 keyfile $TMP/k1.key" "	up 10.99.0.2 uprank 0 upkeyfile $TMP/up.key" "	member 0 10.0.0.1"
 refused "$B:1: job 5: an uplink needs 'upjob' too" "$B"
