@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Generic netlink family "xina": create, delete, get (dump), change jobs
- * and read their counters.  The policies below do all the validation they
+ * Generic netlink family "xina": create, delete, get (dump), change jobs,
+ * read their counters and their rounds in progress.  The policies below do all the validation they
  * can (types, exact lengths, ranges, flag masks); the handlers check what
  * a policy cannot express (required attributes, ranks against the job's
  * worker count) and say what is wrong through extack.  Documented in
@@ -31,7 +31,7 @@ static const struct nla_policy xina_member_policy[XINA_MEMBER_A_MAX + 1] = {
 
 /*
  * Attributes only the kernel sends (MEM_BYTES, STATS, RX_CPU, EPOCH,
- * JOINED) are rejected.
+ * JOINED, ROUND) are rejected.
  */
 #define XINA_KEY_REJECTED \
 	"xina: keys are not sent in clear any more: use the job secret"
@@ -51,6 +51,7 @@ static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_RX_CPU]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_EPOCH]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_JOINED]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_ROUND]	= { .type = NLA_REJECT },
 };
 
 static struct genl_family xina_genl_family;
@@ -481,6 +482,175 @@ static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	return skb->len;
 }
 
+/* The attributes of a dump's request (6.1 has no genl_info for a dump). */
+static struct nlattr **xina_nl_dump_attrs(struct netlink_callback *cb)
+{
+#ifdef XINA_HAVE_GENL_INFO_DUMP
+	return genl_info_dump(cb)->attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
+#endif
+}
+
+/* A round in progress on one slot version, as ROUNDS_GET reports it. */
+struct xina_nl_round {
+	u32	round;
+	u16	claimed;
+	u16	count;
+	u8	dtype;
+	u8	op;
+	u8	seen[XINA_ROUND_SEEN_BYTES];	/* XINA_ROUND_A_SEEN's layout */
+};
+
+/*
+ * Whether slot version @idx of @job is in a round of @epoch that has
+ * contributions and no result (the map backend's definition of open),
+ * and if so that round in @rd.  Read under the version's lock, as the
+ * fast path writes it, so that round, count and seen bits are of one
+ * moment; _bh: the fast path takes it in softirq context.  An epoch is
+ * never 0, the epoch of a version never used.
+ */
+static bool xina_nl_round_get(struct xina_job *job, u32 idx, u32 epoch,
+			      struct xina_nl_round *rd)
+{
+	DECLARE_BITMAP(seen, XINA_MAX_WORKERS);
+	struct xina_slotv *sv = &job->slotv[idx];
+	unsigned int r;
+	bool open;
+
+	spin_lock_bh(&sv->lock);
+	open = sv->epoch == epoch && sv->claimed && !sv->complete;
+	if (open) {
+		rd->round = sv->round;
+		rd->claimed = sv->claimed;
+		rd->count = sv->count;
+		rd->dtype = sv->dtype;
+		rd->op = sv->op;
+		bitmap_copy(seen, sv->seen, XINA_MAX_WORKERS);
+	}
+	spin_unlock_bh(&sv->lock);
+	if (!open)
+		return false;
+
+	/* Bytes of bits, whatever the size and byte order of a long. */
+	memset(rd->seen, 0, sizeof(rd->seen));
+	for_each_set_bit(r, seen, XINA_MAX_WORKERS)
+		rd->seen[r / 8] |= 1 << (r % 8);
+	return true;
+}
+
+static int xina_nl_put_round(struct sk_buff *skb, u32 idx,
+			     const struct xina_nl_round *rd)
+{
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, XINA_A_JOB_ROUND);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, XINA_ROUND_A_SLOT, idx / XINA_SLOT_VERSIONS) ||
+	    nla_put_u8(skb, XINA_ROUND_A_VERSION, idx % XINA_SLOT_VERSIONS) ||
+	    nla_put_u32(skb, XINA_ROUND_A_ROUND, rd->round) ||
+	    nla_put_u16(skb, XINA_ROUND_A_IN, rd->claimed) ||
+	    nla_put_u16(skb, XINA_ROUND_A_COUNT, rd->count) ||
+	    nla_put_u8(skb, XINA_ROUND_A_DTYPE, rd->dtype) ||
+	    nla_put_u8(skb, XINA_ROUND_A_OP, rd->op) ||
+	    nla_put(skb, XINA_ROUND_A_SEEN, sizeof(rd->seen), rd->seen)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/*
+ * The rounds of @job's @epoch in progress from slot version *@idx on, in
+ * one message of @skb, as many as fit; *@idx is left at the first one
+ * not looked at.  Called under xina_lock (the job stays).
+ */
+static int xina_nl_rounds_fill(struct sk_buff *skb, struct netlink_callback *cb,
+			       struct xina_job *job, u32 epoch, u32 *idx)
+{
+	u32 nv = job->slots * XINA_SLOT_VERSIONS;
+	struct xina_nl_round rd;
+	unsigned int n = 0;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &xina_genl_family, NLM_F_MULTI, XINA_CMD_ROUNDS_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, XINA_A_JOB_ID, job->id) ||
+	    nla_put_u32(skb, XINA_A_JOB_EPOCH, epoch))
+		goto err_cancel;
+	for (; *idx < nv; ++*idx) {
+		cond_resched();	/* up to 2 * 65536 versions, a mutex held */
+		if (!xina_nl_round_get(job, *idx, epoch, &rd))
+			continue;
+		if (xina_nl_put_round(skb, *idx, &rd))
+			break;
+		n++;
+	}
+	/* A round that does not fit in an empty skb would loop forever. */
+	if (*idx < nv && !n)
+		goto err_cancel;
+	genlmsg_end(skb, hdr);
+	return 0;
+
+err_cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+/*
+ * ROUNDS_GET (dump only): the rounds of a job's current epoch that have
+ * contributions and no result yet, in slot order, in as many messages as
+ * they need; each message holds JOB_ID and JOB_EPOCH.  The epoch is read
+ * once, when the dump starts (cb->args[1], never 0), so that every message
+ * is of the same epoch even if a restart opens the next meanwhile;
+ * cb->args[0] is the next slot version to look at, cb->args[2] set once
+ * all were.  A snapshot per version, not of the job: under load rounds
+ * open and complete while the dump runs.
+ */
+static int xina_nl_rounds_dumpit(struct sk_buff *skb,
+				 struct netlink_callback *cb)
+{
+	struct nlattr **attrs = xina_nl_dump_attrs(cb);
+	struct netlink_ext_ack *extack = cb->extack;
+	u32 idx = cb->args[0], epoch;
+	struct xina_job *job;
+	u16 joined;
+	int err;
+
+	if (cb->args[2])
+		return 0;
+	if (NL_REQ_ATTR_CHECK(extack, NULL, attrs, XINA_A_JOB_ID)) {
+		NL_SET_ERR_MSG_MOD(extack, "missing job id");
+		return -EINVAL;
+	}
+
+	mutex_lock(&xina_lock);
+	job = xina_job_find(sock_net(skb->sk),
+			    nla_get_u32(attrs[XINA_A_JOB_ID]));
+	if (!job) {
+		NL_SET_ERR_MSG_MOD(extack, "job does not exist");
+		NL_SET_BAD_ATTR(extack, attrs[XINA_A_JOB_ID]);
+		err = -ENOENT;
+		goto out_unlock;
+	}
+	if (!cb->args[1]) {
+		xina_job_epoch(job, &epoch, &joined);
+		cb->args[1] = epoch;
+	}
+	epoch = cb->args[1];
+	err = xina_nl_rounds_fill(skb, cb, job, epoch, &idx);
+	if (!err && idx >= job->slots * XINA_SLOT_VERSIONS)
+		cb->args[2] = 1;
+out_unlock:
+	mutex_unlock(&xina_lock);
+	cb->args[0] = idx;
+	return err ?: skb->len;
+}
+
 static const struct genl_ops xina_genl_ops[] = {
 	{
 		.cmd	= XINA_CMD_JOB_NEW,
@@ -508,6 +678,11 @@ static const struct genl_ops xina_genl_ops[] = {
 		.flags	= GENL_ADMIN_PERM,
 		.doit	= xina_nl_get_doit,
 		.dumpit	= xina_nl_get_dumpit,
+	},
+	{
+		.cmd	= XINA_CMD_ROUNDS_GET,
+		.flags	= GENL_ADMIN_PERM,
+		.dumpit	= xina_nl_rounds_dumpit,
 	},
 };
 

@@ -23,7 +23,8 @@ host_tests="xina_auth xina_fastpath xina_pack xinactl_args.sh xinactl_conf.sh sw
 	    xina_e2e.sh xina_config.sh xina_job_life.sh xina_join.sh xina_loss.sh
 	    xina_dead_worker.sh xina_lib.sh xina_types.sh xina_xsk.sh xina_rogue.sh
 	    xina_multirank.sh xina_routed.sh xina_racks.sh xina_python.sh
-	    xina_mpi.sh xina_pkg.sh xina_ring.sh xina_fallback.sh xina_sparse.sh"
+	    xina_mpi.sh xina_pkg.sh xina_ring.sh xina_fallback.sh xina_sparse.sh
+	    xina_rounds.sh"
 [ $# -gt 0 ] || set -- $host_tests
 
 pass=0

@@ -6,7 +6,9 @@
 # memory.  Runs the host's selftests/xina_e2e.sh unchanged inside the VM,
 # with smaller tensors (TCG is slow), then checks that xina.ko let go of
 # everything.  The same under netem loss is xina_loss_module.sh (each test
-# has its own time bound in run.sh).
+# has its own time bound in run.sh).  Then selftests/xina_rounds.sh: the
+# open rounds of a stalled job, read from the module (XINA_CMD_ROUNDS_GET),
+# name the rank that did not contribute.
 . ./lib.sh
 
 export XINA_ROOT=/xina/root O=/xina/o
@@ -29,6 +31,13 @@ host_test() {
 
 host_test xina_e2e.sh
 log_test $? "selftests/xina_e2e.sh on the module backend"
+host_test xina_rounds.sh
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "# backend: module$" /tmp/xina_rounds.sh.out; then
+	echo "  xina_rounds.sh did not run on the module backend"
+	rc=1
+fi
+log_test $rc "selftests/xina_rounds.sh on the module backend"
 # Jobs lived in the racks' switch namespaces and went with them: the
 # kernel destroys a deleted namespace later, in a work queue (cleanup_net),
 # which TCG on a busy host can delay by seconds.

@@ -428,6 +428,185 @@ TEST_F(kf, rounds)
 	EXPECT_EQ(0, sysfs_stat("drop_member"));
 }
 
+/* A round of a ROUNDS_GET reply. */
+struct round_info {
+	uint32_t slot, round;
+	uint16_t in, count;
+	uint8_t version, dtype, op;
+	uint8_t seen[XINA_ROUND_SEEN_BYTES];
+};
+
+static int round_parse(const struct nlattr *nest, struct round_info *r)
+{
+	static const int len[XINA_ROUND_A_MAX + 1] = {
+		[XINA_ROUND_A_SLOT] = 4, [XINA_ROUND_A_VERSION] = 1,
+		[XINA_ROUND_A_ROUND] = 4, [XINA_ROUND_A_IN] = 2,
+		[XINA_ROUND_A_COUNT] = 2, [XINA_ROUND_A_DTYPE] = 1,
+		[XINA_ROUND_A_OP] = 1,
+		[XINA_ROUND_A_SEEN] = XINA_ROUND_SEEN_BYTES,
+	};
+	const struct nlattr *b;
+	int n = 0;
+
+	memset(r, 0, sizeof(*r));
+	xnl_for_each_attr(b, xnl_data(nest), xnl_len(nest)) {
+		if (b->nla_type > XINA_ROUND_A_MAX || !len[b->nla_type] ||
+		    xnl_len(b) != len[b->nla_type])
+			return -EBADMSG;
+		n++;
+		switch (b->nla_type) {
+		case XINA_ROUND_A_SLOT:
+			r->slot = *(uint32_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_VERSION:
+			r->version = *(uint8_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_ROUND:
+			r->round = *(uint32_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_IN:
+			r->in = *(uint16_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_COUNT:
+			r->count = *(uint16_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_DTYPE:
+			r->dtype = *(uint8_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_OP:
+			r->op = *(uint8_t *)xnl_data(b);
+			break;
+		case XINA_ROUND_A_SEEN:
+			memcpy(r->seen, xnl_data(b), sizeof(r->seen));
+			break;
+		}
+	}
+	return n == XINA_ROUND_A_MAX ? 0 : -EBADMSG;	/* every one, once */
+}
+
+/*
+ * ROUNDS_GET of job @id: its open rounds into @rd (room for @max), how
+ * many messages they came in into *@msgs; every message must name the
+ * job and its epoch.  The number of rounds or a negative errno.
+ */
+static int rounds_dump(struct xnl *nl, uint32_t id, struct round_info *rd,
+		       int max, int *msgs)
+{
+	struct nlattr *tb[XINA_A_MAX + 1], *a;
+	struct xnl_msg *m = malloc(sizeof(*m));
+	struct nlmsghdr *h;
+	int n = 0, err;
+	size_t off;
+
+	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	err = xnl_do(nl, m);
+	free(m);
+	if (err)
+		return err;
+	*msgs = 0;
+	for (off = 0; off < nl->rx_len; off += NLMSG_ALIGN(h->nlmsg_len)) {
+		h = (struct nlmsghdr *)(nl->rx + off);
+		xnl_attrs(h, tb, XINA_A_MAX);
+		if (!tb[XINA_A_JOB_ID] || !tb[XINA_A_JOB_EPOCH] ||
+		    *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]) != id ||
+		    *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]) != epoch_of(id))
+			return -EBADMSG;
+		(*msgs)++;
+		xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
+				  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
+			if ((a->nla_type & NLA_TYPE_MASK) != XINA_A_JOB_ROUND)
+				continue;
+			if (n == max)
+				return -E2BIG;
+			if (round_parse(a, &rd[n++]))
+				return -EBADMSG;
+		}
+	}
+	return n;
+}
+
+/* The ranks in @seen, as bits of one word (ranks below 32). */
+static uint32_t seen_word(const struct round_info *r)
+{
+	return r->seen[0] | r->seen[1] << 8 | r->seen[2] << 16 |
+	       (uint32_t)r->seen[3] << 24;
+}
+
+/*
+ * ROUNDS_GET: the slot versions with contributions and no result, with
+ * the ranks that are in; a round leaves the list when it completes.
+ */
+TEST_F(kf, rounds_get)
+{
+	struct round_info rd[4];
+	int msgs;
+
+	EXPECT_EQ(0, rounds_dump(&self->nl, JOB, rd, 4, &msgs));
+	EXPECT_EQ(1, msgs);
+
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 2, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = 2 }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 1, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = 2 }), XINA_KF_ADDED);
+	ASSERT_EQ(2, rounds_dump(&self->nl, JOB, rd, 4, &msgs));
+	EXPECT_EQ(0, rd[0].slot);
+	EXPECT_EQ(0, rd[0].version);
+	EXPECT_EQ(0, rd[0].round);
+	EXPECT_EQ(1, rd[0].in);
+	EXPECT_EQ(ELEMS, rd[0].count);
+	EXPECT_EQ(XINA_DTYPE_INT32, rd[0].dtype);
+	EXPECT_EQ(XINA_OP_SUM, rd[0].op);
+	EXPECT_EQ(0x1, seen_word(&rd[0]));
+	EXPECT_EQ(1, rd[1].slot);
+	EXPECT_EQ(1, rd[1].version);
+	EXPECT_EQ(1, rd[1].round);
+	EXPECT_EQ(2, rd[1].in);
+	EXPECT_EQ(2, rd[1].count);
+	EXPECT_EQ(XINA_OP_MAX, rd[1].op);
+	EXPECT_EQ(0x6, seen_word(&rd[1]));
+
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 2, .count = ELEMS }), XINA_KF_RESULT);
+	ASSERT_EQ(1, rounds_dump(&self->nl, JOB, rd, 4, &msgs));
+	EXPECT_EQ(1, rd[0].slot);
+	SEND(((struct contrib){ .rank = 0, .slot = 1, .round = 1, .op = XINA_OP_MAX,
+				.count = 2 }), XINA_KF_RESULT);
+	EXPECT_EQ(0, rounds_dump(&self->nl, JOB, rd, 4, &msgs));
+}
+
+/*
+ * More open rounds than one dump message holds (~96 bytes each, 2048 of
+ * them): the dump resumes, and lists every round once, in slot order.
+ * Rank 9 of 10: its bit is bit 1 of the second byte.
+ */
+TEST_F(kf, rounds_get_resumes)
+{
+	const uint32_t job = JOB + 1, slots = 2048;
+	struct round_info *rd;
+	int msgs, n, i;
+
+	ASSERT_EQ(0, job_new(&self->nl, job, 10, slots, 1));
+	for (i = 0; i < (int)slots; i++)
+		SEND(((struct contrib){ .job = job, .rank = 9, .slot = i,
+					.count = 1 }), XINA_KF_ADDED);
+	rd = calloc(slots + 1, sizeof(*rd));
+	ASSERT_NE(NULL, rd);
+	n = rounds_dump(&self->nl, job, rd, slots + 1, &msgs);
+	EXPECT_EQ(slots, n);
+	EXPECT_GT(msgs, 1);
+	TH_LOG("%d rounds in %d messages, %d reads", n, msgs,
+	       self->nl.rx_reads);
+	for (i = 0; i < n && i < (int)slots; i++) {
+		EXPECT_EQ(i, rd[i].slot);
+		EXPECT_EQ(1, rd[i].in);
+		EXPECT_EQ(0x200, seen_word(&rd[i]));
+	}
+	free(rd);
+	EXPECT_EQ(0, xnl_job_del(&self->nl, job));
+}
+
 TEST_F(kf, job_checks)
 {
 	struct contrib c = { .rank = 0, .count = ELEMS };

@@ -548,6 +548,59 @@ TEST_F(nl, stats)
 	EXPECT_EQ(XINA_STAT_MAX, n);
 }
 
+static int rounds_get(struct xnl *nl, struct xnl_msg *m, uint32_t id)
+{
+	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	return xnl_do(nl, m);
+}
+
+/*
+ * ROUNDS_GET of a job without traffic: one message, its id and epoch, no
+ * round (the rounds themselves: xina_kfunc's rounds_get).  Dump only;
+ * the job id is required, the job must exist, JOB_ROUND is the kernel's.
+ */
+TEST_F(nl, rounds_get)
+{
+	struct nlattr *tb[XINA_A_MAX + 1];
+	struct xnl_msg *m = self->m;
+	struct nlmsghdr *h;
+	int off;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	ASSERT_EQ(0, rounds_get(&self->nl, m, 1));
+	h = (struct nlmsghdr *)self->nl.rx;
+	ASSERT_EQ(NLMSG_ALIGN(h->nlmsg_len), self->nl.rx_len);
+	xnl_attrs(h, tb, XINA_A_MAX);
+	ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
+	EXPECT_EQ(1, *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]));
+	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
+	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_EPOCH]));
+	EXPECT_EQ((uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"),
+		  *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]));
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_ROUND]);
+	EXPECT_EQ(NULL, tb[XINA_A_JOB_STATS]);
+
+	EXPECT_EQ(-ENOENT, rounds_get(&self->nl, m, 77));
+	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
+
+	xnl_init(m, self->nl.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: missing job id", self->nl.msg);
+
+	xnl_init(m, self->nl.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xnl_put(m, XINA_A_JOB_ROUND, NULL, 0);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.msg);
+	EXPECT_EQ(off, self->nl.bad_off);
+
+	/* No doit: one job's rounds are a dump too. */
+	xnl_init(m, self->nl.family, 0, XINA_CMD_ROUNDS_GET);
+	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	EXPECT_EQ(-EOPNOTSUPP, xnl_do(&self->nl, m));
+}
+
 /*
  * XINA_MAX_JOBS jobs of 256 members each (~7 KiB per message) do not fit
  * one dump skb: the dump must resume, and list each job exactly once.
@@ -670,6 +723,8 @@ TEST_F(nl, no_cap_net_admin)
 		}
 		xnl_init(self->m, nl.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
 		if (xnl_do(&nl, self->m) != -EPERM)
+			bad++;
+		if (rounds_get(&nl, self->m, 1) != -EPERM)
 			bad++;
 		_exit(bad ? 1 : 0);
 	}

@@ -132,19 +132,13 @@ static inline int xnl_len(const struct nlattr *a)
 	return a->nla_len - NLA_HDRLEN;
 }
 
-static inline void xnl_parse_extack(struct xnl *nl, const struct nlmsghdr *h,
-				    const struct nlmsgerr *e)
+/* The extack attributes in [start, start + len). */
+static inline void xnl_parse_tlvs(struct xnl *nl, const void *start,
+				  size_t len)
 {
-	size_t off = sizeof(*e);
 	struct nlattr *a;
 
-	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
-		return;
-	/* Without NETLINK_CAP_ACK the request is echoed on errors. */
-	if (!(h->nlmsg_flags & NLM_F_CAPPED) && e->error)
-		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
-	xnl_for_each_attr(a, (char *)e + off,
-			  h->nlmsg_len - NLMSG_HDRLEN - off) {
+	xnl_for_each_attr(a, start, len) {
 		switch (a->nla_type) {
 		case NLMSGERR_ATTR_MSG:
 			snprintf(nl->msg, sizeof(nl->msg), "%.*s",
@@ -158,6 +152,32 @@ static inline void xnl_parse_extack(struct xnl *nl, const struct nlmsghdr *h,
 			break;
 		}
 	}
+}
+
+static inline void xnl_parse_extack(struct xnl *nl, const struct nlmsghdr *h,
+				    const struct nlmsgerr *e)
+{
+	size_t off = sizeof(*e);
+
+	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	/* Without NETLINK_CAP_ACK the request is echoed on errors. */
+	if (!(h->nlmsg_flags & NLM_F_CAPPED) && e->error)
+		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+	xnl_parse_tlvs(nl, (char *)e + off, h->nlmsg_len - NLMSG_HDRLEN - off);
+}
+
+/* A dump that failed part-way: its error, and extack after it. */
+static inline int xnl_parse_done(struct xnl *nl, const struct nlmsghdr *h)
+{
+	const int *err = NLMSG_DATA(h);
+
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*err)))
+		return -EBADMSG;
+	if (h->nlmsg_flags & NLM_F_ACK_TLVS)
+		xnl_parse_tlvs(nl, err + 1,
+			       h->nlmsg_len - NLMSG_LENGTH(sizeof(*err)));
+	return *err;
 }
 
 /*
@@ -198,7 +218,7 @@ static inline int xnl_do(struct xnl *nl, struct xnl_msg *m)
 				return e->error;
 			}
 			if (h->nlmsg_type == NLMSG_DONE)
-				return dump ? *(int *)NLMSG_DATA(h) : 0;
+				return dump ? xnl_parse_done(nl, h) : 0;
 			if (nl->rx_len + h->nlmsg_len <= XNL_BUF * XNL_RX_PAGES) {
 				memcpy(buf + nl->rx_len, h, h->nlmsg_len);
 				nl->rx_len += NLMSG_ALIGN(h->nlmsg_len);

@@ -142,6 +142,7 @@ static const struct xnl_attr_policy xnl_job_attrs[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_RX_CPU]	= { MNL_TYPE_NESTED },
 	[XINA_A_JOB_EPOCH]	= { MNL_TYPE_U32 },
 	[XINA_A_JOB_JOINED]	= { MNL_TYPE_U16 },
+	[XINA_A_JOB_ROUND]	= { MNL_TYPE_NESTED },
 };
 
 static const struct xnl_attr_policy xnl_member_attrs[XINA_MEMBER_A_MAX + 1] = {
@@ -150,9 +151,21 @@ static const struct xnl_attr_policy xnl_member_attrs[XINA_MEMBER_A_MAX + 1] = {
 	[XINA_MEMBER_A_PORT]	= { MNL_TYPE_U16 },
 };
 
+static const struct xnl_attr_policy xnl_round_attrs[XINA_ROUND_A_MAX + 1] = {
+	[XINA_ROUND_A_SLOT]	= { MNL_TYPE_U32 },
+	[XINA_ROUND_A_VERSION]	= { MNL_TYPE_U8 },
+	[XINA_ROUND_A_ROUND]	= { MNL_TYPE_U32 },
+	[XINA_ROUND_A_IN]	= { MNL_TYPE_U16 },
+	[XINA_ROUND_A_COUNT]	= { MNL_TYPE_U16 },
+	[XINA_ROUND_A_DTYPE]	= { MNL_TYPE_U8 },
+	[XINA_ROUND_A_OP]	= { MNL_TYPE_U8 },
+	[XINA_ROUND_A_SEEN]	= { MNL_TYPE_BINARY, XINA_ROUND_SEEN_BYTES },
+};
+
 static const struct xnl_policy xnl_ctrl_policy = XNL_POLICY(xnl_ctrl_attrs);
 static const struct xnl_policy xnl_job_policy = XNL_POLICY(xnl_job_attrs);
 static const struct xnl_policy xnl_member_policy = XNL_POLICY(xnl_member_attrs);
+static const struct xnl_policy xnl_round_policy = XNL_POLICY(xnl_round_attrs);
 
 /*
  * 1: @a is known to @pol and valid; 0: unknown (a newer module may add
@@ -749,6 +762,128 @@ static int xnl_gstats_get(struct xinactl *x, struct xinactl_gstats *st)
 	return ret;
 }
 
+/* A ROUNDS_GET dump being parsed: the rounds so far, and the round nest. */
+struct xnl_rounds {
+	struct xinactl_rounds	*rs;
+	struct xinactl_round	*rd;	/* the nest being parsed */
+	bool			has_epoch;
+	bool			has_slot;
+};
+
+static int xnl_round_attr(const struct nlattr *a, void *data)
+{
+	struct xnl_rounds *p = data;
+	struct xinactl_round *rd = p->rd;
+	int ret = xnl_valid(a, &xnl_round_policy);
+
+	if (ret <= 0)
+		return ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+	switch (mnl_attr_get_type(a)) {
+	case XINA_ROUND_A_SLOT:
+		rd->slot = mnl_attr_get_u32(a);
+		p->has_slot = true;
+		break;
+	case XINA_ROUND_A_VERSION:
+		rd->version = mnl_attr_get_u8(a);
+		break;
+	case XINA_ROUND_A_ROUND:
+		rd->round = mnl_attr_get_u32(a);
+		break;
+	case XINA_ROUND_A_IN:
+		rd->in = mnl_attr_get_u16(a);
+		break;
+	case XINA_ROUND_A_COUNT:
+		rd->count = mnl_attr_get_u16(a);
+		break;
+	case XINA_ROUND_A_DTYPE:
+		rd->dtype = mnl_attr_get_u8(a);
+		break;
+	case XINA_ROUND_A_OP:
+		rd->op = mnl_attr_get_u8(a);
+		break;
+	case XINA_ROUND_A_SEEN:
+		memcpy(rd->seen, mnl_attr_get_payload(a), sizeof(rd->seen));
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+/* One round nest; the rounds beyond rs->max are not kept. */
+static int xnl_parse_round(const struct nlattr *nest, struct xnl_rounds *p)
+{
+	struct xinactl_rounds *rs = p->rs;
+	struct xinactl_round rd = {};
+
+	p->rd = &rd;
+	p->has_slot = false;
+	if (mnl_attr_parse_nested(nest, xnl_round_attr, p) < 0 || !p->has_slot)
+		return -EBADMSG;
+	if (rs->nr < rs->max)
+		rs->r[rs->nr++] = rd;
+	return 0;
+}
+
+static int xnl_rounds_attr(const struct nlattr *a, void *data)
+{
+	struct xnl_rounds *p = data;
+	int ret = xnl_valid(a, &xnl_job_policy);
+
+	if (ret <= 0)
+		return ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+	switch (mnl_attr_get_type(a)) {
+	case XINA_A_JOB_EPOCH:
+		p->rs->epoch = mnl_attr_get_u32(a);
+		p->has_epoch = true;
+		break;
+	case XINA_A_JOB_ROUND:
+		if (xnl_parse_round(a, p))
+			return MNL_CB_ERROR;
+		break;
+	}
+	return MNL_CB_OK;
+}
+
+static int xnl_rounds_cb(const struct nlmsghdr *h, void *arg)
+{
+	if (mnl_attr_parse(h, GENL_HDRLEN, xnl_rounds_attr, arg) < 0) {
+		xerr("malformed reply from module xina (a different version?)");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/*
+ * The rounds of job @id's current epoch still waiting for contributions:
+ * a dump of ROUNDS_GET, every message with the job's epoch (the same in
+ * all: the kernel reads it once) and the open rounds in slot order.
+ */
+static int xnl_rounds_get(struct xinactl *x, __u32 id,
+			  struct xinactl_rounds *rs)
+{
+	struct xnl_rounds p = { .rs = rs };
+	struct xnl *n = x->be_priv;
+	int ret;
+
+	rs->nr = 0;
+	rs->epoch = 0;
+	xnl_msg(n, n->family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xnl_put_u32(n, XINA_A_JOB_ID, id);
+	ret = xnl_do(n, xnl_rounds_cb, &p);
+	if (ret == -ENOENT)
+		xerr("job %u does not exist", id);
+	else if (ret == -EOPNOTSUPP && !n->errmsg[0])
+		xerr("module xina is older than this xinactl: it cannot show rounds");
+	else if (ret && ret != -EBADMSG)
+		xerr("cannot read the rounds of job %u: %s", id,
+		     xnl_why(n, ret));
+	if (!ret && !p.has_epoch) {
+		xerr("malformed reply from module xina: the rounds of job %u without its epoch",
+		     id);
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
 /* Open the embedded module-backend object instead of the map backend's. */
 struct xina *xinactl_nl_skel_open(const struct bpf_object_open_opts *opts)
 {
@@ -766,4 +901,5 @@ const struct xinactl_backend xinactl_nl_backend = {
 	.job_walk	= xnl_job_walk,
 	.stats_get	= xnl_stats_get,
 	.gstats_get	= xnl_gstats_get,
+	.rounds_get	= xnl_rounds_get,
 };
