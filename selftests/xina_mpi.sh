@@ -59,7 +59,7 @@ mpi_run()
 	[ "$job" != none ] && xenv+=(XINA_SWITCH="$RACK_SWITCH_IP"
 		XINA_JOB="$job" XINA_KEY_FILE="$KEY" XINA_SLOTS="$SLOTS"
 		XINA_ELEMS="$ELEMS" XINA_BIND=":$RACK_WORKER_PORT"
-		XINA_TIMEOUT_MS=5000)
+		XINA_TIMEOUT_MS=5000 ${MPI_ENV:-})
 	rm -rf "$out.d"
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_plm_rsh_agent="" timeout 180 \
@@ -141,13 +141,17 @@ log_test "mpi4py, MPI_THREAD_SINGLE: a communicator congruent to COMM_WORLD thro
 # switch; what goes to PMPI still works.
 rack_job_add "$RACK" "$N" 5 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
 out=$TMP/fail.out
-mpi_run 5 "$out" /usr/bin/python3 "$XINA_ROOT/selftests/xina_mpi.py" "$ELEMS" fail
+MPI_ENV=XINA_JOIN_TIMEOUT_MS=2500 mpi_run 5 "$out" /usr/bin/python3 \
+	"$XINA_ROOT/selftests/xina_mpi.py" "$ELEMS" fail
 check_err $? "mpirun failed: $(cat "$out.mpirun" "$out" | grep -v '^ok:' | tail -n5 | tr '\n' ' ')"
 [ "$(grep -c '^PASS$' "$out")" -eq "$N" ]
 check_err $? "not every rank passed its checks"
 while read -r line; do log_info "$line"; done < <(grep '^ok:' "$out" | sort -u)
 grep -q 'rank 1: MPI_Allreduce of 1000 float32 elements through xina: element 5 is NaN' "$out"
 check_err $? "rank 1 did not say why its call failed"
+# Its peers wait for it at most XINA_JOIN_TIMEOUT_MS: it never comes.
+[ "$(grep -c 'no result from switch .* for 2500 ms (join timeout' "$out")" -eq $((N - 1)) ]
+check_err $? "not every peer of rank 1 gave up after XINA_JOIN_TIMEOUT_MS=2500: $(grep 'no result from switch' "$out" | head -n2 | tr '\n' ' ')"
 [ "$(grep -c 'MPI_Allreduce after a failed one: the xina handle is unusable' "$out")" -eq "$N" ] &&
 	[ "$(grep -c 'MPI_Iallreduce after a failed call: the xina handle is unusable' "$out")" -eq "$N" ]
 check_err $? "not every rank refused the calls after the failure"
@@ -156,7 +160,7 @@ check_err $? "switch: job 5 completed $(stat_of 5 complete) slots, want $(value 
 read -r taken passed ranks <<<"$(interposer_count "$out")"
 [ "$taken" -eq $((N * $(value xina_calls "$out"))) ] && [ "$passed" -eq $((N * $(value pmpi_calls "$out"))) ]
 check_err $? "interposer: took $taken and passed $passed calls"
-log_test "a call failing in libxina: MPI_ERR_OTHER on every rank, then for every eligible call; PMPI calls still right"
+log_test "a call failing in libxina: MPI_ERR_OTHER on every rank (the others after XINA_JOIN_TIMEOUT_MS), then for every eligible call; PMPI calls still right"
 
 # xina-bench-mpi: i32 and f32 sums of 64 KiB, 1 warm-up and 2 timed calls
 # each, then one int MAX of its error flag (MPI_IN_PLACE), per dtype.

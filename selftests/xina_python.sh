@@ -207,7 +207,11 @@ check_err $rc "$rc of $N ranks failed"
 while read -r line; do log_info "$line"; done < <(grep '^ok:' "$TMP/ddp/w0.out")
 want=$(awk '$1 == "switch_slots" { print $2 }' "$TMP/ddp/w0.out")
 [ -n "$want" ] && switch_completes 5 "$want"
-log_test "DDP hook: gradients as Gloo's within the float bound, a few steps"
+grep -h '^ok: rank 0 stalled' "$TMP"/ddp/w[1-9]*.out >"$TMP/ddp/stall"
+[ "$(wc -l <"$TMP/ddp/stall")" -eq $((N - 1)) ]
+check_err $? "not every other rank waited out rank 0's stall: $(cat "$TMP/ddp/stall")"
+log_info "$(head -n1 "$TMP/ddp/stall")"
+log_test "DDP hook: gradients as Gloo's within the float bound, a few steps; rank 0's 8 s stall (a checkpoint) waited for"
 
 # The DDP hook with 16-bit gradients: a float16 model under DDP, and
 # bfloat16 buckets through the hook as DDP calls it (torch 1.13's Gloo

@@ -255,7 +255,21 @@ def main(argv):
     u = 2.0 ** -24
     worst_x = worst_g = worst_d = 0.0
 
+    # The hook's join timeout is the process group's (30 min): rank 0
+    # "saving a checkpoint" for longer than libxina's default join timeout
+    # (XINA_TIMEOUT_MS plus twice the time since the previous call, about
+    # 5 s here) before step 2 is waited for by the others' bucket calls.
+    pg_ms = int(dist.default_pg_timeout.total_seconds() * 1000)
+    if state.handle._opts.join_timeout_ms != pg_ms:
+        raise SystemExit(f"FAIL: the hook's join timeout is "
+                         f"{state.handle._opts.join_timeout_ms} ms, want the "
+                         f"process group's {pg_ms}")
+    stall_s = 8.0
+
     for step in range(a.steps):
+        if step == 2 and rank == 0:
+            time.sleep(stall_s)
+        t_step = time.monotonic()
         mx.load_state_dict(mg.state_dict())
         ref.load_state_dict(mg.state_dict())
         g = torch.Generator().manual_seed(100 * step + rank)
@@ -287,6 +301,16 @@ def main(argv):
                   f"once, {threading.active_count() - threads} Python "
                   "thread started for them", flush=True)
 
+        if step == 2 and rank != 0:
+            waited = time.monotonic() - t_step
+            if waited < stall_s / 2:
+                raise SystemExit(f"FAIL: step 2 took {waited:.1f} s on rank "
+                                 f"{rank}: rank 0's {stall_s} s stall was not "
+                                 "waited for in its bucket calls")
+            print(f"ok: rank 0 stalled {stall_s:.0f} s before step 2 (a "
+                  f"checkpoint): rank {rank}'s bucket calls waited "
+                  f"{waited:.1f} s (join timeout {pg_ms} ms, the process "
+                  "group's)", flush=True)
         local = flat_grads(ref)
         every = [torch.empty_like(local) for _ in range(world)]
         dist.all_gather(every, local)

@@ -48,9 +48,12 @@
  * XINA_SLOTS, XINA_ELEMS as the job was added on the switch, XINA_BIND
  * ([IPv4]:PORT) where the switch knows the ranks (the same port on every
  * rank's own address: ":7000"); optional XINA_WORLD_SIZE (must be the size
- * of MPI_COMM_WORLD), XINA_TIMEOUT_MS and XINA_FALLBACK (libxina's
- * opts.fallback: every rank's ring address, IPV4:PORT,... in rank order,
- * the same list on every rank).  Job rank = rank in MPI_COMM_WORLD.
+ * of MPI_COMM_WORLD), XINA_TIMEOUT_MS, XINA_JOIN_TIMEOUT_MS (libxina's
+ * join_timeout_ms: a rank busy with I/O between collectives for longer
+ * than libxina's default allows needs a larger one) and XINA_FALLBACK
+ * (libxina's opts.fallback: every rank's ring address, IPV4:PORT,... in
+ * rank order, the same list on every rank).  Job rank = rank in
+ * MPI_COMM_WORLD.
  * XINA_MPI_VERBOSE=1 prints each rank's count of calls taken and passed
  * on at MPI_Finalize.
  *
@@ -244,6 +247,10 @@ static int xm_config(struct xina_opts *o, int world_size)
 	if (xm_env_num("XINA_TIMEOUT_MS", 1, UINT32_MAX, false, &v))
 		return -1;
 	o->timeout_ms = v;
+	v = 0;
+	if (xm_env_num("XINA_JOIN_TIMEOUT_MS", 1, UINT32_MAX, false, &v))
+		return -1;
+	o->join_timeout_ms = v;
 	return xm_key(o);
 }
 

@@ -59,6 +59,9 @@ The environment (open_from_env()):
     XINA_ELEMS       elements per packet, as the job was added with
     XINA_BIND        local IPv4[:PORT] the switch knows this rank by
     XINA_TIMEOUT_MS  optional: give up without progress after this long
+    XINA_JOIN_TIMEOUT_MS optional: how long a call waits for peers that
+                     have not reached it yet (libxina's join_timeout_ms;
+                     xina.ddp's default is the process group's 30 min)
     XINA_IO          optional: auto, udp or xsk (see libxina.h)
     XINA_MAX_REQUESTS optional: calls in flight at most (default 64)
     XINA_FALLBACK    optional: every rank's ring address, IPV4:PORT,...
@@ -577,6 +580,7 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "key_file": env.get("XINA_KEY_FILE") or None,
         "bind": env.get("XINA_BIND") or None,
         "timeout_ms": _env_int(env, "XINA_TIMEOUT_MS") or 0,
+        "join_timeout_ms": _env_int(env, "XINA_JOIN_TIMEOUT_MS") or 0,
         "io": env.get("XINA_IO") or "auto",
         "max_requests": _env_int(env, "XINA_MAX_REQUESTS") or 0,
         "fallback": env.get("XINA_FALLBACK") or None,

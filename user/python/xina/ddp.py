@@ -33,6 +33,15 @@ completion fd, divides a float32 bucket and completes DDP's future.  Several
 buckets are in flight at once (up to XINA_MAX_REQUESTS, 64 by default);
 they go through the switch one after the other, in DDP's bucket order,
 the same on every rank.
+
+Stragglers: a bucket's call waits for peers that have not reached it yet
+as long as torch.distributed's own collectives wait for them
+(dist.default_pg_timeout, 30 minutes), not libxina's default (its
+timeout plus twice this rank's own time since its last call, which
+assumes every rank does the same work between calls).  Rank 0 saving a
+checkpoint between steps while the others go on is a wait, not a
+failure.  XINA_JOIN_TIMEOUT_MS sets another bound; a peer that stops in
+the middle of a call is still found after XINA_TIMEOUT_MS.
 """
 
 import collections
@@ -103,7 +112,8 @@ def register(model: torch.nn.parallel.DistributedDataParallel,
     """Route @model's gradient buckets through xina.
 
     Without @handle, one is opened from the XINA_* environment, its rank
-    and world size defaulting to the process group's.
+    and world size defaulting to the process group's, and its join
+    timeout to the process group's default timeout (see above).
     """
     if handle is None:
         defaults = {}
@@ -111,6 +121,9 @@ def register(model: torch.nn.parallel.DistributedDataParallel,
             defaults["rank"] = dist.get_rank()
         if "XINA_WORLD_SIZE" not in os.environ:
             defaults["world_size"] = dist.get_world_size()
+        if not os.environ.get("XINA_JOIN_TIMEOUT_MS"):
+            defaults["join_timeout_ms"] = int(
+                dist.default_pg_timeout.total_seconds() * 1000)
         handle = open_from_env(**defaults)
     state = XinaHookState(handle)
     model.register_comm_hook(state, allreduce_hook)
