@@ -69,6 +69,7 @@
 
 
 static volatile sig_atomic_t sw_stop;
+static volatile sig_atomic_t sw_dump;	/* SIGUSR1: print, go on */
 
 static void sw_usage(FILE *f)
 {
@@ -79,6 +80,8 @@ static void sw_usage(FILE *f)
 		"                  [--up IP[:PORT] --up-rank R --up-key-file PATH [--up-job ID]\n"
 		"                   [--up-rto-us U] [--up-timeout-ms T]]\n"
 		"Aggregates xina contributions in user space; prints counters on SIGINT/SIGTERM.\n"
+		"SIGUSR1 prints the counters and the open rounds (the ranks each waits for) and\n"
+		"goes on.\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE).\n"
 		"--up: a rack agent: the members given (any subset of the job's --workers ranks)\n"
 		"      are the rack's; their aggregate goes to the upper switch as rank R of the\n"
@@ -1037,8 +1040,13 @@ static void sw_rx_one(struct swagg *sw, struct mmsghdr *m, const uint8_t *p)
 
 static void sw_on_signal(int sig)
 {
-	sw_stop = sig;
+	if (sig == SIGUSR1)
+		sw_dump = 1;
+	else
+		sw_stop = sig;
 }
+
+static void sw_print(const struct swagg *sw, bool json, bool rounds);
 
 static int sw_loop(struct swagg *sw)
 {
@@ -1062,11 +1070,18 @@ static int sw_loop(struct swagg *sw)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 
 	while (!sw_stop) {
+		if (sw_dump) {
+			sw_dump = 0;
+			sw_print(sw, sw->json, true);
+			fflush(stdout);
+		}
 		/* An agent's timers: partials whose result is overdue. */
 		if (sw->up) {
 			ret = sw_up_timers(sw);
@@ -1106,7 +1121,99 @@ static int sw_loop(struct swagg *sw)
 	return 0;
 }
 
-static void sw_print(const struct swagg *sw, bool json)
+static bool sw_seen(const struct sw_ver *v, unsigned int rank)
+{
+	return v->seen[rank / 64] & (1ull << (rank % 64));
+}
+
+/* An open round: contributions of the current epoch, no result yet. */
+static bool sw_open(const struct swagg *sw, const struct sw_ver *v)
+{
+	return v->used && v->epoch == sw->jj.epoch && !v->complete &&
+	       v->ncontrib;
+}
+
+/*
+ * The rounds in progress, as "xinactl job rounds" shows a switch's: each
+ * with the ranks it waits for (an agent's with all its rack in waits for
+ * the upper switch's result), then per member the open rounds it is
+ * missing from.  A round still open, same number, in a later dump is
+ * stuck on those.
+ */
+static void sw_print_rounds(const struct swagg *sw, bool json)
+{
+	uint32_t vi, nopen = 0, *missing;
+	char addr[INET_ADDRSTRLEN];
+	unsigned int m, r, k;
+	const char *sep = "";
+
+	missing = calloc(sw->workers, sizeof(*missing));
+	if (!missing)
+		return;
+	for (vi = 0; vi < sw->slots * 2; vi++) {
+		const struct sw_ver *v = &sw->ver[vi];
+
+		if (!sw_open(sw, v))
+			continue;
+		nopen++;
+		for (m = 0; m < sw->nmemb; m++)
+			if (!sw_seen(v, sw->ranks[m]))
+				missing[sw->ranks[m]]++;
+	}
+	printf(json ? ",\"open\":%u,\"rounds\":[" :
+		      "rounds: %u open\n", nopen);
+	for (vi = 0; vi < sw->slots * 2; vi++) {
+		const struct sw_ver *v = &sw->ver[vi];
+
+		if (!sw_open(sw, v))
+			continue;
+		printf(json ? "%s{\"slot\":%u,\"version\":%u,\"round\":%u,"
+			      "\"dtype\":\"%s\",\"op\":\"%s\",\"count\":%u,"
+			      "\"in\":%u,\"up_pending\":%s,\"waiting\":[" :
+			      "%s\tslot %u version %u round %u %s %s %u words: %u",
+		       sep, vi / 2, vi % 2, v->round,
+		       xina_wire_dtype_name(v->dtype), xina_wire_op_name(v->op),
+		       v->count, v->ncontrib,
+		       json ? (v->up_pending ? "true" : "false") : "");
+		sep = json ? "," : "";
+		if (!json)
+			printf(" of %u in", sw->nmemb);
+		if (!json && v->ncontrib + 1 == sw->nmemb)
+			printf(", waiting for rank");
+		else if (!json && v->ncontrib < sw->nmemb)
+			printf(", waiting for ranks");
+		for (m = 0, k = 0; m < sw->nmemb; m++) {
+			r = sw->ranks[m];
+			if (!sw_seen(v, r))
+				printf(json ? "%s%u" : "%s%u", k++ ? "," :
+				       json ? "" : " ", r);
+		}
+		if (json)
+			printf("]}");
+		else if (v->up_pending)
+			printf(", partial up to upper job %u, waiting for its result\n",
+			       sw->up->job);
+		else
+			printf("\n");
+	}
+	printf(json ? "],\"missing\":[" : "");
+	for (r = 0, k = 0; r < sw->workers; r++) {
+		if (!missing[r])
+			continue;
+		inet_ntop(AF_INET, &sw->member[r].addr.sin_addr, addr,
+			  sizeof(addr));
+		printf(json ? "%s{\"rank\":%u,\"addr\":\"%s\",\"port\":%u,"
+			      "\"rounds\":%u}" :
+			      "%s\trank %u %s:%u missing from %u of %u open round%s\n",
+		       json ? (k++ ? "," : "") : "", r, addr,
+		       ntohs(sw->member[r].addr.sin_port), missing[r], nopen,
+		       json || nopen == 1 ? "" : "s");
+	}
+	printf(json ? "]" : "");
+	free(missing);
+}
+
+static void sw_print(const struct swagg *sw, bool json, bool rounds)
 {
 	int i;
 
@@ -1129,6 +1236,8 @@ static void sw_print(const struct swagg *sw, bool json)
 		       sw->gso ? "true" : "false", sw->gro ? "true" : "false");
 		if (sw->up)
 			sw_up_print(sw, json);
+		if (rounds)
+			sw_print_rounds(sw, json);
 		printf("}\n");
 		return;
 	}
@@ -1146,6 +1255,8 @@ static void sw_print(const struct swagg *sw, bool json)
 	       sw->gro ? "on" : "off");
 	if (sw->up)
 		sw_up_print(sw, json);
+	if (rounds)
+		sw_print_rounds(sw, json);
 }
 
 int main(int argc, char **argv)
@@ -1158,6 +1269,7 @@ int main(int argc, char **argv)
 	err = sw_parse(&sw, argc, argv, &json, &bind_sa);
 	if (err)
 		return 2;
+	sw.json = json;
 	err = sw_setup(&sw, &bind_sa);
 	if (err)
 		return 1;
@@ -1169,7 +1281,7 @@ int main(int argc, char **argv)
 			sw.job, sw.workers, sw.slots, sw.elems, sw.port,
 			sw.gso ? "on" : "off", sw.gro ? "on" : "off");
 	err = sw_loop(&sw);
-	sw_print(&sw, json);
+	sw_print(&sw, json, false);
 	fflush(stdout);
 	close(sw.fd);
 	return err ? 1 : 0;

@@ -97,6 +97,7 @@ struct swagg {
 	bool			gso;
 	bool			gro;
 	bool			verbose;
+	bool			json;		/* --json: counters as JSON */
 	size_t			pkt_sz;
 	struct sw_member	*member;
 	struct xina_join_job	jj;	/* the epoch and who joined it */
