@@ -138,7 +138,11 @@ check_err $? "a round waits for other ranks than 3: $(jq -c '[.rounds[].waiting]
 grep -q "waiting for rank 3\$" "$TMP/rounds.txt" &&
 	grep -q "rank 3 $(rack_worker_ip 3):$RACK_WORKER_PORT missing from $open of $open open round" "$TMP/rounds.txt"
 check_err $? "the text does not name rank 3: $(cat "$TMP/rounds.txt")"
-log_test "dead worker: job rounds names rank 3 as what $open open rounds wait for"
+# Stuck: open, unchanged, 300 ms apart: every one of them.
+xctl -j job rounds "$JOB" stuck 300 >"$TMP/stuck.json"
+[ "$(jq -c '[.open, .stuck_ms, [.missing[] | [.rank, .rounds]]]' "$TMP/stuck.json")" = "[$open,300,[[3,$open]]]" ]
+check_err $? "job rounds stuck 300: $(jq -c '[.open, .stuck_ms, .missing]' "$TMP/stuck.json"), want all $open rounds stuck on rank 3"
+log_test "dead worker: job rounds names rank 3 as what $open open rounds wait for, all of them stuck"
 
 # No switch at all: nothing answers on 10.77.0.254's xina port.  The
 # handshake in xina_open() waits the stated timeout for an answer to its

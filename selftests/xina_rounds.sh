@@ -6,7 +6,9 @@
 # (their join and call time out), and the round they left open on the
 # switch names rank 2 as missing, in text and JSON.  After a complete
 # allreduce of all 3 no round is open.  A job that does not exist fails
-# with its reason.  Runs on the map backend here and on the module backend
+# with its reason.  "stuck MS" keeps the rounds open and unchanged MS ms
+# apart: all of them with nothing moving, none across a complete run.
+# Runs on the map backend here and on the module backend
 # in the VM (selftests/vm/xina_e2e_module.sh), where xinactl reads the
 # rounds through XINA_CMD_ROUNDS_GET.
 
@@ -75,13 +77,27 @@ echo "$json" | jq -e --argjson job "$JOB" '.job == $job and .expected == 3 and
 	(.missing | length == 1) and .missing[0].rank == 2 and
 	.missing[0].rounds == .open' >/dev/null
 check_err $? "JSON: $json"
-log_test "ranks 0 and 1 of 3 gave up: their round waits for rank 2 (text, JSON)"
+# Nothing moves: every open round is also stuck (open and unchanged 300
+# ms apart).
+stuck=$(xctl -j job rounds "$JOB" stuck 300 2>&1)
+echo "$stuck" | jq -e --argjson open "$(echo "$json" | jq .open)" \
+	'.open == $open and .stuck_ms == 300 and .missing[0].rank == 2' >/dev/null
+check_err $? "stuck 300 with nothing moving: $stuck, want all of $json"
+log_test "ranks 0 and 1 of 3 gave up: their round waits for rank 2 (text, JSON), stuck"
 
+# A look across the complete run: the old round did not stay (the run's
+# joins opened a new epoch), so nothing is stuck.
+xctl -j job rounds "$JOB" stuck 2000 >"$TMP/stuck.json" 2>&1 &
+spid=$!
 rack_allreduce "$RACK" "$N" "$TMP/all" --job "$JOB" --key-file "$KEYFILE" \
 	--slots "$SLOTS" --elems "$ELEMS" --dtype i32 --bytes $((64 << 10)) \
 	--iters 2 --timeout-ms 5000
 check_err $? "$? of $N workers failed: $(cat "$TMP"/all/w*.err | tr '\n' ' ')"
 check_workers "$N" "$TMP/all"
+wait "$spid"
+check_err $? "job rounds stuck 2000 failed: $(cat "$TMP/stuck.json")"
+jq -e '.open == 0 and .missing == []' "$TMP/stuck.json" >/dev/null
+check_err $? "a round counted stuck across a complete run: $(cat "$TMP/stuck.json")"
 out=$(xctl job rounds "$JOB" 2>&1)
 check_err $? "job rounds $JOB failed: $out"
 echo "$out" | grep -q "^job $JOB epoch [0-9]*: 0 rounds open$"
@@ -89,6 +105,6 @@ check_err $? "after a complete allreduce: '$out', want '0 rounds open'"
 json=$(xctl -j job rounds "$JOB" 2>&1)
 echo "$json" | jq -e '.open == 0 and .rounds == [] and .missing == []' >/dev/null
 check_err $? "JSON after a complete allreduce: $json"
-log_test "after a complete allreduce of all $N ranks no round is open"
+log_test "after a complete allreduce of all $N ranks no round is open, none was stuck across it"
 
 tap_end

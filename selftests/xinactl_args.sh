@@ -339,6 +339,10 @@ refused "unknown argument '2'" x job show 1 2
 refused "job 99 does not exist" x job rounds 99
 refused "missing job ID" x job rounds
 refused "unknown argument '2'" x job rounds 1 2
+refused "'stuck' needs a value" x job rounds 1 stuck
+refused "stuck MS '0' out of range" x job rounds 1 stuck 0
+refused "stuck MS 'x' is not a number" x job rounds 1 stuck x
+refused "unknown argument '5'" x job rounds 1 stuck 10 5
 refused "'job' given twice" x stats job 2 job 3
 refused "job 99 does not exist" x stats job 99
 refused "'job' needs a value" x stats job
@@ -435,6 +439,7 @@ busywait 5 stat_is 2 complete 1
 check_err $? "complete of job 2 is not 1: $(x -j stats job 2)"
 json_ok x -j stats job 2 'j["jobs"][0]["contrib"] == 1 and j["jobs"][0]["rx"] == 2'
 json_ok x -j job rounds 2 'j["open"] == 0 and j["rounds"] == []'
+json_ok x -j job rounds 2 stuck 10 'j["open"] == 0 and j["stuck_ms"] == 10'
 out=$(x job rounds 2)
 [[ "$out" == "job 2 epoch "*": 0 rounds open" ]]
 check_err $? "text of job rounds 2: $out"

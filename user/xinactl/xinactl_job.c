@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xina_json.h"
 #include "xina_keyfile.h"
@@ -29,6 +30,7 @@
 #define JOB_MAX_ID	0xffffffffU
 #define JOB_DEF_UPRESEND_MS	20
 #define JOB_MAX_UPRESEND_MS	10000
+#define JOB_MAX_STUCK_MS	3600000	/* job rounds ID stuck MS */
 
 void xinactl_job_usage(FILE *f)
 {
@@ -37,7 +39,7 @@ void xinactl_job_usage(FILE *f)
 		"       xinactl [ OPTIONS ] job set ID [ keyfile PATH ] [ upkeyfile UPATH ]\n"
 		"       xinactl [ OPTIONS ] job del ID\n"
 		"       xinactl [ OPTIONS ] job show [ ID ]\n"
-		"       xinactl [ OPTIONS ] job rounds ID\n"
+		"       xinactl [ OPTIONS ] job rounds ID [ stuck MS ]\n"
 		"       xinactl [ OPTIONS ] job help\n"
 		"where  ID := 1..%u  N := 1..%d  S := 1..%u (default %d)\n"
 		"       E := 1..%d (default %d)\n"
@@ -61,11 +63,12 @@ void xinactl_job_usage(FILE *f)
 		"               and epochs stay\n"
 		"       rounds: the rounds of the job's current epoch that have\n"
 		"               contributions but no result yet, and the ranks each\n"
-		"               waits for; a round still open, same number, when\n"
-		"               shown again is stuck on those ranks\n",
+		"               waits for; with stuck MS, only those open and unchanged\n"
+		"               (same round, same contributions) MS ms later (1..%d):\n"
+		"               stuck on the ranks they wait for\n",
 		JOB_MAX_ID, XINA_MAX_WORKERS, JOB_MAX_SLOTS, JOB_DEF_SLOTS,
 		XINA_MAX_ELEMS, JOB_DEF_ELEMS, XINA_UDP_PORT, XINA_UDP_PORT,
-		JOB_MAX_UPRESEND_MS, JOB_DEF_UPRESEND_MS);
+		JOB_MAX_UPRESEND_MS, JOB_DEF_UPRESEND_MS, JOB_MAX_STUCK_MS);
 }
 
 static int job_parse_id(const char *cmd, int argc, char **argv, __u32 *id)
@@ -759,16 +762,55 @@ static void job_print_round(const struct xinactl_job *job,
  * packets do not reach the switch (their drop counters in "stats job ID"
  * and the workers' own stats tell which).
  */
+/*
+ * Keep of @rs the rounds that are in @later unchanged (same slot version,
+ * round and contributions in): open all the time between the two looks.
+ */
+static void job_rounds_stuck(struct xinactl_rounds *rs,
+			     const struct xinactl_rounds *later)
+{
+	__u32 i, j = 0, k, n = 0;
+
+	for (i = 0; i < rs->nr; i++) {
+		const struct xinactl_round *a = &rs->r[i];
+
+		/* both lists are in slot version order */
+		for (k = j; k < later->nr; k++) {
+			const struct xinactl_round *b = &later->r[k];
+
+			if (b->slot > a->slot ||
+			    (b->slot == a->slot && b->version >= a->version))
+				break;
+		}
+		j = k;
+		if (j < later->nr && later->r[j].slot == a->slot &&
+		    later->r[j].version == a->version &&
+		    later->r[j].round == a->round && later->r[j].in == a->in &&
+		    rs->epoch == later->epoch)
+			rs->r[n++] = *a;
+	}
+	rs->nr = n;
+}
+
 static int job_rounds(struct xinactl *x, int argc, char **argv)
 {
-	struct xinactl_rounds rs = {};
+	struct xinactl_rounds rs = {}, later = {};
 	struct xinactl_job *job;
-	__u32 id, i, r, expected = 0, *missing = NULL;
+	__u32 id, i, r, expected = 0, *missing = NULL, stuck_ms = 0;
 	char addr[INET_ADDRSTRLEN];
 	int ret;
 
 	if (job_parse_id("job rounds", argc, argv, &id))
 		return -EINVAL;
+	if (argc > 1 && xmatches(argv[1], "stuck")) {
+		if (argc < 3)
+			return xmissing("job rounds", argv[1]);
+		if (xparse_u32("stuck MS", argv[2], 1, JOB_MAX_STUCK_MS,
+			       &stuck_ms))
+			return -EINVAL;
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc > 1)
 		return xunexpected("job rounds", argv[1]);
 	if (!x->be->rounds_get) {
@@ -789,6 +831,19 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 		missing = calloc(XINA_MAX_WORKERS, sizeof(*missing));
 		ret = rs.r && missing ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
 	}
+	/* stuck MS: a second look; only the rounds open in both count */
+	if (!ret && stuck_ms) {
+		later.max = rs.max;
+		later.r = calloc(later.max, sizeof(*later.r));
+		if (!later.r) {
+			ret = -ENOMEM;
+		} else {
+			usleep(stuck_ms * 1000ULL);
+			ret = x->be->rounds_get(x, id, &later);
+		}
+		if (!ret)
+			job_rounds_stuck(&rs, &later);
+	}
 	x->be->close(x);
 	if (ret)
 		goto out;
@@ -807,6 +862,9 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 	xp_uint(XP_JSON, "expected", NULL, expected);
 	xp_uint(XP_ANY, "open", rs.nr == 1 ? ": %llu round open" :
 					    ": %llu rounds open", rs.nr);
+	if (stuck_ms)
+		xp_uint(XP_ANY, "stuck_ms", " for %llu ms, unchanged (stuck)",
+			stuck_ms);
 	xp_nl();
 	xp_open_arr("rounds");
 	for (i = 0; i < rs.nr; i++) {
@@ -839,6 +897,7 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 	xp_close_obj();
 out:
 	free(missing);
+	free(later.r);
 	free(rs.r);
 	free(job);
 	return ret;
