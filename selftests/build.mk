@@ -79,7 +79,8 @@ $(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c selftests/xina_ref.h \
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan
 $(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
-			   user/tools/xina_swagg.h user/common/xina_names.c \
+			   user/tools/xina_swagg.h bpf/xina_rtt.h \
+			   user/common/xina_names.c \
 			   user/common/xina_keyfile.c user/common/xina_keyfile.h \
 			   user/common/xina_names.h user/common/xina_nh.c \
 			   user/common/xina_nh.h include/uapi/linux/xina.h
