@@ -24,7 +24,7 @@ $(ST_OUT)/xdp_pass.bpf.o: selftests/xdp_pass.bpf.c | $(DEPS_STAMP)
 # xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
 SELFTESTS += $(ST_OUT)/xina_fastpath
 $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
-			 selftests/xina_ref.h bpf/xina_maps.h \
+			 selftests/xina_ref.h bpf/xina_maps.h bpf/xina_rtt.h \
 			 include/uapi/linux/xina.h \
 			 $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
