@@ -52,6 +52,14 @@ $(ST_OUT)/xina_pack: selftests/xina_pack.c selftests/xtest.h \
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -O3 -ffp-contract=off $< \
 		user/lib/libxina_pack.c -o $@ -lm
 
+# xina_rtt: the round-trip estimator of the fast path's uplink, libxina and
+# xina-swagg --up against RFC 6298 in double arithmetic.
+SELFTESTS += $(ST_OUT)/xina_rtt
+$(ST_OUT)/xina_rtt: selftests/xina_rtt.c selftests/xtest.h bpf/xina_rtt.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ -lm
+
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).
 SELFTESTS += $(ST_OUT)/xina_probe
