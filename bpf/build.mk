@@ -20,7 +20,7 @@ bpf: $(BPF_OBJS) $(BPF_OUT)/xina.skel.h \
      $(BPF_OUT)/xina_wkr.skel.h
 
 $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c bpf/xina_maps.h bpf/xina_auth.h bpf/xina_join.h \
-		    bpf/xina_lanes.h \
+		    bpf/xina_lanes.h bpf/xina_rtt.h \
 		    include/uapi/linux/xina.h \
 		    | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)

@@ -1772,35 +1772,40 @@ static __always_inline struct xina_up *xina_up_of(__u32 idx)
 /*
  * How long after a partial went up a member's retransmission may send it
  * up again: the upper round trip's timeout, RFC 6298's srtt + 4 rttvar
- * over the partials answered without a resend (Karn), at least resend_us
- * and at most XINA_UP_HOLD_MAX_NS.  As xina-swagg --up's timer, without
- * a timer: the members' retransmissions clock it.
+ * over the partials answered without a resend (Karn), at most
+ * XINA_UP_HOLD_MAX_NS and at least resend_us.  As xina-swagg --up's timer
+ * (bpf/xina_rtt.h, the same estimator), without a timer: the members'
+ * retransmissions clock it, and there is no backoff.
+ *
+ * Read without @up->lock, each word once (a sample may be under way on
+ * another CPU: each word is then the old or the new one, and any mix of
+ * the two is good enough for a hold).  The estimator is in us, the
+ * hold is compared with bpf_ktime_get_ns() times: the cap goes in as us
+ * and the result comes out as ns.  The floor is applied here, after the
+ * cap, as it was before the estimator was shared: a resend_us above the
+ * cap wins.
  */
 static __always_inline __u64 xina_up_hold(const struct xina_up *up)
 {
 	__u64 floor = (__u64)up->resend_us * 1000;
-	__u64 rto = *(const volatile __u64 *)&up->srtt_ns +
-		    4 * *(const volatile __u64 *)&up->rttvar_ns;
+	struct xina_rtt rtt = {
+		.srtt_us = *(const volatile __u32 *)&up->rtt.srtt_us,
+		.rttvar_us = *(const volatile __u32 *)&up->rtt.rttvar_us,
+	};
+	__u64 rto = (__u64)xina_rtt_rto(&rtt, 0, XINA_UP_HOLD_MAX_NS / 1000,
+					0) * 1000;
 
-	if (rto > XINA_UP_HOLD_MAX_NS)
-		rto = XINA_UP_HOLD_MAX_NS;
 	return rto > floor ? rto : floor;
 }
 
-/* A round trip sample @r (ns) into the estimator (RFC 6298, 2.2, 2.3). */
+/*
+ * A round trip sample @r (ns) into the estimator (RFC 6298, 2.2, 2.3;
+ * bpf/xina_rtt.h keeps it in us).
+ */
 static __always_inline void xina_up_rtt(struct xina_up *up, __u64 r)
 {
-	__u64 d;
-
 	bpf_spin_lock(&up->lock);
-	if (!up->srtt_ns) {
-		up->srtt_ns = r;
-		up->rttvar_ns = r / 2;
-	} else {
-		d = up->srtt_ns > r ? up->srtt_ns - r : r - up->srtt_ns;
-		up->rttvar_ns = (3 * up->rttvar_ns + d) / 4;
-		up->srtt_ns = (7 * up->srtt_ns + r) / 8;
-	}
+	xina_rtt_sample(&up->rtt, r);
 	bpf_spin_unlock(&up->lock);
 }
 

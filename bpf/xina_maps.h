@@ -73,6 +73,7 @@
 #include "../include/uapi/linux/xina.h"
 #include "xina_auth.h"
 #include "xina_join.h"
+#include "xina_rtt.h"
 
 #define XINA_PIN_DIR		"/run/xina"	/* on a bpffs xinactl mounts */
 #define XINA_SLOT_VERSIONS	1024		/* default xina_meta entries */
@@ -305,12 +306,11 @@ struct xina_up {
 	__u32	resend_us;	/* a partial goes up again at most this
 				 * often, however many members ask, and
 				 * not before the upper round trip's
-				 * timeout (@srtt_ns, @rttvar_ns) */
+				 * timeout (@rtt) */
 	__u32	pad;
-	/* under @lock (the fast path reads the 64-bit values without it) */
-	__u64	srtt_ns;	/* smoothed partial-to-result time; 0: no
-				 * sample yet */
-	__u64	rttvar_ns;	/* and its variation (RFC 6298) */
+	/* under @lock (the fast path reads @rtt's words without it) */
+	struct xina_rtt rtt;	/* partial-to-result time (RFC 6298,
+				 * bpf/xina_rtt.h), in us */
 	__u64	nonce;		/* of the latest upper join */
 	__u32	epoch;		/* upper epoch granted */
 	__u32	rack_epoch;	/* rack epoch @epoch stands for; 0: none */

@@ -177,6 +177,7 @@ $(VM_PROGS_OUT)/xina_kfunc.bpf.o: selftests/vm/xina_kfunc.bpf.c \
 # that it has the layout of the map backend's (same maps and programs) and
 # xinactl can load either.
 $(O)/bpf/xina_kf.bpf.o: bpf/xina.bpf.c bpf/xina_maps.h bpf/xina_auth.h bpf/xina_join.h \
+			bpf/xina_lanes.h bpf/xina_rtt.h \
 			kmod/xina_kf.bpf.h \
 			kmod/xina_kf_tc.bpf.h kmod/xina_kfunc.h \
 			include/uapi/linux/xina.h | $(DEPS_STAMP)

@@ -24,7 +24,7 @@ $(ST_OUT)/xdp_pass.bpf.o: selftests/xdp_pass.bpf.c | $(DEPS_STAMP)
 # xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
 SELFTESTS += $(ST_OUT)/xina_fastpath
 $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
-			 selftests/xina_ref.h bpf/xina_maps.h \
+			 selftests/xina_ref.h bpf/xina_maps.h bpf/xina_rtt.h \
 			 include/uapi/linux/xina.h \
 			 $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
@@ -51,6 +51,14 @@ $(ST_OUT)/xina_pack: selftests/xina_pack.c selftests/xtest.h \
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -O3 -ffp-contract=off $< \
 		user/lib/libxina_pack.c -o $@ -lm
+
+# xina_rtt: the round-trip estimator of the fast path's uplink, libxina and
+# xina-swagg --up against RFC 6298 in double arithmetic.
+SELFTESTS += $(ST_OUT)/xina_rtt
+$(ST_OUT)/xina_rtt: selftests/xina_rtt.c selftests/xtest.h bpf/xina_rtt.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ -lm
 
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).
@@ -79,7 +87,8 @@ $(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c selftests/xina_ref.h \
 # lines, and a write out of bounds is a failure rather than luck.
 SELFTESTS += $(ST_OUT)/xina-swagg-asan
 $(ST_OUT)/xina-swagg-asan: user/tools/xina_swagg.c user/tools/xina_swagg_up.c \
-			   user/tools/xina_swagg.h user/common/xina_names.c \
+			   user/tools/xina_swagg.h bpf/xina_rtt.h \
+			   user/common/xina_names.c \
 			   user/common/xina_keyfile.c user/common/xina_keyfile.h \
 			   user/common/xina_names.h user/common/xina_nh.c \
 			   user/common/xina_nh.h include/uapi/linux/xina.h

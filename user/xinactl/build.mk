@@ -13,7 +13,8 @@ XINACTL_SRCS := $(addprefix user/xinactl/,xinactl.c xinactl_job.c \
 XINACTL_OBJS := $(addprefix $(O)/user/xinactl/,$(notdir $(XINACTL_SRCS:.c=.o)))
 XINACTL_HDRS := user/xinactl/xinactl.h user/common/xina_json.h \
 		user/common/xina_names.h user/common/xina_keyfile.h \
-		bpf/xina_maps.h bpf/xina_auth.h include/uapi/linux/xina.h \
+		bpf/xina_maps.h bpf/xina_auth.h bpf/xina_rtt.h \
+		include/uapi/linux/xina.h \
 		$(O)/bpf/xina.skel.h
 
 $(O)/user/xinactl/%.o: user/xinactl/%.c $(XINACTL_HDRS) $(DEPS_STAMP)

@@ -55,8 +55,8 @@ struct xinactl_up {
 	__u32	epoch;		/* upper epoch granted (0: none yet) */
 	__u32	rack_epoch;	/* the job's epoch it stands for */
 	__u32	want;		/* the job's epoch of an upper join in flight */
-	__u64	srtt_ns;	/* smoothed partial-to-result time */
-	__u64	rttvar_ns;	/* and its variation */
+	__u32	srtt_us;	/* smoothed partial-to-result time */
+	__u32	rttvar_us;	/* and its variation */
 	__u64	c[XINACTL_UP_STATS];	/* enum xina_upstat */
 };
 

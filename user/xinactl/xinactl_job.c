@@ -579,8 +579,8 @@ static void job_print_up(const struct xinactl_up *up)
 	xp_uint(XP_ANY, "epoch", "\tup epoch %llu", up->epoch);
 	xp_uint(XP_ANY, "rack_epoch", " for epoch %llu", up->rack_epoch);
 	xp_uint(XP_ANY, "want", " joining for %llu", up->want);
-	xp_uint(XP_ANY, "srtt_us", " srtt %lluus", up->srtt_ns / 1000);
-	xp_uint(XP_ANY, "rttvar_us", " rttvar %lluus", up->rttvar_ns / 1000);
+	xp_uint(XP_ANY, "srtt_us", " srtt %lluus", up->srtt_us);
+	xp_uint(XP_ANY, "rttvar_us", " rttvar %lluus", up->rttvar_us);
 	xp_nl();
 	xp_text("\tup");
 	for (i = 0; i < sizeof(job_upstat_names) / sizeof(job_upstat_names[0]); i++) {

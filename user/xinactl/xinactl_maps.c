@@ -607,8 +607,8 @@ static void xm_up_read(struct xm *m, __u32 idx, struct xinactl_up *out)
 	out->epoch = up.epoch;
 	out->rack_epoch = up.rack_epoch;
 	out->want = up.want;
-	out->srtt_ns = up.srtt_ns;
-	out->rttvar_ns = up.rttvar_ns;
+	out->srtt_us = up.rtt.srtt_us;
+	out->rttvar_us = up.rtt.rttvar_us;
 	buf = calloc(m->ncpus, stride);
 	if (!buf || bpf_map_lookup_elem(m->fd[XM_UPSTATS], &idx, buf))
 		goto out;
