@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "xina_json.h"
 #include "xina_keyfile.h"
@@ -626,21 +626,35 @@ static int job_print(struct xinactl *x, const struct xinactl_job *job,
 	return 0;
 }
 
+/*
+ * Job @id, read into a new *@job (freed by the caller, also on an error),
+ * with the backend left open on success (closed by the caller).
+ */
+static int job_open_get(struct xinactl *x, __u32 id, struct xinactl_job **job)
+{
+	int ret;
+
+	*job = calloc(1, sizeof(**job));
+	if (!*job)
+		return -ENOMEM;
+	ret = x->be->open(x, 0);
+	if (ret)
+		return ret;
+	ret = x->be->job_get(x, id, *job);
+	if (ret)
+		x->be->close(x);
+	return ret;
+}
+
 static int job_show_one(struct xinactl *x, __u32 id)
 {
 	struct xinactl_job *job;
 	int ret;
 
-	job = calloc(1, sizeof(*job));
-	if (!job)
-		return -ENOMEM;
-	ret = x->be->open(x, 0);
+	ret = job_open_get(x, id, &job);
 	if (ret)
 		goto out;
-	ret = x->be->job_get(x, id, job);
 	x->be->close(x);
-	if (ret)
-		goto out;
 
 	xp_open_obj(NULL);
 	xp_str(XP_JSON, "backend", NULL, x->be->name);
@@ -818,19 +832,13 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 		     x->be->name);
 		return -EOPNOTSUPP;
 	}
-	job = calloc(1, sizeof(*job));
-	if (!job)
-		return -ENOMEM;
-	ret = x->be->open(x, 0);
+	ret = job_open_get(x, id, &job);
 	if (ret)
 		goto out;
-	ret = x->be->job_get(x, id, job);
-	if (!ret) {
-		rs.max = 2 * job->slots;
-		rs.r = calloc(rs.max, sizeof(*rs.r));
-		missing = calloc(XINA_MAX_WORKERS, sizeof(*missing));
-		ret = rs.r && missing ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
-	}
+	rs.max = 2 * job->slots;
+	rs.r = calloc(rs.max, sizeof(*rs.r));
+	missing = calloc(XINA_MAX_WORKERS, sizeof(*missing));
+	ret = rs.r && missing ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
 	/* stuck MS: a second look; only the rounds open in both count */
 	if (!ret && stuck_ms) {
 		later.max = rs.max;
@@ -838,7 +846,13 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 		if (!later.r) {
 			ret = -ENOMEM;
 		} else {
-			usleep(stuck_ms * 1000ULL);
+			struct timespec ts = {
+				.tv_sec = stuck_ms / 1000,
+				.tv_nsec = (stuck_ms % 1000) * 1000000L,
+			};
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
 			ret = x->be->rounds_get(x, id, &later);
 		}
 		if (!ret)
