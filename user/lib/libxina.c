@@ -599,7 +599,7 @@ static uint64_t xina_call_timeout_ns(const struct xina *x,
 
 static int xina_timeout_error(struct xina *x, struct xina_call *c)
 {
-	char list[256] = "";
+	char list[256] = "", hint[128] = "";
 	size_t len = 0;
 	unsigned int k = 0;
 	uint32_t s;
@@ -617,10 +617,15 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 	 * without any answer point at the path or the switch, answers that
 	 * were ignored or malformed point at the two ends disagreeing.
 	 */
+	/* the switch names who its open rounds wait for */
+	if (!x->refused)
+		snprintf(hint, sizeof(hint),
+			 "; 'xinactl job rounds %u' on the switch names the ranks its open rounds wait for",
+			 x->o.job);
 	xina_fail(x,
 		  "job %u rank %u: no result from switch %s:%u for %llu ms%s; "
 		  "%s %s: %llu of %llu blocks done, %u outstanding (%s%s); "
-		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s",
+		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s%s",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
 		  (unsigned long long)(xina_call_timeout_ns(x, c) / 1000000),
 		  c->done ? "" : " (join timeout: a peer may not have reached this call)",
@@ -632,8 +637,8 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 		  (unsigned long long)(x->st.malformed - c->st0.malformed),
 		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
 		  "a peer stopped contributing, the switch is gone, or a new run of the job's workers "
-		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch); "
-		  "'xinactl job rounds JOB' on the switch names the ranks its open rounds wait for");
+		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch)",
+		  hint);
 	return -ETIMEDOUT;
 }
 
