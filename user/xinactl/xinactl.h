@@ -231,7 +231,7 @@ int job_parse_up(struct job_args *a, const char *cmd, const char *kw,
 /* all of UPLINK or none; fills in the default upresend */
 int job_check_up(struct job_args *a, const char *cmd);
 /* the upper job's secret from key file @path (never created) */
-int job_upkey_load(const char *path, struct xinactl_up *up);
+int job_upkey_load(const char *path, __u8 *secret);
 /* ranks 0..workers-1 each given, or only a rack's (at least one) with UPLINK */
 int job_check_members(const struct job_args *a);
 

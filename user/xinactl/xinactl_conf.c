@@ -642,7 +642,7 @@ static int conf_parse_job(struct conf *c, const struct conf_obj *o,
 	}
 	if (j->upkeyfile[0] && (flags & CONF_F_SYSTEM)) {
 		xerr_at(c->file, a->upkeyfile_line);
-		ret = job_upkey_load(j->upkeyfile, &j->job.up);
+		ret = job_upkey_load(j->upkeyfile, j->job.up.secret);
 		if (ret)
 			goto out;
 	}

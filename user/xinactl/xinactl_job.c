@@ -258,11 +258,11 @@ int job_parse_up(struct job_args *a, const char *cmd, const char *kw,
 }
 
 /* The upper job's secret: the upper switch's, so never made here. */
-int job_upkey_load(const char *path, struct xinactl_up *up)
+int job_upkey_load(const char *path, __u8 *secret)
 {
 	char err[512];
 
-	if (xina_keyfile_read(path, up->secret, err, sizeof(err))) {
+	if (xina_keyfile_read(path, secret, err, sizeof(err))) {
 		xerr("upkeyfile: %s", err);
 		return -EINVAL;
 	}
@@ -368,7 +368,7 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 	}
 	if (job_check_up(a, cmd))
 		return -EINVAL;
-	if (a->uppath && job_upkey_load(a->uppath, &a->job.up))
+	if (a->uppath && job_upkey_load(a->uppath, a->job.up.secret))
 		return -EINVAL;
 	return job_check_members(a);
 }
@@ -401,60 +401,41 @@ out:
 static int job_set(struct xinactl *x, int argc, char **argv)
 {
 	const char *cmd = "job set";
-	__u8 secret[XINA_SECRET_BYTES];
-	struct xinactl_up *up;
-	bool keyfile = false;
+	__u8 secret[XINA_SECRET_BYTES], upsecret[XINA_SECRET_BYTES];
+	bool keyfile = false, upkeyfile = false, up;
 	__u32 id;
-	int ret;
+	int ret = -EINVAL;
 
 	if (job_parse_id(cmd, argc, argv, &id))
 		return -EINVAL;
-	/* only up->secret is used: the upper secret, read but never made */
-	up = calloc(1, sizeof(*up));
-	if (!up)
-		return -ENOMEM;
-	ret = -EINVAL;
 	for (argc--, argv++; argc > 0; argc--, argv++) {
-		if (xmatches(argv[0], "keyfile")) {
-			if (argc < 2) {
-				ret = xmissing(cmd, argv[0]);
-				goto out;
-			}
-			argc--, argv++;
-			if (keyfile) {
-				xerr("%s: 'keyfile' given twice", cmd);
-				goto out;
-			}
-			if (xkeyfile_load(argv[0], secret))
-				goto out;
-			keyfile = true;
-		} else if (xmatches(argv[0], "upkeyfile")) {
-			if (argc < 2) {
-				ret = xmissing(cmd, argv[0]);
-				goto out;
-			}
-			argc--, argv++;
-			if (up->job) {
-				xerr("%s: 'upkeyfile' given twice", cmd);
-				goto out;
-			}
-			if (job_upkey_load(argv[0], up))
-				goto out;
-			up->job = 1;	/* given */
-		} else if (xmatches(argv[0], "key")) {
-			ret = job_key_refused(cmd);
-			goto out;
-		} else {
-			ret = xunexpected(cmd, argv[0]);
+		up = xmatches(argv[0], "upkeyfile");
+		if (!up && !xmatches(argv[0], "keyfile")) {
+			ret = xmatches(argv[0], "key") ? job_key_refused(cmd) :
+							 xunexpected(cmd, argv[0]);
 			goto out;
 		}
+		if (argc < 2) {
+			ret = xmissing(cmd, argv[0]);
+			goto out;
+		}
+		if (up ? upkeyfile : keyfile) {
+			ret = job_twice_in(cmd, argv[0]);
+			goto out;
+		}
+		argc--, argv++;
+		/* the upper secret is read, never made */
+		if (up ? job_upkey_load(argv[0], upsecret) :
+			 xkeyfile_load(argv[0], secret))
+			goto out;
+		*(up ? &upkeyfile : &keyfile) = true;
 	}
-	if (!keyfile && !up->job) {
+	if (!keyfile && !upkeyfile) {
 		xerr("%s: nothing to change: 'keyfile PATH' or 'upkeyfile UPATH'; see 'xinactl job help'",
 		     cmd);
 		goto out;
 	}
-	if (up->job && !x->be->job_uprekey) {
+	if (upkeyfile && !x->be->job_uprekey) {
 		xerr("%s: the %s backend has no uplinks: 'upkeyfile' needs the map backend",
 		     cmd, x->be->name);
 		goto out;
@@ -463,15 +444,14 @@ static int job_set(struct xinactl *x, int argc, char **argv)
 	if (ret)
 		goto out;
 	/* the uplink first: a job without one is refused before any change */
-	if (up->job)
-		ret = x->be->job_uprekey(x, id, up->secret);
+	if (upkeyfile)
+		ret = x->be->job_uprekey(x, id, upsecret);
 	if (!ret && keyfile)
 		ret = x->be->job_rekey(x, id, secret);
 	x->be->close(x);
 out:
 	explicit_bzero(secret, sizeof(secret));
-	explicit_bzero(up, sizeof(*up));
-	free(up);
+	explicit_bzero(upsecret, sizeof(upsecret));
 	return ret;
 }
 
@@ -768,15 +748,6 @@ static void job_print_round(const struct xinactl_job *job,
 #define JOB_ROUNDS_TEXT_MAX	32	/* rounds listed in text output */
 
 /*
- * "job rounds ID": the rounds of the job's current epoch that have
- * contributions and no result yet, and which ranks each waits for, then
- * per rank how many of them wait for it.  A snapshot: a job at work has
- * rounds open for a moment.  One still open, with the same round number,
- * when looked at again is stuck: its missing ranks stopped, or their
- * packets do not reach the switch (their drop counters in "stats job ID"
- * and the workers' own stats tell which).
- */
-/*
  * Keep of @rs the rounds that are in @later unchanged (same slot version,
  * round and contributions in): open all the time between the two looks.
  */
@@ -785,6 +756,10 @@ static void job_rounds_stuck(struct xinactl_rounds *rs,
 {
 	__u32 i, j = 0, k, n = 0;
 
+	if (rs->epoch != later->epoch) {	/* a new run: nothing stayed */
+		rs->nr = 0;
+		return;
+	}
 	for (i = 0; i < rs->nr; i++) {
 		const struct xinactl_round *a = &rs->r[i];
 
@@ -799,18 +774,27 @@ static void job_rounds_stuck(struct xinactl_rounds *rs,
 		j = k;
 		if (j < later->nr && later->r[j].slot == a->slot &&
 		    later->r[j].version == a->version &&
-		    later->r[j].round == a->round && later->r[j].in == a->in &&
-		    rs->epoch == later->epoch)
+		    later->r[j].round == a->round && later->r[j].in == a->in)
 			rs->r[n++] = *a;
 	}
 	rs->nr = n;
 }
 
+/*
+ * "job rounds ID": the rounds of the job's current epoch that have
+ * contributions and no result yet, and which ranks each waits for, then
+ * per rank how many of them wait for it.  A snapshot: a job at work has
+ * rounds open for a moment.  One still open, with the same round number,
+ * when looked at again ("stuck MS") is stuck: its missing ranks stopped, or their
+ * packets do not reach the switch (their drop counters in "stats job ID"
+ * and the workers' own stats tell which).
+ */
 static int job_rounds(struct xinactl *x, int argc, char **argv)
 {
 	struct xinactl_rounds rs = {}, later = {};
 	struct xinactl_job *job;
-	__u32 id, i, r, expected = 0, *missing = NULL, stuck_ms = 0;
+	__u32 id, i, r, expected = 0, missing[XINA_MAX_WORKERS] = {};
+	__u32 stuck_ms = 0;
 	char addr[INET_ADDRSTRLEN];
 	int ret;
 
@@ -837,8 +821,7 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 		goto out;
 	rs.max = 2 * job->slots;
 	rs.r = calloc(rs.max, sizeof(*rs.r));
-	missing = calloc(XINA_MAX_WORKERS, sizeof(*missing));
-	ret = rs.r && missing ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
+	ret = rs.r ? x->be->rounds_get(x, id, &rs) : -ENOMEM;
 	/* stuck MS: a second look; only the rounds open in both count */
 	if (!ret && stuck_ms) {
 		later.max = rs.max;
@@ -910,7 +893,6 @@ static int job_rounds(struct xinactl *x, int argc, char **argv)
 	xp_close_arr();
 	xp_close_obj();
 out:
-	free(missing);
 	free(later.r);
 	free(rs.r);
 	free(job);
