@@ -1117,6 +1117,20 @@ static int xm_upjob_find(struct xm *m, __u32 id, struct xina_upjob *uj,
 }
 
 /*
+ * The keys an uplink @up (its upper job and rank set) tags and checks
+ * with, from the upper job's @secret: its member and result keys in @up,
+ * the upper job's NH key in @nhk.  On add and on a new upper secret.
+ */
+static void xm_up_keys(const __u8 *secret, struct xina_up *up,
+		       struct xina_nhkey *nhk)
+{
+	xina_derive_key(secret, XINA_LABEL_MEMBER, up->job, up->rank,
+			up->kmine);
+	xina_derive_key(secret, XINA_LABEL_RESULT, up->job, 0, up->kres);
+	xina_derive_nh(secret, up->job, nhk->k, XINA_MAX_ELEMS);
+}
+
+/*
  * The uplink of a new job at index @idx (or none: a zeroed entry), written
  * before the job entry that makes the fast path use it.  The upper join is
  * the fast path's: no epoch yet, its first nonce above every earlier
@@ -1148,9 +1162,6 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 	up.addr = cu->addr;
 	up.port = cu->port;
 	up.resend_us = cu->resend_us;
-	xina_derive_key(cu->secret, XINA_LABEL_MEMBER, cu->job, cu->rank,
-			up.kmine);
-	xina_derive_key(cu->secret, XINA_LABEL_RESULT, cu->job, 0, up.kres);
 	ret = xm_up_route(job, &up);
 	if (ret)
 		return ret;
@@ -1177,7 +1188,7 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 		ret = -ENOMEM;
 		goto err;
 	}
-	xina_derive_nh(cu->secret, cu->job, nhk->k, XINA_MAX_ELEMS);
+	xm_up_keys(cu->secret, &up, nhk);
 	if (bpf_map_update_elem(m->fd[XM_UPNH], &idx, nhk, BPF_ANY) ||
 	    bpf_map_update_elem(m->fd[XM_UPSTATS], &idx, zc, BPF_ANY)) {
 		ret = -errno;
@@ -1404,9 +1415,7 @@ static int xm_job_uprekey(struct xinactl *x, __u32 id, const __u8 *secret)
 		ret = -ENOMEM;
 		goto out;
 	}
-	xina_derive_nh(secret, up.job, nhk->k, XINA_MAX_ELEMS);
-	xina_derive_key(secret, XINA_LABEL_MEMBER, up.job, up.rank, up.kmine);
-	xina_derive_key(secret, XINA_LABEL_RESULT, up.job, 0, up.kres);
+	xm_up_keys(secret, &up, nhk);
 	if (bpf_map_update_elem(m->fd[XM_UPNH], &j.idx, nhk, BPF_ANY) ||
 	    bpf_map_update_elem(m->fd[XM_UPS], &j.idx, &up, BPF_F_LOCK))
 		ret = -errno;
