@@ -1142,14 +1142,11 @@ static bool sw_open(const struct swagg *sw, const struct sw_ver *v)
  */
 static void sw_print_rounds(const struct swagg *sw, bool json)
 {
-	uint32_t vi, nopen = 0, *missing;
+	uint32_t vi, nopen = 0, missing[XINA_MAX_WORKERS] = {};
 	char addr[INET_ADDRSTRLEN];
 	unsigned int m, r, k;
 	const char *sep = "";
 
-	missing = calloc(sw->workers, sizeof(*missing));
-	if (!missing)
-		return;
 	for (vi = 0; vi < sw->slots * 2; vi++) {
 		const struct sw_ver *v = &sw->ver[vi];
 
@@ -1185,8 +1182,7 @@ static void sw_print_rounds(const struct swagg *sw, bool json)
 		for (m = 0, k = 0; m < sw->nmemb; m++) {
 			r = sw->ranks[m];
 			if (!sw_seen(v, r))
-				printf(json ? "%s%u" : "%s%u", k++ ? "," :
-				       json ? "" : " ", r);
+				printf("%s%u", k++ ? "," : json ? "" : " ", r);
 		}
 		if (json)
 			printf("]}");
@@ -1196,7 +1192,8 @@ static void sw_print_rounds(const struct swagg *sw, bool json)
 		else
 			printf("\n");
 	}
-	printf(json ? "],\"missing\":[" : "");
+	if (json)
+		printf("],\"missing\":[");
 	for (r = 0, k = 0; r < sw->workers; r++) {
 		if (!missing[r])
 			continue;
@@ -1209,8 +1206,8 @@ static void sw_print_rounds(const struct swagg *sw, bool json)
 		       ntohs(sw->member[r].addr.sin_port), missing[r], nopen,
 		       json || nopen == 1 ? "" : "s");
 	}
-	printf(json ? "]" : "");
-	free(missing);
+	if (json)
+		printf("]");
 }
 
 static void sw_print(const struct swagg *sw, bool json, bool rounds)
