@@ -265,8 +265,10 @@ log_test "all workers killed mid-allreduce (epoch $EPOCH_A), a new run at once: 
 # ---- the old run's packets, replayed -----------------------------------------------
 K_A=$(count a $T_CONTRIB)
 J_A=$(count a $T_JOIN)
-[ "$K_A" -gt 0 ] && [ "$J_A" = 1 ]
-check_err $? "run A: $K_A contributions and $J_A joins captured, want some and 1"
+# Rank 0 of run A joined once, but may have sent its join again (the
+# same nonce) when the reply was late: every copy must be join_stale.
+[ "$K_A" -gt 0 ] && [ "$J_A" -ge 1 ]
+check_err $? "run A: $K_A contributions and $J_A joins captured, want some and at least 1"
 declare -A before
 for s in rx contrib complete drop_epoch join join_stale epoch_new stale \
 	 retrans_answered drop_auth; do
