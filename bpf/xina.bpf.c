@@ -245,8 +245,8 @@ static __always_inline int xina_check_join(struct xina_pkt *pkt)
 {
 	struct xina_hdr *xh = pkt->xh;
 
-	if (xh->count || xh->op || xh->flags || xh->exp || xh->round ||
-	    xh->epoch)
+	/* epoch: the run the worker names (any value) */
+	if (xh->count || xh->op || xh->flags || xh->exp || xh->round)
 		return XINA_MALFORMED;
 	if (ntohs_bounded(pkt->udp->len) !=
 	    sizeof(struct udphdr) + sizeof(*xh))
@@ -2003,12 +2003,13 @@ stale:
 /*
  * A join of a rack member to the current rack epoch @epoch, which the
  * upper epoch does not stand for: the frame (already the bare header)
- * becomes the rack's join of the upper job, nonce @nonce.
+ * becomes the rack's join of the upper job, nonce @nonce, naming the rack
+ * epoch's run @run (the workers' run is the job's across its racks).
  */
 static __always_inline int xina_up_join(struct xdp_md *ctx,
 					const struct xina_job *job,
 					struct xina_up *up, __u64 nonce,
-					struct xina_up_counters *uc)
+					__u32 run, struct xina_up_counters *uc)
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
@@ -2028,7 +2029,7 @@ static __always_inline int xina_up_join(struct xdp_md *ctx,
 	xh->weight = 0;
 	xh->slot = bpf_htonl(job->slots);
 	xh->round = 0;
-	xh->epoch = 0;
+	xh->epoch = bpf_htonl(run);
 	xh->aux = bpf_htonl(job->elems);
 	xh->offset = bpf_cpu_to_be64(nonce);
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
@@ -2427,7 +2428,7 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 	__u32 rank = bpf_ntohs(xh->rank);
 	struct xina_member *member;
 	struct xina_join_mbr *jm;
-	__u32 key, status, epoch;
+	__u32 key, status, epoch, run;
 	int fits, busy, v;
 	__u64 nonce;
 
@@ -2452,11 +2453,13 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 	       xh->dtype == XINA_DTYPE_INT32;
 	busy = xina_busy(job->idx);
 	nonce = bpf_be64_to_cpu(xh->offset);
+	run = bpf_ntohl(xh->epoch);
 
 	bpf_spin_lock(&ep->lock);
-	v = xina_join_decide(&ep->j, jm, rank, nonce, fits, busy);
+	v = xina_join_decide(&ep->j, jm, rank, nonce, run, fits, busy);
 	status = jm->status;
 	epoch = jm->epoch;
+	run = ep->j.run;
 	bpf_spin_unlock(&ep->lock);
 
 	switch (v) {
@@ -2482,7 +2485,7 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 	if (!xh)
 		return XDP_DROP;
 	if (nonce)
-		return xina_up_join(ctx, job, up, nonce, uc);
+		return xina_up_join(ctx, job, up, nonce, run, uc);
 	xina_join_reply_hdr(xh, job, status, epoch);
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(member->key[0],
 						 member->key[1],

@@ -43,7 +43,8 @@ _Static_assert(XINA_JOIN_WORDS == 4, "xina_join_decide() clears four words");
 /* A job's epoch and who joined it. */
 struct xina_join_job {
 	__u32	epoch;				/* current; never 0 */
-	__u32	pad;
+	__u32	run;				/* the run of @epoch's first
+						 * joiner (0: it named none) */
 	__u64	joined[XINA_JOIN_WORDS];	/* ranks joined to @epoch */
 };
 
@@ -71,18 +72,27 @@ static __always_inline __u32 xina_epoch_next(__u32 epoch)
 
 /*
  * Decide on a join of member @rank (below the job's workers, which the
- * caller checked) with nonce @nonce, whose tag verified.  @fits: the
- * worker's slots, elements per slot and dtype fit the job.  @busy: a round
- * of the current epoch completed within the last XINA_JOIN_BUSY_MS.  The
- * caller holds the job's join lock.
+ * caller checked) with nonce @nonce, whose tag verified.  @run: the run
+ * the join names (its epoch field; 0: none).  @fits: the worker's slots,
+ * elements per slot and dtype fit the job.  @busy: a round of the current
+ * epoch completed within the last XINA_JOIN_BUSY_MS.  The caller holds the
+ * job's join lock.
+ *
+ * A new run of the workers is a join of a member that joined the current
+ * epoch already, or one that names another run than the epoch's first
+ * joiner did: without the second rule a rank that never joined a run
+ * which died would, joining first in the next run, be taken into the dead
+ * run's epoch and complete its open rounds with its own data.
  */
 static __always_inline int xina_join_decide(struct xina_join_job *j,
 					    struct xina_join_mbr *m,
-					    __u32 rank, __u64 nonce,
+					    __u32 rank, __u64 nonce, __u32 run,
 					    int fits, int busy)
 {
 	__u32 w = (rank / 64) & (XINA_JOIN_WORDS - 1);
 	__u64 bit = 1ULL << (rank & 63);
+	int none = !(j->joined[0] | j->joined[1] | j->joined[2] |
+		     j->joined[3]);
 
 	if (nonce < m->nonce || !nonce)
 		return XINA_JD_STALE;
@@ -94,18 +104,21 @@ static __always_inline int xina_join_decide(struct xina_join_job *j,
 		m->status = XINA_JOIN_MISMATCH;
 		return XINA_JD_REFUSE;
 	}
-	if (!(j->joined[w] & bit)) {
+	if (none)
+		j->run = run;
+	if (!(j->joined[w] & bit) && run == j->run) {
 		j->joined[w] |= bit;
 		m->status = XINA_JOIN_OK;
 		m->epoch = j->epoch;
 		return XINA_JD_JOINED;
 	}
-	/* it joined this epoch before: a new run of the workers */
+	/* it joined this epoch before, or names another run: a new run */
 	if (busy) {
 		m->status = XINA_JOIN_BUSY;
 		return XINA_JD_REFUSE;
 	}
 	j->epoch = xina_epoch_next(j->epoch);
+	j->run = run;
 	j->joined[0] = 0;
 	j->joined[1] = 0;
 	j->joined[2] = 0;

@@ -570,9 +570,11 @@ static int xina_job_join(struct xina_job *job, struct xdp_buff *xdp,
 	spin_lock(&job->join_lock);
 	jj = job->join;
 	verdict = xina_join_decide(&jj, &job->jmbr[rank], rank,
-				   get_unaligned_be64(&h->offset), fits,
+				   get_unaligned_be64(&h->offset),
+				   get_unaligned_be32(&h->epoch), fits,
 				   xina_job_busy(job, jj.epoch));
 	memcpy(job->join.joined, jj.joined, sizeof(jj.joined));
+	WRITE_ONCE(job->join.run, jj.run);
 	WRITE_ONCE(job->join.epoch, jj.epoch);
 	mbr = job->jmbr[rank];
 	spin_unlock(&job->join_lock);
@@ -659,8 +661,9 @@ static void xina_xdp_copy(struct xdp_buff *xdp, u32 off, void *buf, u32 len,
 
 /*
  * A XINA_T_JOIN at @off: a bare header in a frame of nothing else (the
- * reply is made of it in place), with the fields a join leaves 0 at 0.
- * The caller checked the version.
+ * reply is made of it in place), with the fields a join leaves 0 at 0
+ * (its epoch is the run it names, any value).  The caller checked the
+ * version.
  */
 static int xina_kf_join(struct xdp_buff *xdp, u32 off, struct xina_hdr *h,
 			__be32 saddr, __be16 sport)
@@ -673,7 +676,7 @@ static int xina_kf_join(struct xdp_buff *xdp, u32 off, struct xina_hdr *h,
 	    off + sizeof(*h) != xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
 	if (h->count || h->flags || h->weight || h->op || h->exp ||
-	    h->round || h->epoch)
+	    h->round)
 		return XINA_KF_MALFORMED;
 
 	local_bh_disable();

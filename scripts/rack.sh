@@ -314,7 +314,9 @@ rack_job_add_at()
 # rack_allreduce RACK N OUTDIR ARGS...: one xina-allreduce per worker, all
 # at once, each pinned to CPU (rank mod CPUs) so that contributions to one
 # slot reach the switch on different CPUs.  Worker i writes OUTDIR/wI.json
-# (its --json line) and OUTDIR/wI.err.  Returns how many workers failed.
+# (its --json line) and OUTDIR/wI.err.  The workers of one call are one
+# run of the job (--run: $XINA_RUN_ID if set, else a number drawn for the
+# call), as a launcher would give them.  Returns how many workers failed.
 rack_allreduce()
 {
 	rack_allreduce_at rack_worker_ns rack_worker_ip rack_switch_ip "$@"
@@ -339,6 +341,7 @@ rack_switch_ip()
 rack_allreduce_at()
 {
 	local nsfn=$1 ipfn=$2 swfn=$3 rack=$4 n=$5 out=$6 cpus i pid fails=0
+	local run=${XINA_RUN_ID:-$(((RANDOM << 15 | RANDOM) + 1))}
 	local -a pids more
 
 	shift 6
@@ -350,7 +353,8 @@ rack_allreduce_at()
 		ip netns exec "$("$nsfn" "$rack" "$i")" taskset -c $((i % cpus)) \
 			"$XINA_O/xina-allreduce" --switch "$("$swfn" "$i")" \
 			--bind "$("$ipfn" "$i"):$RACK_WORKER_PORT" \
-			--rank "$i" --workers "$n" --json "$@" "${more[@]}" \
+			--rank "$i" --workers "$n" --run "$run" --json \
+			"$@" "${more[@]}" \
 			>"$out/w$i.json" 2>"$out/w$i.err" &
 		pids[i]=$!
 	done

@@ -1017,8 +1017,6 @@ TEST(malformed)
 		  (c = join_of(1, 4, 8, 1), c.flags = XINA_F_RETRANS));
 	MALFORMED("join with exp", (c = join_of(1, 4, 8, 1), c.exp = 1));
 	MALFORMED("join with round", (c = join_of(1, 4, 8, 1), c.round = 1));
-	MALFORMED("join with epoch",
-		  (c = join_of(1, 4, 8, 1), c.epoch = EPOCH0));
 	MALFORMED("join with weight", (c = join_of(1, 4, 8, 1), c.weight = 1));
 	MALFORMED("join of version 1",
 		  (c = join_of(1, 4, 8, 1), c.version = 1));
@@ -2123,6 +2121,107 @@ TEST(join_restart)
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 8), 0);
 	EXPECT_EQ(ntohl(xhdr(r.out)->epoch), e1);
 	EXPECT_TRUE(result_tag_ok(r.out), "result tag does not verify");
+}
+
+/*
+ * Runs (a join's epoch field).  Ranks 0 and 1 of 3 join as run 7 and leave
+ * slot 1's round 0 with two of three contributions: a run that died before
+ * rank 2 ever joined.  Rank 2 of the next run (8) joins first: another run,
+ * so a new epoch, rank 2 alone in it, not the dead run's epoch; its round 0
+ * starts slot 1's version afresh instead of completing the dead run's
+ * round with its data.  While a round of the epoch completed within
+ * XINA_JOIN_BUSY_MS another run is told busy, as a restart is.
+ */
+TEST(join_run)
+{
+	const __u32 e1 = EPOCH0 + 1;
+	struct counts before;
+	struct xina_meta m;
+	struct snapshot s;
+	struct jstate st;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_OK(pin_cpu(0));
+	ASSERT_OK(job_add(3, 4, 8, false));
+	c = join_of(0, 4, 8, 10);
+	c.epoch = 7;
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_TRUE(st.j.epoch == EPOCH0 && st.j.run == 7 && st.j.joined[0] == 1,
+		    "the first join: epoch %#x run %u joined %#llx, want %#x 7 1",
+		    st.j.epoch, st.j.run, (unsigned long long)st.j.joined[0],
+		    EPOCH0);
+	c = join_of(1, 4, 8, 20);
+	c.epoch = 7;
+	send_join(&c, &r);
+	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+
+	/* rank 2 of run 8, first: a new epoch, rank 2 alone, run 8 */
+	ASSERT_OK(snap_take(&s));
+	counts_read(&before);
+	c = join_of(2, 4, 8, 30);
+	c.epoch = 8;
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	before.j[XINA_STAT_RX]++;
+	before.j[XINA_STAT_EPOCH_NEW]++;
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_JOIN, 1), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_TRUE(st.j.epoch == e1 && st.j.run == 8 && st.j.joined[0] == 4,
+		    "rank 2 of run 8: epoch %#x run %u joined %#llx, want %#x 8 4",
+		    st.j.epoch, st.j.run, (unsigned long long)st.j.joined[0], e1);
+	EXPECT_TRUE(snap_same(&s), "a join changed slot memory");
+
+	/* its round 0 starts slot 1's version afresh: no result */
+	c = contrib(2, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_OK(meta_of(1, 0, &m));
+	EXPECT_TRUE(m.epoch == e1 && m.round == 0 && m.claimed == 1 &&
+		    !m.complete && m.seen[0] == 4,
+		    "slot 1: epoch %#x round %u claimed %u complete %u seen %#llx, want rank 2's alone in %#x",
+		    m.epoch, m.round, m.claimed, m.complete,
+		    (unsigned long long)m.seen[0], e1);
+
+	/* rank 0 of run 8 joins it; so does rank 1, completing the round */
+	c = join_of(0, 4, 8, 11);
+	c.epoch = 8;
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	c = join_of(1, 4, 8, 21);
+	c.epoch = 8;
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	ASSERT_OK(jstate_read(&st));
+	EXPECT_TRUE(st.j.epoch == e1 && st.j.joined[0] == 7,
+		    "run 8: epoch %#x joined %#llx, want %#x 7", st.j.epoch,
+		    (unsigned long long)st.j.joined[0], e1);
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	c.epoch = e1;
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 3, 1, 0, 8), 0);
+
+	/* a round just completed: a join of run 9 is told busy */
+	ASSERT_OK(jstate_read(&st));
+	counts_read(&before);
+	c = join_of(2, 4, 8, 31);
+	c.epoch = 9;
+	send_join(&c, &r);
+	EXPECT_EQ(answered(&r, &c, XINA_JOIN_BUSY, 0), 0);
+	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_REFUSED), 0);
+	st.jm[2].nonce = 31;
+	st.jm[2].status = XINA_JOIN_BUSY;
+	st.jm[2].epoch = 0;
+	EXPECT_TRUE(jstate_same(&st), "a busy refusal changed the epoch");
 }
 
 /*

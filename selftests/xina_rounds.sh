@@ -42,17 +42,27 @@ echo "$out" | grep -q "^job $JOB epoch [0-9]*: 0 rounds open$"
 check_err $? "a fresh job: '$out', want '0 rounds open'"
 log_test "a job without traffic has no round open"
 
-# Ranks 0 and 1 of 3: the first round (xina-allreduce's barrier) gets
-# their contributions and never rank 2's; both give up.
-mkdir -p "$TMP/part"
-for i in 0 1; do
+# worker I RUN DIR ARGS...: rank I of run RUN in the background, its
+# output in DIR/wI.json and DIR/wI.err; its pid in pids[I].
+worker()
+{
+	local i=$1 run=$2 dir=$3
+
+	shift 3
+	mkdir -p "$dir"
 	ip netns exec "$RACK-w$i" "$O/xina-allreduce" --switch "$RACK_SWITCH_IP" \
 		--bind "$(rack_worker_ip "$i"):$RACK_WORKER_PORT" \
 		--rank "$i" --workers "$N" --job "$JOB" --key-file "$KEYFILE" \
-		--slots "$SLOTS" --elems "$ELEMS" --dtype i32 --bytes 1024 \
-		--iters 1 --timeout-ms 1000 --join-timeout-ms 1500 --json \
-		>"$TMP/part/w$i.json" 2>"$TMP/part/w$i.err" &
+		--slots "$SLOTS" --elems "$ELEMS" --dtype i32 --run "$run" \
+		--json "$@" >"$dir/w$i.json" 2>"$dir/w$i.err" &
 	pids[i]=$!
+}
+
+# Ranks 0 and 1 of 3: the first round (xina-allreduce's barrier) gets
+# their contributions and never rank 2's; both give up.
+for i in 0 1; do
+	worker "$i" 1 "$TMP/part" --bytes 1024 --iters 1 --timeout-ms 1000 \
+		--join-timeout-ms 1500
 done
 fails=0
 for i in 0 1; do
@@ -88,33 +98,31 @@ log_test "ranks 0 and 1 of 3 gave up: their round waits for rank 2 (text, JSON),
 # A look across the complete run: the old round did not stay (the run's
 # joins opened a new epoch), so nothing is stuck.
 #
-# Rank 2 starts once ranks 0 and 1 opened the new run's epoch.  Rank 2
-# never joined the old epoch, so a join of it that came first would be
-# taken into the old epoch, and its first contribution would complete the
-# round ranks 0 and 1 left open; the switch then tells their joins busy
-# for 500 ms, they open the new epoch after it, and rank 2 waits in the
-# old one until it times out (seen once in CI on 6.1).  That is the
-# restart rule (a new run is the first join of a rank that joined the
-# current epoch already) meeting a run in which a rank never joined, not
-# what this test is about.
+# Rank 2, which never joined the dead run, joins first: ranks 0 and 1
+# start once the epoch changed.  Its join names another run (--run) than
+# the dead run's, so it opens a new epoch.  Were it taken into the old
+# one, its first contribution would complete the round ranks 0 and 1 left
+# open with its own data, and it would wait there until it timed out: no
+# new epoch, and this check fails.
 E_OLD=$(xctl -j job show "$JOB" | jq -r '.jobs[0].epoch')
 new_epoch()
 {
 	[ "$(xctl -j job show "$JOB" | jq -r '.jobs[0].epoch')" != "$E_OLD" ]
 }
-late_ns()	# late_ns RACK I: rack_worker_ns, rank 2 after the new epoch
-{
-	[ "$2" = 2 ] && busywait 20 new_epoch
-	rack_worker_ns "$@"
-}
 xctl -j job rounds "$JOB" stuck 2000 >"$TMP/stuck.json" 2>&1 &
 spid=$!
 sleep 0.5	# its first look before the run starts
-rack_allreduce_at late_ns rack_worker_ip rack_switch_ip "$RACK" "$N" "$TMP/all" \
-	--job "$JOB" --key-file "$KEYFILE" \
-	--slots "$SLOTS" --elems "$ELEMS" --dtype i32 --bytes $((64 << 10)) \
-	--iters 2 --timeout-ms 5000
-check_err $? "$? of $N workers failed: $(cat "$TMP"/all/w*.err | tr '\n' ' ')"
+worker 2 2 "$TMP/all" --bytes $((64 << 10)) --iters 2 --timeout-ms 5000
+busywait 10 new_epoch
+check_err $? "rank 2 of a new run did not open a new epoch (still $E_OLD)"
+for i in 0 1; do
+	worker "$i" 2 "$TMP/all" --bytes $((64 << 10)) --iters 2 --timeout-ms 5000
+done
+fails=0
+for i in 0 1 2; do
+	wait "${pids[i]}" || fails=$((fails + 1))
+done
+check_err "$fails" "$fails of $N workers failed: $(cat "$TMP"/all/w*.err | tr '\n' ' ')"
 check_workers "$N" "$TMP/all"
 wait "$spid"
 check_err $? "job rounds stuck 2000 failed: $(cat "$TMP/stuck.json")"
@@ -127,6 +135,6 @@ check_err $? "after a complete allreduce: '$out', want '0 rounds open'"
 json=$(xctl -j job rounds "$JOB" 2>&1)
 echo "$json" | jq -e '.open == 0 and .rounds == [] and .missing == []' >/dev/null
 check_err $? "JSON after a complete allreduce: $json"
-log_test "after a complete allreduce of all $N ranks no round is open, none was stuck across it"
+log_test "a new run whose rank 2 (never in the dead run) joins first: new epoch, all $N complete, no round open or stuck"
 
 tap_end

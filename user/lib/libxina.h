@@ -403,6 +403,17 @@ struct xina_opts {
 	 * only.  See "Host fallback" above and Documentation/protocol.md.
 	 */
 	const char	*fallback;
+	/*
+	 * This run of the job: a number every worker of the run passes, and
+	 * the next run another (a launcher's job or restart id, or one rank
+	 * 0 draws and broadcasts).  The switch takes a join naming another
+	 * run than its current epoch's for a new run of the workers, so a
+	 * rank that never joined a run that died cannot complete that run's
+	 * open rounds with its data (include/uapi/linux/xina.h, "Epochs").
+	 * 0: none; then only a rank that joined the epoch before starts a
+	 * new one.
+	 */
+	uint32_t	run;
 	size_t		:0;
 };
 

@@ -92,6 +92,7 @@ static void xina_join_fill(struct xina *x, struct xina_jwait *w)
 	h->rank = htons(x->o.rank);
 	h->slot = htonl(x->o.slots);
 	h->aux = htonl(x->o.elems);
+	h->epoch = htonl(x->o.run);
 	h->offset = htobe64(w->nonce);
 	h->tag = htobe64(xina_tag_hdr(x->kmine, h, 0));
 	w->tag = h->tag;

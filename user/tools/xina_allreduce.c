@@ -75,6 +75,7 @@ struct ar_cfg {
 	uint64_t	bytes;
 	uint32_t	iters;
 	uint32_t	inflight;	/* calls per iteration, started at once */
+	bool		run_set;	/* --run given */
 };
 
 #define AR_MAX_INFLIGHT	XINA_DEF_MAX_REQUESTS
@@ -115,11 +116,13 @@ static void ar_usage(FILE *f)
 		"                      [--type int8|int16|int32|int64|float16|bfloat16|float32 | --dtype i32|f32]\n"
 		"                      [--op sum|max|min|avg|and|or|xor]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
-		"                      [--rto-us U]\n"
+		"                      [--rto-us U] [--run ID]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--f16-wide] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
 		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed]]\n"
-		"--key-file: the job's key file (default $XINA_KEY_FILE)\n");
+		"--key-file: the job's key file (default $XINA_KEY_FILE)\n"
+		"--run: this run of the job, the same for every worker of it (default\n"
+		"       $XINA_RUN_ID, else 0: none; libxina.h, xina_opts.run)\n");
 }
 
 static int ar_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
@@ -170,7 +173,7 @@ enum {
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_F16_WIDE, OPT_JSON,
 	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
-	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED,
+	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED, OPT_RUN,
 };
 
 static const char *const ar_ops[] = {
@@ -275,6 +278,11 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 		err = ar_u64("--join-timeout-ms", arg, 1, UINT32_MAX, &v);
 		o->join_timeout_ms = v;
 		break;
+	case OPT_RUN:
+		err = ar_u64("--run", arg, 0, UINT32_MAX, &v);
+		o->run = v;
+		c->run_set = true;
+		break;
 	case OPT_RTO:
 		err = ar_u64("--rto-us", arg, 1, UINT32_MAX, &v);
 		o->rto_us = v;
@@ -356,6 +364,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 		{ "join-timeout-ms", required_argument, NULL, OPT_JOIN_TIMEOUT },
 		{ "rto-us", required_argument, NULL, OPT_RTO },
+		{ "run", required_argument, NULL, OPT_RUN },
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
 		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
@@ -394,6 +403,14 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	}
 	if (!c->o.key_file)
 		c->o.key_file = getenv("XINA_KEY_FILE");
+	if (!c->run_set && getenv("XINA_RUN_ID")) {
+		uint64_t v;
+
+		if (ar_u64("XINA_RUN_ID", getenv("XINA_RUN_ID"), 0,
+			   UINT32_MAX, &v))
+			goto usage;
+		c->o.run = v;
+	}
 	if (!c->o.key_file) {
 		fprintf(stderr, "xina-allreduce: --key-file (or XINA_KEY_FILE) is required: keys are not taken on the command line\n");
 		goto usage;

@@ -948,7 +948,8 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 	now = sw_now_ns();
 	busy = sw->last_complete_ns &&
 	       now - sw->last_complete_ns < XINA_JOIN_BUSY_MS * 1000000ull;
-	vd = xina_join_decide(&sw->jj, m, rank, be64toh(h->offset), fits, busy);
+	vd = xina_join_decide(&sw->jj, m, rank, be64toh(h->offset),
+			      ntohl(h->epoch), fits, busy);
 	if (vd == XINA_JD_STALE) {
 		sw->stat[XINA_STAT_JOIN_STALE]++;
 		return;
@@ -981,7 +982,7 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
  * Well-formedness first, as the XDP fast path and xina.ko check it:
  * anything failing here names no job.  weight is reserved (hierarchical
  * aggregation): until it means something, a weight is malformed.  A join
- * is a bare header; aux carries its elements per slot.
+ * is a bare header; aux carries its elements per slot, epoch its run.
  */
 static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		      const struct sockaddr_in *from)
@@ -994,7 +995,8 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    (h->type != XINA_T_CONTRIB && !join) ||
 	    h->flags & ~XINA_F_ALL || h->weight ||
-	    (join ? h->count || h->flags || len != sizeof(*h) :
+	    (join ? h->count || h->op || h->flags || h->exp || h->round ||
+		    len != sizeof(*h) :
 	     h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
 	     len != sizeof(*h) + (size_t)ntohs(h->count) * 4)) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;

@@ -189,6 +189,7 @@ int sw_up_join(struct swagg *sw)
 		j.rank = htons(up->rank);
 		j.slot = htonl(sw->slots);
 		j.aux = htonl(sw->elems);
+		j.epoch = htonl(sw->jj.run);	/* the workers' run */
 		j.offset = htobe64(sw_up_nonce(up));
 		j.tag = htobe64(xina_tag_hdr(up->kmine, &j, 0));
 		rto = SW_UP_JOIN_RTO_US;

@@ -76,6 +76,8 @@ struct xinactl_job {
 	bool	has_epoch;	/* the backend told @epoch and @joined */
 	__u32	epoch;		/* the job's current epoch */
 	__u16	joined;		/* members joined to it */
+	bool	has_run;	/* the backend told @run */
+	__u32	run;		/* the run its first joiner named (0: none) */
 	struct xinactl_up up;
 	struct xinactl_member member[XINA_MAX_WORKERS];
 };

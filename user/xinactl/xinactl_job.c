@@ -594,6 +594,8 @@ static int job_print(struct xinactl *x, const struct xinactl_job *job,
 		xp_uint(XP_ANY, "epoch", " epoch %llu", job->epoch);
 		xp_uint(XP_ANY, "joined", " joined %llu", job->joined);
 	}
+	if (job->has_run)
+		xp_uint(XP_ANY, "run", " run %llu", job->run);
 	xp_nl();
 	if (job->up.job)
 		job_print_up(&job->up);

@@ -648,6 +648,8 @@ static int xm_job_read(struct xm *m, __u32 id, struct xinactl_job *job)
 		job->has_epoch = true;
 		job->epoch = ep.j.epoch;
 		job->joined = xina_join_count(&ep.j);
+		job->has_run = true;
+		job->run = ep.j.run;
 	}
 	xm_up_read(m, j.idx, &job->up);
 	for (rank = 0; rank < j.workers && rank < XINA_MAX_WORKERS; rank++) {

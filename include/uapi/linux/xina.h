@@ -117,7 +117,10 @@
  *
  *	dtype	XINA_DTYPE_INT32: the unit of aux (32-bit words); the
  *		contributions may then carry any dtype
- *	op, flags, exp, count, weight, round, epoch: 0
+ *	op, flags, exp, count, weight, round: 0
+ *	epoch	the run the worker belongs to: a number every worker of one
+ *		run of the job passes (xina_opts.run), another in the next
+ *		run; 0: the worker names none
  *	job, rank	who the worker is
  *	slot	the slots the worker will use
  *	aux	its elements per slot
@@ -149,13 +152,17 @@
  * XINA_JOIN_BAD_KEY, out of the member's learned port when it has one, else
  * back out of the port it came in on.
  *
- * Epochs.  A new job has a random non-zero epoch and no member joined.  An
- * accepted join of a member that has not joined the current epoch adds it
- * and is answered with it.  A join of a member that already joined it is a
+ * Epochs.  A new job has a random non-zero epoch and no member joined.  The
+ * first accepted join of an epoch records the run it names.  An accepted
+ * join of a member that has not joined the current epoch, naming the
+ * epoch's run, adds it and is answered with it.  A join of a member that
+ * already joined it, or naming another run (0 is a run as any other), is a
  * new run of the workers (a restart): unless a round of the epoch completed
  * within the last XINA_JOIN_BUSY_MS (XINA_JOIN_BUSY: someone is using it),
  * the switch opens the next epoch (epoch + 1, never 0) with that member
- * alone joined.  A slot version keeps the epoch of its round: the first
+ * alone joined and its run.  Without runs (0 in every join), a rank that
+ * never joined a run that died, joining first in the next, is taken into
+ * the dead run's epoch.  A slot version keeps the epoch of its round: the first
  * contribution of the current epoch to a version of an older one starts it
  * afresh, and is accepted only for the first two rounds (round 0 or 1);
  * the old epoch's partials, result and tag are gone.
