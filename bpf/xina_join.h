@@ -43,8 +43,8 @@ _Static_assert(XINA_JOIN_WORDS == 4, "xina_join_decide() clears four words");
 /* A job's epoch and who joined it. */
 struct xina_join_job {
 	__u32	epoch;				/* current; never 0 */
-	__u32	run;				/* the run of @epoch's first
-						 * joiner (0: it named none) */
+	__u32	run;				/* the run @epoch's joins named
+						 * (0: none named one yet) */
 	__u64	joined[XINA_JOIN_WORDS];	/* ranks joined to @epoch */
 };
 
@@ -79,10 +79,14 @@ static __always_inline __u32 xina_epoch_next(__u32 epoch)
  * job's join lock.
  *
  * A new run of the workers is a join of a member that joined the current
- * epoch already, or one that names another run than the epoch's first
- * joiner did: without the second rule a rank that never joined a run
- * which died would, joining first in the next run, be taken into the dead
- * run's epoch and complete its open rounds with its own data.
+ * epoch already, or one that names another run than the epoch's (the
+ * first run a join of it named): without the second rule a rank that
+ * never joined a run which died would, joining first in the next run, be
+ * taken into the dead run's epoch and complete its open rounds with its
+ * own data.  A join naming no run (0) is taken into any epoch, as before
+ * runs: a worker that names none is not protected, and does not take
+ * the epoch from one that does (a rack agent joins its upper job at start,
+ * before its workers named their run).
  */
 static __always_inline int xina_join_decide(struct xina_join_job *j,
 					    struct xina_join_mbr *m,
@@ -91,8 +95,6 @@ static __always_inline int xina_join_decide(struct xina_join_job *j,
 {
 	__u32 w = (rank / 64) & (XINA_JOIN_WORDS - 1);
 	__u64 bit = 1ULL << (rank & 63);
-	int none = !(j->joined[0] | j->joined[1] | j->joined[2] |
-		     j->joined[3]);
 
 	if (nonce < m->nonce || !nonce)
 		return XINA_JD_STALE;
@@ -104,9 +106,9 @@ static __always_inline int xina_join_decide(struct xina_join_job *j,
 		m->status = XINA_JOIN_MISMATCH;
 		return XINA_JD_REFUSE;
 	}
-	if (none)
-		j->run = run;
-	if (!(j->joined[w] & bit) && run == j->run) {
+	if (!(j->joined[w] & bit) && (!run || !j->run || run == j->run)) {
+		if (run)
+			j->run = run;
 		j->joined[w] |= bit;
 		m->status = XINA_JOIN_OK;
 		m->epoch = j->epoch;

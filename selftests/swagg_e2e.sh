@@ -416,6 +416,46 @@ test_restart()
 	log_test $rc "workers restarted right after a run: busy, then a new epoch ($ep0), completed; no job del/add"
 }
 
+# A run died before rank 2 of 3 ever joined: ranks 0 and 1 (run 1) left
+# their first round open and gave up.  Rank 2 of the next run (2) joins
+# first; its join names another run, so it opens a new epoch instead of
+# completing the dead run's round with its data, and ranks 0 and 1 of run
+# 2 join it: all three complete, with no busy refusal on the way.
+test_run_first()
+{
+	local rc=0 r pids=""
+
+	start_swagg 3 || { log_test 1 "run first"; return; }
+	for r in 0 1; do
+		ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT \
+			--bind 127.0.1.$((r + 1)) --job $JOB --key-file "$KEYFILE" \
+			--rank "$r" --workers 3 --slots $SLOTS --elems $ELEMS \
+			--dtype i32 --bytes 1024 --iters 1 --run 1 --timeout-ms 500 \
+			--join-timeout-ms 800 --json > "$tmp/d$r.json" 2> "$tmp/d$r.err" &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p" && { why "a rank of the dead run completed without rank 2"; rc=1; }
+	done
+	wpids=""
+	for r in 2 0 1; do
+		ip netns exec "$ns" "$AR" --switch 127.0.0.1:$PORT \
+			--bind 127.0.1.$((r + 1)) --job $JOB --key-file "$KEYFILE" \
+			--rank "$r" --workers 3 --slots $SLOTS --elems $ELEMS \
+			--dtype i32 --bytes $((16 * ELEMS * 4)) --iters 2 --run 2 \
+			--json > "$tmp/w$r.json" 2> "$tmp/w$r.err" &
+		wpids="$wpids $!"
+		[ "$r" = 2 ] && sleep 1	# its join first
+	done
+	# check_workers reads the pids in rank order
+	wpids=$(echo "$wpids" | awk '{ print $2, $3, $1 }')
+	check_workers 3 || rc=1
+	stop_swagg
+	[ "$(swagg_stat epoch_new)" = 1 ] && [ "$(swagg_stat join_refused)" = 0 ] ||
+		{ why "epoch_new $(swagg_stat epoch_new) join_refused $(swagg_stat join_refused), want 1 0"; rc=1; }
+	log_test $rc "rank 2, never in a run that died, joins the next run first: a new epoch, all 3 complete"
+}
+
 test_api()
 {
 	local rc=0
@@ -679,6 +719,7 @@ test_bad_key
 test_mismatch
 test_no_job
 test_restart
+test_run_first
 test_agents
 
 echo "1..$ntest"

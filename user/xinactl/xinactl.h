@@ -77,7 +77,7 @@ struct xinactl_job {
 	__u32	epoch;		/* the job's current epoch */
 	__u16	joined;		/* members joined to it */
 	bool	has_run;	/* the backend told @run */
-	__u32	run;		/* the run its first joiner named (0: none) */
+	__u32	run;		/* the run its joins named (0: none yet) */
 	struct xinactl_up up;
 	struct xinactl_member member[XINA_MAX_WORKERS];
 };

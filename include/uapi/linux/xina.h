@@ -152,17 +152,18 @@
  * XINA_JOIN_BAD_KEY, out of the member's learned port when it has one, else
  * back out of the port it came in on.
  *
- * Epochs.  A new job has a random non-zero epoch and no member joined.  The
- * first accepted join of an epoch records the run it names.  An accepted
- * join of a member that has not joined the current epoch, naming the
- * epoch's run, adds it and is answered with it.  A join of a member that
- * already joined it, or naming another run (0 is a run as any other), is a
+ * Epochs.  A new job has a random non-zero epoch, no run and no member
+ * joined.  The first accepted join of an epoch that names a run records it
+ * as the epoch's.  An accepted join of a member that has not joined the
+ * current epoch, naming the epoch's run, or none (0), or any while the
+ * epoch has none, adds it and is answered with it.  A join of a member
+ * that already joined it, or naming another run than the epoch's, is a
  * new run of the workers (a restart): unless a round of the epoch completed
  * within the last XINA_JOIN_BUSY_MS (XINA_JOIN_BUSY: someone is using it),
  * the switch opens the next epoch (epoch + 1, never 0) with that member
  * alone joined and its run.  Without runs (0 in every join), a rank that
  * never joined a run that died, joining first in the next, is taken into
- * the dead run's epoch.  A slot version keeps the epoch of its round: the first
+ * the dead run's epoch, and its data completes the dead run's open rounds.  A slot version keeps the epoch of its round: the first
  * contribution of the current epoch to a version of an older one starts it
  * afresh, and is accepted only for the first two rounds (round 0 or 1);
  * the old epoch's partials, result and tag are gone.
