@@ -87,6 +87,9 @@ echo "$json" | jq -e --argjson job "$JOB" '.job == $job and .expected == 3 and
 	(.missing | length == 1) and .missing[0].rank == 2 and
 	.missing[0].rounds == .open' >/dev/null
 check_err $? "JSON: $json"
+run=$(xctl -j job show "$JOB" | jq -r '.jobs[0].run')
+[ "$run" = 1 ]
+check_err $? "the dead run's epoch has run '$run', want 1"
 # Nothing moves: every open round is also stuck (open and unchanged 300
 # ms apart).
 stuck=$(xctl -j job rounds "$JOB" stuck 300 2>&1)
@@ -124,6 +127,9 @@ for i in 0 1 2; do
 done
 check_err "$fails" "$fails of $N workers failed: $(cat "$TMP"/all/w*.err | tr '\n' ' ')"
 check_workers "$N" "$TMP/all"
+run=$(xctl -j job show "$JOB" | jq -r '.jobs[0].run')
+[ "$run" = 2 ] && [ "$(cat "$TMP"/all/w*.json | jq -r .run | sort -u)" = 2 ]
+check_err $? "the epoch's run $run, the workers' $(cat "$TMP"/all/w*.json | jq -r .run | tr '\n' ' '): want 2"
 wait "$spid"
 check_err $? "job rounds stuck 2000 failed: $(cat "$TMP/stuck.json")"
 jq -e '.open == 0 and .missing == []' "$TMP/stuck.json" >/dev/null
