@@ -17,8 +17,10 @@
 # The switch's counters must have moved by exactly the slots of the calls
 # the interposer takes, and its own count (XINA_MPI_VERBOSE) must match
 # the calls taken and passed on: what fell back to PMPI never reached the
-# switch, and its results were right.  Without XINA_SWITCH nothing
-# reaches the switch and the results stay right.
+# switch, and its results were right.  Every rank names one run in its
+# joins, the one the switch records: XINA_RUN_ID if set, else rank 0's,
+# broadcast.  Without XINA_SWITCH nothing reaches the switch and the
+# results stay right.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -73,6 +75,21 @@ mpi_run()
 	return $rc
 }
 
+# runs_agree JOB OUT [RUN]: every rank opened its handle naming one run
+# (XINA_MPI_VERBOSE), the run JOB's epoch on the switch records: RUN if
+# given, else not 0 (rank 0's, broadcast).
+runs_agree()
+{
+	local r runs
+
+	r=$(xctl -j job show "$1" | jq -r '.jobs[0].run // empty')
+	runs=$(grep -o 'xina handle open: job [0-9]*, run [0-9]*' "$2" |
+	       awk '{ print $NF }' | sort | uniq -c | awk '{ print $1, $2 }')
+	[ "$runs" = "$N $r" ] && [ "$r" != 0 ] && [ "$r" = "${3:-$r}" ]
+	check_err $? "runs: the ranks' (count, run) '$runs', the switch's '$r', want $N ranks with ${3:-a non-zero one}"
+	[ "$ret" -eq 0 ] && log_info "run: $r on every rank and on the switch"
+}
+
 # value KEY FILE: the number after KEY on the first line starting with it
 value()
 {
@@ -107,14 +124,15 @@ if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
 	tap_end
 fi
 
-# mpi4py_case JOB [single]: xina_mpi.py through the interposer on JOB
+# mpi4py_case JOB [single]: xina_mpi.py through the interposer on JOB,
+# with XINA_RUN_ID=$RUN if RUN is set
 mpi4py_case()
 {
 	local job=$1 out=$TMP/py$1.out taken passed ranks want_t want_p
 
 	rack_job_add "$RACK" "$N" "$job" "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
-	mpi_run "$job" "$out" /usr/bin/python3 "$XINA_ROOT/selftests/xina_mpi.py" \
-		"$ELEMS" "${@:2}"
+	MPI_ENV=${RUN:+XINA_RUN_ID=$RUN} mpi_run "$job" "$out" /usr/bin/python3 \
+		"$XINA_ROOT/selftests/xina_mpi.py" "$ELEMS" "${@:2}"
 	check_err $? "mpirun failed: $(cat "$out.mpirun" "$out" | grep -v '^ok:' | tail -n5 | tr '\n' ' ')"
 	[ "$(grep -c '^PASS$' "$out")" -eq "$N" ]
 	check_err $? "not every rank passed its checks"
@@ -126,14 +144,16 @@ mpi4py_case()
 	[ "$ranks" -eq "$N" ] && [ "$taken" -eq "$want_t" ] && [ "$passed" -eq "$want_p" ]
 	check_err $? "interposer: $ranks ranks took $taken and passed $passed calls, want $N ranks, $want_t and $want_p"
 	log_info "switch: job $job completed $(stat_of "$job" complete) slots; interposer: $taken calls taken, $passed to PMPI (all ranks)"
+	runs_agree "$job" "$out" "${RUN:-}"
 }
 
 mpi4py_case 1
-log_test "mpi4py comm.Allreduce and Iallreduce: int8/16/32/64 by sum/min/max/band/bor/bxor, float32 by sum/min/max through the switch, the rest through PMPI, all right"
+log_test "mpi4py comm.Allreduce and Iallreduce: int8/16/32/64 by sum/min/max/band/bor/bxor, float32 by sum/min/max through the switch, the rest through PMPI, all right; rank 0's run"
 
-# MPI_THREAD_SINGLE: the duplicate of COMM_WORLD goes through the switch too
-mpi4py_case 3 single
-log_test "mpi4py, MPI_THREAD_SINGLE: a communicator congruent to COMM_WORLD through the switch"
+# MPI_THREAD_SINGLE: the duplicate of COMM_WORLD goes through the switch
+# too; the run is XINA_RUN_ID
+RUN=2718281828 mpi4py_case 3 single
+log_test "mpi4py, MPI_THREAD_SINGLE: a communicator congruent to COMM_WORLD through the switch; run XINA_RUN_ID"
 
 # A call that fails in libxina (rank 1 has a NaN in a float sum; its
 # peers time out): every rank's error handler gets MPI_ERR_OTHER, and so

@@ -293,6 +293,8 @@ def error_checks(env):
     expect(xina.XinaError, "rank 1 out of range 0..0",
            lambda: xina.open_from_env(rank=1), "rank out of range",
            errno.EINVAL)
+    expect(ValueError, "run 4294967296 out of range 0..4294967295",
+           lambda: xina.open_from_env(run=1 << 32), "run out of range")
     expect(ValueError, "XINA_JOB not set",
            lambda: xina.open_from_env({k: v for k, v in env.items()
                                        if k != "XINA_JOB"}),

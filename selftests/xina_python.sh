@@ -6,7 +6,8 @@
 # header, int32 and float32 allreduce, sync and async, every dtype by every
 # op (numpy arrays and torch tensors) against numpy's and torch's
 # reduction, every error path with its message, and the PyTorch DDP
-# communication hook against Gloo on a few steps, in float32 and bfloat16.
+# communication hook against Gloo on a few steps, in float32 and bfloat16;
+# the run the switch records (XINA_RUN_ID, else the hook's broadcast one).
 # Every rank checks its own result (selftests/xina_python.py); the switch's
 # counters must show exactly the packets the calls imply.
 
@@ -34,6 +35,11 @@ export XINA_LIBXINA=$O/libxina.so.0
 stat_of()	# stat_of JOB NAME
 {
 	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
+}
+
+run_of()	# run_of JOB: the run its current epoch's first joiner named
+{
+	xctl -j job show "$1" | jq -r '.jobs[0].run // empty'
 }
 
 # py_ranks JOB N DIR ARGS...: xina_python.py ARGS on ranks 0..N-1 at once,
@@ -119,13 +125,18 @@ if ! { rack_up "$RACK" "$N" mtu "$RACK_FAST_MTU" >/dev/null &&
 fi
 
 # sync: int32 sum, int32 max, float32 sum (its exponents agreed on in one
-# int32 max call of its own) of n elements, and a block-sparse int32 sum.
+# int32 max call of its own) of n elements, and a block-sparse int32 sum;
+# the ranks name the run XINA_RUN_ID (open_from_env), which the switch
+# records for the epoch.
 n=5000
+run=3141592653
 rack_job_add "$RACK" "$N" 1 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
-py_ranks 1 "$N" "$TMP/sync" sync "$n"
+PY_ENV=XINA_RUN_ID=$run py_ranks 1 "$N" "$TMP/sync" sync "$n"
 rc=$?
 ranks_ok "$N" "$TMP/sync" && same_digests "$TMP/sync"
 check_err $rc "$rc of $N ranks failed"
+[ "$(run_of 1)" = "$run" ]
+check_err $? "switch: job 1's epoch has run '$(run_of 1)', want XINA_RUN_ID=$run"
 b=$(blocks "$n")
 # and a sparse int32 sum: one call of its bitmap (a bit a block), then the
 # blocks some rank holds non-zeros in (rank r in blocks b % 7 == r)
@@ -136,7 +147,7 @@ done
 switch_completes 1 $((3 * b + $(blocks "$b") + $(blocks $(((b + 31) / 32))) + union))
 log_info "$(grep -h '^ok: float32' "$TMP/sync/w0.out")"
 log_info "$(grep -h '^ok: sparse' "$TMP/sync/w0.out")"
-log_test "sync: int32 sum and max exact, float32 sum within the bound, sparse int32 sum exact, $N workers"
+log_test "sync: int32 sum and max exact, float32 sum within the bound, sparse int32 sum exact, $N workers, run XINA_RUN_ID"
 
 # async: four asyncio calls in flight, then four futures and a sync call
 # that must wait for them.
@@ -211,7 +222,13 @@ grep -h '^ok: rank 0 stalled' "$TMP"/ddp/w[1-9]*.out >"$TMP/ddp/stall"
 [ "$(wc -l <"$TMP/ddp/stall")" -eq $((N - 1)) ]
 check_err $? "not every other rank waited out rank 0's stall: $(cat "$TMP/ddp/stall")"
 log_info "$(head -n1 "$TMP/ddp/stall")"
-log_test "DDP hook: gradients as Gloo's within the float bound, a few steps; rank 0's 8 s stall (a checkpoint) waited for"
+# No XINA_RUN_ID: register() had rank 0 draw the run and broadcast it.
+runs=$(awk '$1 == "run" { print $2 }' "$TMP"/ddp/w*.out | sort -u | tr '\n' ' ')
+r=$(run_of 5)
+[ -n "$r" ] && [ "$r" != 0 ] && [ "$runs" = "$r " ]
+check_err $? "DDP: the ranks' runs '$runs', the switch's '$r': want one, non-zero, the same"
+log_info "DDP: every rank's run and the switch's epoch's: $r"
+log_test "DDP hook: gradients as Gloo's within the float bound, a few steps; rank 0's 8 s stall (a checkpoint) waited for; one run drawn by rank 0"
 
 # The DDP hook with 16-bit gradients: a float16 model under DDP, and
 # bfloat16 buckets through the hook as DDP calls it (torch 1.13's Gloo

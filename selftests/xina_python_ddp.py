@@ -247,6 +247,9 @@ def main(argv):
     dx = DDP(mx, bucket_cap_mb=8192 / 2 ** 20)
     dist._DEFAULT_FIRST_BUCKET_BYTES = first
     state = xina.ddp.register(dx)
+    # no XINA_RUN_ID: rank 0's draw, the same on every rank (the test
+    # compares them with the switch's)
+    print(f"run {state.handle.run}", flush=True)
     sizes = []
     threads = threading.active_count()
     opt = torch.optim.SGD(dg.parameters(), lr=0.1)

@@ -54,8 +54,17 @@
  * (libxina's opts.fallback: every rank's ring address, IPV4:PORT,... in
  * rank order, the same list on every rank).  Job rank = rank in
  * MPI_COMM_WORLD.
- * XINA_MPI_VERBOSE=1 prints each rank's count of calls taken and passed
- * on at MPI_Finalize.
+ *
+ * The run (libxina's opts.run): XINA_RUN_ID if set (the same on every
+ * rank: a launcher's job or restart id; 0 is none), else a random non-zero
+ * 32-bit number that rank 0 draws and broadcasts to the others when the
+ * handle opens.  The switch takes a join naming another run than its
+ * current epoch's for a new run of the workers: without a run of its own,
+ * a rank that never joined a run that died (the job restarted before that
+ * rank joined), joining first in the next run, was taken into the dead
+ * run's epoch and completed its open rounds with its own data.
+ * XINA_MPI_VERBOSE=1 prints each rank's run when its handle opens and its
+ * count of calls taken and passed on at MPI_Finalize.
  *
  * The handle is opened at the first eligible call, and used only if every
  * rank of the communicator opened one (a PMPI_Allreduce of the outcome):
@@ -83,6 +92,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "libxina.h"
@@ -199,8 +209,11 @@ static int xm_key(struct xina_opts *o)
 	return 0;
 }
 
-/* Build the options from the environment; -1 (said why) if incomplete. */
-static int xm_config(struct xina_opts *o, int world_size)
+/*
+ * Build the options from the environment, the run XINA_RUN_ID or else
+ * @run (rank 0's); -1 (said why) if incomplete.
+ */
+static int xm_config(struct xina_opts *o, int world_size, uint32_t run)
 {
 	unsigned long long v = 0;
 	const char *s;
@@ -251,7 +264,30 @@ static int xm_config(struct xina_opts *o, int world_size)
 	if (xm_env_num("XINA_JOIN_TIMEOUT_MS", 1, UINT32_MAX, false, &v))
 		return -1;
 	o->join_timeout_ms = v;
+	v = run;
+	if (xm_env_num("XINA_RUN_ID", 0, UINT32_MAX, false, &v))
+		return -1;
+	o->run = v;
 	return xm_key(o);
+}
+
+/* A run number of rank 0's for the ranks to share; 0 (none) if no luck. */
+static uint32_t xm_draw_run(void)
+{
+	uint32_t run = 0;
+	ssize_t len;
+
+	while (!run) {
+		len = getrandom(&run, sizeof(run), 0);
+		if (len == -1 && errno == EINTR)
+			continue;
+		if (len != sizeof(run)) {
+			xm_say("getrandom: %s: no run for the job (XINA_RUN_ID sets one)",
+			       len < 0 ? strerror(errno) : "short read");
+			return 0;
+		}
+	}
+	return run;
 }
 
 static void xm_log(void *ctx, enum xina_log_level level, const char *msg)
@@ -270,14 +306,30 @@ static void xm_activate(MPI_Comm comm)
 	XINA_OPTS(o, .log = xm_log, .log_level = XINA_LOG_WARN,
 		  .max_requests = XINA_MAX_REQUESTS);
 	int world_size, ok = 0, all = 0, err;
+	const char *verbose = getenv("XINA_MPI_VERBOSE"), *s;
+	uint32_t run = 0;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xm.world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
 
-	if (getenv("XINA_SWITCH") && !xm_config(&o, world_size)) {
+	/*
+	 * Rank 0's run, for the ranks without XINA_RUN_ID.  Broadcast whatever
+	 * the environment, as every rank must make the same collective calls.
+	 * On @comm: MPI_COMM_WORLD or congruent to it (the same rank 0), and
+	 * the collective every rank is in right now.
+	 */
+	s = getenv("XINA_RUN_ID");
+	if (xm.world_rank == 0 && getenv("XINA_SWITCH") && (!s || !*s))
+		run = xm_draw_run();
+	err = PMPI_Bcast(&run, 1, MPI_UINT32_T, 0, comm);
+	if (err != MPI_SUCCESS) {
+		xm_say("cannot broadcast rank 0's run: not opening the xina handle");
+	} else if (getenv("XINA_SWITCH") && !xm_config(&o, world_size, run)) {
 		err = xina_open(&o, &xm.x);
 		if (err)	/* xm_log said why */
 			xm_say("xina_open: %s", strerror(-err));
+		else if (verbose && strcmp(verbose, "0"))
+			xm_say("xina handle open: job %u, run %u", o.job, o.run);
 		ok = !err;
 	}
 	err = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);

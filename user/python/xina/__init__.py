@@ -69,6 +69,14 @@ The environment (open_from_env()):
                      the switch does not take complete on a TCP ring
     XINA_F16_WIDE    optional: 1 puts float16 sums and averages in 32-bit
                      lanes (correctly rounded; half the elements a packet)
+    XINA_RUN_ID      optional: this run of the job (libxina's opts.run),
+                     the same number on every worker of the run and
+                     another in the next run (a launcher's job or restart
+                     id); 0 or unset: none.  The switch takes a join naming
+                     another run than its epoch's for a new run, so that a
+                     rank that never joined a run that died does not
+                     complete its open rounds.  xina.ddp draws one on rank
+                     0 and broadcasts it when it is not set.
 """
 
 import asyncio
@@ -232,6 +240,11 @@ class Xina:
     default) may be in flight, one more raises XinaError(EAGAIN).  An
     array handed to an async call must not be touched until its future is
     done (the handle keeps a reference to it until then).
+
+    @run is this run of the job (libxina's opts.run, 0: none): the same
+    number on every worker of the run, another in the next run, so that
+    the switch takes the next run's joins for a new run even from a rank
+    that never joined the run before (XINA_RUN_ID in open_from_env()).
     """
 
     def __init__(self, switch: str, job: int, rank: int, world_size: int,
@@ -240,7 +253,8 @@ class Xina:
                  bind: Optional[str] = None,
                  timeout_ms: int = 0, join_timeout_ms: int = 0,
                  io: str = "auto", max_requests: int = 0,
-                 fallback: Optional[str] = None, f16_wide: bool = False):
+                 fallback: Optional[str] = None, f16_wide: bool = False,
+                 run: int = 0):
         self._lib = _capi.lib()
         self._h = _capi.ctypes.c_void_p()
         self._lock = threading.Lock()
@@ -274,7 +288,8 @@ class Xina:
                             ("timeout_ms", timeout_ms, (1 << 32) - 1),
                             ("join_timeout_ms", join_timeout_ms,
                              (1 << 32) - 1),
-                            ("max_requests", max_requests, 65536)):
+                            ("max_requests", max_requests, 65536),
+                            ("run", run, (1 << 32) - 1)):
             if not isinstance(v, int) or not 0 <= v <= hi:
                 raise ValueError(f"{name} {v!r} out of range 0..{hi}")
         o.job = job
@@ -285,6 +300,7 @@ class Xina:
         o.timeout_ms = timeout_ms
         o.join_timeout_ms = join_timeout_ms
         o.max_requests = max_requests
+        o.run = run
         if f16_wide:
             o.flags |= _capi.XINA_OPT_F_F16_WIDE
         # libxina parses it in xina_open() and names what is wrong
@@ -299,6 +315,7 @@ class Xina:
         self._opts = o
         self.rank = rank
         self.world_size = world_size
+        self.run = run
 
         rc = self._lib.xina_open(_capi.ctypes.byref(o),
                                  _capi.ctypes.byref(self._h))
@@ -585,6 +602,7 @@ def open_from_env(env: Optional[Mapping[str, str]] = None,
         "max_requests": _env_int(env, "XINA_MAX_REQUESTS") or 0,
         "fallback": env.get("XINA_FALLBACK") or None,
         "f16_wide": env.get("XINA_F16_WIDE", "0") not in ("", "0"),
+        "run": _env_int(env, "XINA_RUN_ID") or 0,
     }
     args.update(override)
     names = {"switch": "XINA_SWITCH", "job": "XINA_JOB", "rank": "XINA_RANK",

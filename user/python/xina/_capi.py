@@ -71,6 +71,7 @@ class XinaOpts(ctypes.Structure):
         ("io", ctypes.c_int),
         ("max_requests", ctypes.c_uint32),
         ("fallback", ctypes.c_char_p),
+        ("run", ctypes.c_uint32),
         # size_t :0 in C: the struct ends aligned to size_t, as here
     ]
 

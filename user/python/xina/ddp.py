@@ -42,10 +42,23 @@ assumes every rank does the same work between calls).  Rank 0 saving a
 checkpoint between steps while the others go on is a wait, not a
 failure.  XINA_JOIN_TIMEOUT_MS sets another bound; a peer that stops in
 the middle of a call is still found after XINA_TIMEOUT_MS.
+
+The run: every join names this run of the job (libxina's opts.run), and
+the switch takes a join naming another run than its current epoch's for
+a new run of the workers.  Without it, a rank that never joined a run
+that died (the job restarted before that rank got to join), joining
+first in the next run, is taken into the dead run's epoch and completes
+the dead run's open rounds with its own gradients: a wrong result, or a
+timeout.  So every run needs a number of its own, the same on all its
+ranks: XINA_RUN_ID if the launcher sets it (on every rank), else
+register() has rank 0 draw a random non-zero 32-bit number and broadcasts
+it over the process group before the handle opens (register() is then a
+collective call: every rank makes it).
 """
 
 import collections
 import os
+import secrets
 from typing import Deque, Optional
 
 import torch
@@ -53,7 +66,7 @@ import torch.distributed as dist
 
 from . import AVG, SUM, Xina, open_from_env
 
-__all__ = ["XinaHookState", "allreduce_hook", "register"]
+__all__ = ["XinaHookState", "agree_run", "allreduce_hook", "register"]
 
 # bucket dtype -> the op, and whether the hook divides by the world size
 _BUCKET_OPS = {torch.float32: (SUM, True), torch.float16: (AVG, False),
@@ -107,16 +120,32 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
     return fut
 
 
+def agree_run() -> int:
+    """A run number for this run of the job, the same on every rank: rank
+    0 draws a random non-zero 32-bit number and broadcasts it over the
+    default process group (a collective call: every rank makes it)."""
+    run = [0]
+    if dist.get_rank() == 0:
+        while not run[0]:
+            run[0] = secrets.randbits(32)
+    dist.broadcast_object_list(run, src=0)
+    return int(run[0])
+
+
 def register(model: torch.nn.parallel.DistributedDataParallel,
              handle: Optional[Xina] = None) -> XinaHookState:
     """Route @model's gradient buckets through xina.
 
     Without @handle, one is opened from the XINA_* environment, its rank
     and world size defaulting to the process group's, and its join
-    timeout to the process group's default timeout (see above).
+    timeout to the process group's default timeout, and its run to
+    XINA_RUN_ID, else to one that rank 0 draws and broadcasts (see above:
+    then every rank must call register()).
     """
     if handle is None:
         defaults = {}
+        if not os.environ.get("XINA_RUN_ID"):
+            defaults["run"] = agree_run()
         if "XINA_RANK" not in os.environ:
             defaults["rank"] = dist.get_rank()
         if "XINA_WORLD_SIZE" not in os.environ:
