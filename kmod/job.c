@@ -88,15 +88,17 @@ void xina_job_stats(const struct xina_job *job, struct xina_counters *sum)
 }
 
 /*
- * The job's current epoch and how many members joined it, consistent with
- * each other (a join may open the next epoch meanwhile).
+ * The job's current epoch, the run its first joiner named and how many
+ * members joined it, consistent with each other (a join may open the next
+ * epoch meanwhile).
  */
-void xina_job_epoch(struct xina_job *job, u32 *epoch, u16 *joined)
+void xina_job_epoch(struct xina_job *job, u32 *epoch, u32 *run, u16 *joined)
 {
 	unsigned int i, n = 0;
 
 	spin_lock_bh(&job->join_lock);
 	*epoch = job->join.epoch;
+	*run = job->join.run;
 	for (i = 0; i < XINA_JOIN_WORDS; i++)
 		n += hweight64(job->join.joined[i]);
 	spin_unlock_bh(&job->join_lock);

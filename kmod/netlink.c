@@ -31,7 +31,7 @@ static const struct nla_policy xina_member_policy[XINA_MEMBER_A_MAX + 1] = {
 
 /*
  * Attributes only the kernel sends (MEM_BYTES, STATS, RX_CPU, EPOCH,
- * JOINED, ROUND) are rejected.
+ * JOINED, ROUND, RUN) are rejected.
  */
 #define XINA_KEY_REJECTED \
 	"xina: keys are not sent in clear any more: use the job secret"
@@ -52,6 +52,7 @@ static const struct nla_policy xina_policy[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_EPOCH]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_JOINED]	= { .type = NLA_REJECT },
 	[XINA_A_JOB_ROUND]	= { .type = NLA_REJECT },
+	[XINA_A_JOB_RUN]	= { .type = NLA_REJECT },
 };
 
 static struct genl_family xina_genl_family;
@@ -298,6 +299,7 @@ static size_t xina_nl_job_size(const struct xina_job *job)
 	       nla_total_size_64bit(sizeof(u64)) +	/* MEM_BYTES */
 	       nla_total_size(sizeof(u32)) +		/* EPOCH */
 	       nla_total_size(sizeof(u16)) +		/* JOINED */
+	       nla_total_size(sizeof(u32)) +		/* RUN */
 	       job->workers * member + xina_nl_stats_size();
 }
 
@@ -374,11 +376,11 @@ static int xina_nl_put_members(struct sk_buff *skb, const struct xina_job *job,
 static int xina_nl_put_config(struct sk_buff *skb, struct xina_job *job)
 {
 	const struct xina_job_cfg *cfg;
+	u32 epoch, run;
 	u16 joined;
-	u32 epoch;
 
 	cfg = rcu_dereference_protected(job->cfg, lockdep_is_held(&xina_lock));
-	xina_job_epoch(job, &epoch, &joined);
+	xina_job_epoch(job, &epoch, &run, &joined);
 	if (nla_put_u16(skb, XINA_A_JOB_WORKERS, job->workers) ||
 	    nla_put_u32(skb, XINA_A_JOB_SLOTS, job->slots) ||
 	    nla_put_u16(skb, XINA_A_JOB_ELEMS, job->elems) ||
@@ -386,7 +388,8 @@ static int xina_nl_put_config(struct sk_buff *skb, struct xina_job *job)
 	    nla_put_u64_64bit(skb, XINA_A_JOB_MEM_BYTES, job->mem_bytes,
 			      XINA_A_PAD) ||
 	    nla_put_u32(skb, XINA_A_JOB_EPOCH, epoch) ||
-	    nla_put_u16(skb, XINA_A_JOB_JOINED, joined))
+	    nla_put_u16(skb, XINA_A_JOB_JOINED, joined) ||
+	    nla_put_u32(skb, XINA_A_JOB_RUN, run))
 		return -EMSGSIZE;
 	return xina_nl_put_members(skb, job, cfg);
 }
@@ -616,7 +619,7 @@ static int xina_nl_rounds_dumpit(struct sk_buff *skb,
 {
 	struct nlattr **attrs = xina_nl_dump_attrs(cb);
 	struct netlink_ext_ack *extack = cb->extack;
-	u32 idx = cb->args[0], epoch;
+	u32 idx = cb->args[0], epoch, run;
 	struct xina_job *job;
 	u16 joined;
 	int err;
@@ -638,7 +641,7 @@ static int xina_nl_rounds_dumpit(struct sk_buff *skb,
 		goto out_unlock;
 	}
 	if (!cb->args[1]) {
-		xina_job_epoch(job, &epoch, &joined);
+		xina_job_epoch(job, &epoch, &run, &joined);
 		cb->args[1] = epoch;
 	}
 	epoch = cb->args[1];

@@ -90,28 +90,39 @@ static ssize_t members_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute xina_job_attr_members = __ATTR_RO(members);
 
-/* The current epoch and the members joined to it. */
+/* The current epoch, the run its first joiner named, the members joined. */
 static ssize_t epoch_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
+	u32 epoch, run;
 	u16 joined;
-	u32 epoch;
 
-	xina_job_epoch(to_job(kobj), &epoch, &joined);
+	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
 	return sysfs_emit(buf, "%u\n", epoch);
+}
+
+static ssize_t run_show(struct kobject *kobj, struct kobj_attribute *attr,
+			char *buf)
+{
+	u32 epoch, run;
+	u16 joined;
+
+	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
+	return sysfs_emit(buf, "%u\n", run);
 }
 
 static ssize_t joined_show(struct kobject *kobj, struct kobj_attribute *attr,
 			   char *buf)
 {
+	u32 epoch, run;
 	u16 joined;
-	u32 epoch;
 
-	xina_job_epoch(to_job(kobj), &epoch, &joined);
+	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
 	return sysfs_emit(buf, "%u\n", joined);
 }
 
 static struct kobj_attribute xina_job_attr_epoch = __ATTR_RO(epoch);
+static struct kobj_attribute xina_job_attr_run = __ATTR_RO(run);
 static struct kobj_attribute xina_job_attr_joined = __ATTR_RO(joined);
 
 struct xina_counter_attr {
@@ -183,6 +194,7 @@ static struct attribute *xina_job_attrs[] = {
 	&xina_counter_attr_epoch_new.attr.attr,
 	&xina_job_attr_epoch.attr,
 	&xina_job_attr_joined.attr,
+	&xina_job_attr_run.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(xina_job);

@@ -161,7 +161,8 @@ void xina_job_destroy(struct xina_job *job);
 struct xina_job_cfg *xina_job_cfg_alloc(u16 workers);
 void xina_job_cfg_replace(struct xina_job *job, struct xina_job_cfg *cfg);
 void xina_job_stats(const struct xina_job *job, struct xina_counters *sum);
-void xina_job_epoch(struct xina_job *job, u32 *epoch, u16 *joined);
+void xina_job_epoch(struct xina_job *job, u32 *epoch, u32 *run,
+		    u16 *joined);
 void xina_job_release(struct kobject *kobj);
 s32 *xina_job_val(const struct xina_job *job, u32 idx);
 int xina_pernet_init(void);

@@ -194,9 +194,12 @@ static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
 	return run_out(prog_fd, in, len, out, sizeof(*out), duration);
 }
 
-/* JOB_GET of job @id: its epoch and members joined (either may be NULL). */
-static int job_epoch(struct xnl *nl, uint32_t id, uint32_t *epoch,
-		     uint16_t *joined)
+/*
+ * JOB_GET of job @id: its epoch, members joined and the run the epoch's
+ * first joiner named (any may be NULL).
+ */
+static int job_epoch_run(struct xnl *nl, uint32_t id, uint32_t *epoch,
+			 uint16_t *joined, uint32_t *run)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
 	struct xnl_msg *m = malloc(sizeof(*m));
@@ -213,13 +216,26 @@ static int job_epoch(struct xnl *nl, uint32_t id, uint32_t *epoch,
 	if (!nl->rx_len)
 		return -ENODATA;
 	xnl_attrs((struct nlmsghdr *)nl->rx, tb, XINA_A_MAX);
-	if (!tb[XINA_A_JOB_EPOCH] || !tb[XINA_A_JOB_JOINED])
+	if (!tb[XINA_A_JOB_EPOCH] || !tb[XINA_A_JOB_JOINED] ||
+	    (run && !tb[XINA_A_JOB_RUN]))
 		return -ENODATA;
 	if (epoch)
 		*epoch = *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]);
 	if (joined)
 		*joined = *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]);
+	if (run) {
+		if (xnl_len(tb[XINA_A_JOB_RUN]) != 4)
+			return -EBADMSG;
+		*run = *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]);
+	}
 	return 0;
+}
+
+/* JOB_GET of job @id: its epoch and members joined (either may be NULL). */
+static int job_epoch(struct xnl *nl, uint32_t id, uint32_t *epoch,
+		     uint16_t *joined)
+{
+	return job_epoch_run(nl, id, epoch, joined, NULL);
 }
 
 static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
@@ -658,6 +674,7 @@ struct join {
 	uint32_t job;		/* 0: JOB */
 	uint16_t rank;
 	uint64_t nonce;
+	uint32_t run;		/* the header's epoch field: 0, none */
 	uint32_t slots;		/* 0: SLOTS */
 	uint32_t elems;		/* 0: ELEMS */
 	uint8_t dtype;		/* 0: XINA_DTYPE_INT32 */
@@ -698,6 +715,7 @@ static size_t build_join(struct pkt *p, const struct join *j)
 	p->xh.rank = htons(j->rank);
 	p->xh.slot = htonl(j->slots ?: SLOTS);
 	p->xh.aux = htonl(j->elems ?: ELEMS);
+	p->xh.epoch = htonl(j->run);
 	p->xh.offset = htobe64(j->nonce);
 	xina_derive_key(j->secret ?: SECRET, XINA_LABEL_MEMBER, job, j->rank, k);
 	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh, 0));
@@ -757,6 +775,17 @@ static void expect_epoch(struct __test_metadata *_metadata, struct xnl *nl,
 	EXPECT_EQ(joined, j);
 	EXPECT_EQ(epoch, (uint32_t)sysfs_stat("epoch"));
 	EXPECT_EQ(joined, sysfs_stat("joined"));
+}
+
+/* The run the job's epoch records, in netlink and in sysfs alike. */
+static void expect_run(struct __test_metadata *_metadata, struct xnl *nl,
+		       uint32_t run)
+{
+	uint32_t r = ~run;
+
+	ASSERT_EQ(0, job_epoch_run(nl, JOB, NULL, NULL, &r));
+	EXPECT_EQ(run, r);
+	EXPECT_EQ(run, (uint32_t)sysfs_stat("run"));
 }
 
 /*
@@ -1040,6 +1069,83 @@ TEST_F(kf, join_busy_then_new_epoch)
 	EXPECT_EQ(1, sysfs_stat("retransmissions"));
 }
 
+/*
+ * Runs (a join's epoch field).  Ranks 0 and 1 of 3 join as run 7 and leave
+ * slot 1's round 0 with two of three contributions: a run that died before
+ * rank 2 ever joined.  Rank 2 of the next run (8) joins first: another
+ * run, so a new epoch with rank 2 alone and run 8, not the dead run's
+ * epoch; its round 0 starts slot 1's version afresh instead of completing
+ * the dead run's round with its data.  Ranks 0 and 1 of run 8 join it and
+ * the round completes with run 8's values only.  While a round of the
+ * epoch completed within XINA_JOIN_BUSY_MS another run is told busy, as a
+ * restart is.  The map backend's twin: xina_fastpath's join_run.
+ */
+TEST_F(kf, join_run)
+{
+	uint32_t e0 = epoch_of(JOB), e1 = e0 + 1 ?: 1;
+	struct round_info rd[2];
+	int r, i, msgs;
+
+	expect_run(_metadata, &self->nl, 0);
+	JOIN(((struct join){ .rank = 0, .nonce = 10, .run = 7 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e0);
+	expect_epoch(_metadata, &self->nl, e0, 1);
+	expect_run(_metadata, &self->nl, 7);
+	JOIN(((struct join){ .rank = 1, .nonce = 20, .run = 7 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e0);
+	for (r = 0; r < 2; r++)
+		SEND(((struct contrib){ .rank = r, .slot = 1, .count = ELEMS,
+					.base = 1000 }), XINA_KF_ADDED);
+
+	/* Rank 2 of run 8, first: a new epoch, rank 2 alone, run 8. */
+	JOIN(((struct join){ .rank = 2, .nonce = 30, .run = 8 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	expect_epoch(_metadata, &self->nl, e1, 1);
+	expect_run(_metadata, &self->nl, 8);
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+	atomic_store(&epochs[JOB], e1);
+
+	/* Its round 0 starts slot 1's version afresh: no result. */
+	SEND(((struct contrib){ .rank = 2, .slot = 1, .count = ELEMS,
+				.base = 12 }), XINA_KF_ADDED);
+	ASSERT_EQ(1, rounds_dump(&self->nl, JOB, rd, 2, &msgs));
+	EXPECT_EQ(1, rd[0].slot);
+	EXPECT_EQ(0, rd[0].round);
+	EXPECT_EQ(1, rd[0].in);
+	EXPECT_EQ(0x4, seen_word(&rd[0]));
+
+	/* Ranks 0 and 1 of run 8 join it; the round completes. */
+	JOIN(((struct join){ .rank = 0, .nonce = 11, .run = 8 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	JOIN(((struct join){ .rank = 1, .nonce = 21, .run = 8 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e1);
+	expect_epoch(_metadata, &self->nl, e1, WORKERS);
+	expect_run(_metadata, &self->nl, 8);
+	SEND(((struct contrib){ .rank = 0, .slot = 1, .count = ELEMS,
+				.base = 10 }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 1, .slot = 1, .count = ELEMS,
+				.base = 11 }), XINA_KF_RESULT);
+	for (i = 0; i < ELEMS; i++)
+		EXPECT_EQ(10 + 11 + 12 + 3 * i,
+			  (int32_t)ntohl(self->out.el[i]));
+	EXPECT_TRUE(result_tag_ok(&self->out));
+
+	/* A round just completed: a join of run 9 is told busy. */
+	JOIN(((struct join){ .rank = 2, .nonce = 31, .run = 9 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_BUSY, 0);
+	expect_epoch(_metadata, &self->nl, e1, WORKERS);
+	expect_run(_metadata, &self->nl, 8);
+	EXPECT_EQ(1, sysfs_stat("join_refused"));
+	EXPECT_EQ(1, sysfs_stat("epoch_new"));
+	EXPECT_EQ(1, sysfs_stat("completions"));
+}
+
 /* The query of xina_kf_where (xina_kfunc.bpf.c), after an Ethernet header. */
 struct where_pkt {
 	struct ethhdr eth;
@@ -1177,16 +1283,16 @@ TEST_F(kf, malformed_and_no_job)
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len - 4, &self->out, NULL));
 	SEND(((struct contrib){ .job = JOB + 1, .rank = 0, .count = ELEMS }),
 	     XINA_KF_NO_JOB);
-	/* A join with elements, with a field a join leaves 0, or padded. */
+	/*
+	 * A join with elements, with a field a join leaves 0, or padded (its
+	 * epoch field names its run: any value, join_run).
+	 */
 	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
 	self->in.xh.count = htons(1);
 	EXPECT_EQ(XINA_KF_MALFORMED,
 		  run(self->fd, &self->in, len + 4, &self->out, NULL));
 	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
 	self->in.xh.round = htonl(1);
-	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
-	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
-	self->in.xh.epoch = htonl(epoch_of(JOB));
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	len = build_join(&self->in, &(struct join){ .rank = 0, .nonce = 1 });
 	EXPECT_EQ(XINA_KF_MALFORMED,

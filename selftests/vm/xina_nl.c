@@ -213,6 +213,10 @@ TEST_F(nl, new_get_sysfs)
 	ASSERT_NE(NULL, tb[XINA_A_JOB_JOINED]);
 	ASSERT_EQ(2, xnl_len(tb[XINA_A_JOB_JOINED]));
 	EXPECT_EQ(0, *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]));
+	/* No join named a run yet (the runs themselves: xina_kfunc). */
+	ASSERT_NE(NULL, tb[XINA_A_JOB_RUN]);
+	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_RUN]));
+	EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]));
 
 	xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
 			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
@@ -244,6 +248,7 @@ TEST_F(nl, new_get_sysfs)
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/drop_key"));
 	EXPECT_EQ(epoch, (uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/joined"));
+	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/run"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join_refused"));
 	EXPECT_EQ(0, sysfs_num(SYSFS "/jobs/1/join_stale"));
@@ -351,6 +356,8 @@ TEST_F(nl, new_bad_values)
 		{ "epoch from user", XINA_A_JOB_EPOCH, 1, 4, -EINVAL,
 		  "Attribute failed policy validation" },
 		{ "joined from user", XINA_A_JOB_JOINED, 1, 2, -EINVAL,
+		  "Attribute failed policy validation" },
+		{ "run from user", XINA_A_JOB_RUN, 1, 4, -EINVAL,
 		  "Attribute failed policy validation" },
 		{ "unknown attribute", XINA_A_MAX + 1, 1, 4, -EINVAL, "Unknown attribute type" },
 	};
@@ -638,6 +645,12 @@ TEST_F(nl, dump_resumes_and_job_limit)
 		id = *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]);
 		ASSERT_LE(id, XINA_MAX_JOBS);
 		seen[id]++;
+		/* The dump holds what a doit does, the join state too. */
+		ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
+		ASSERT_NE(NULL, tb[XINA_A_JOB_JOINED]);
+		ASSERT_NE(NULL, tb[XINA_A_JOB_RUN]);
+		ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_RUN]));
+		EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]));
 		n++;
 	}
 	EXPECT_EQ(XINA_MAX_JOBS, n);

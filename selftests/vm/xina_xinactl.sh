@@ -32,6 +32,9 @@ test_job_add_show_del() {
 	echo "$out" | grep -q '"backend":"module"' || { echo "  $out"; rc=1; }
 	echo "$out" | grep -q '"slots":16' || { echo "  $out"; rc=1; }
 	echo "$out" | grep -q '10.1.0.2' || { echo "  $out"; rc=1; }
+	# The run the epoch's first joiner named (none joined: 0), as sysfs.
+	echo "$out" | grep -q "\"run\":$(cat /sys/kernel/xina/jobs/5/run)[,}]" ||
+		{ echo "  $out"; rc=1; }
 	out=$(xinactl -j stats job 5) || rc=1
 	echo "$out" | grep -q '"backend":"module"' || { echo "  $out"; rc=1; }
 	xinactl job del 5 || rc=1

@@ -143,6 +143,7 @@ static const struct xnl_attr_policy xnl_job_attrs[XINA_A_MAX + 1] = {
 	[XINA_A_JOB_EPOCH]	= { MNL_TYPE_U32 },
 	[XINA_A_JOB_JOINED]	= { MNL_TYPE_U16 },
 	[XINA_A_JOB_ROUND]	= { MNL_TYPE_NESTED },
+	[XINA_A_JOB_RUN]	= { MNL_TYPE_U32 },
 };
 
 static const struct xnl_attr_policy xnl_member_attrs[XINA_MEMBER_A_MAX + 1] = {
@@ -631,6 +632,10 @@ static int xnl_job_attr(const struct nlattr *a, void *data)
 		break;
 	case XINA_A_JOB_JOINED:
 		job->joined = mnl_attr_get_u16(a);
+		break;
+	case XINA_A_JOB_RUN:
+		job->run = mnl_attr_get_u32(a);
+		job->has_run = true;
 		break;
 	case XINA_A_JOB_MEMBER:
 		if (xnl_parse_member(a, job))

@@ -334,6 +334,9 @@ enum xina_attr {
 	XINA_A_JOB_ROUND,	/* nest, enum xina_round_attr; repeated
 				 * (ROUNDS_GET replies only; rejected in
 				 * requests) */
+	XINA_A_JOB_RUN,		/* u32, the run the first join of the current
+				 * epoch named (0: none; get only; rejected
+				 * in requests) */
 
 	__XINA_A_MAX,
 };
