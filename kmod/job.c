@@ -88,7 +88,7 @@ void xina_job_stats(const struct xina_job *job, struct xina_counters *sum)
 }
 
 /*
- * The job's current epoch, the run its first joiner named and how many
+ * The job's current epoch, the run its joins named and how many
  * members joined it, consistent with each other (a join may open the next
  * epoch meanwhile).
  */

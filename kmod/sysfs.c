@@ -90,7 +90,7 @@ static ssize_t members_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute xina_job_attr_members = __ATTR_RO(members);
 
-/* The current epoch, the run its first joiner named, the members joined. */
+/* The current epoch, the run its joins named, the members joined. */
 static ssize_t epoch_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
