@@ -110,7 +110,7 @@ blocks()	# blocks ELEMENTS: packets of one int32 call
 	echo $((($1 + ELEMS - 1) / ELEMS))
 }
 
-tap_begin 9
+tap_begin 10
 
 out=$($PY "$XINA_ROOT/selftests/xina_python.py" layout "${CC:-gcc}" "$XINA_ROOT" 2>&1)
 check_err $? "$out"
@@ -246,5 +246,21 @@ for dt in float16 bfloat16; do
 	[ -n "$want" ] && switch_completes "$job" "$want"
 	log_test "DDP hook: $dt gradients (avg by libxina) within the bound of the exact average"
 done
+
+# A rank of a DDP run dies after two steps: the others' next backward fails
+# within the timeouts, and its error names the XinaError and libxina's
+# reason (torch 1.13 reads a future's set_exception() as "Unable to cast
+# ... to Tensor").
+rack_job_add "$RACK" "$N" 10 "$KEY" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
+PY_ENV="XINA_JOIN_TIMEOUT_MS=1500" py_ranks 10 "$N" "$TMP/dies" ddp \
+	--master "$(rack_worker_ip 0):29521" --dies $((N - 1))
+rc=$?
+ranks_ok "$N" "$TMP/dies"
+check_err $rc "$rc of $N ranks failed"
+grep -h '^ok: rank' "$TMP"/dies/w*.out >"$TMP/dies/ok"
+[ "$(wc -l <"$TMP/dies/ok")" -eq $((N - 1)) ]
+check_err $? "not every other rank's backward failed with a XinaError: $(cat "$TMP/dies/ok")"
+log_info "$(head -n1 "$TMP/dies/ok")"
+log_test "DDP hook: a rank dies; the others' backward raises, naming the XinaError and libxina's reason"
 
 tap_end

@@ -211,12 +211,50 @@ def main_bfloat16(a, rank, world, elems):
     state.handle.close()
 
 
+def main_dies(a, rank, world):
+    """Rank a.dies leaves after two steps (DDP's second forward broadcasts
+    its rebuilt buckets over Gloo, which a dead rank fails on its own
+    terms).  The others' next backward fails
+    with libxina's reason, named as a XinaError: the hook's future raises
+    it from a callback (torch 1.13 shows a future completed with
+    set_exception() as "Unable to cast <message> to Tensor")."""
+    torch.manual_seed(0)
+    m = DDP(net())
+    xina.ddp.register(m)
+    x = torch.randn(8, 64)
+    y = torch.randint(0, 10, (8,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(2):
+        m.zero_grad()
+        loss_fn(m(x), y).backward()
+    if rank == a.dies:
+        print("PASS", flush=True)
+        os._exit(0)
+    m.zero_grad()
+    t0 = time.monotonic()
+    try:
+        loss_fn(m(x), y).backward()
+    except RuntimeError as e:
+        msg = str(e)
+        first = msg.splitlines()[0] if msg else ""
+        if ("XinaError: " not in first or "no result from switch" not in first
+                or "Unable to cast" in msg):
+            raise SystemExit(f"rank {rank}: backward's error does not name "
+                             f"the XinaError and its reason: {msg[:400]}")
+        print(f"ok: rank {rank}: backward failed after "
+              f"{time.monotonic() - t0:.1f} s: {first[:300]}", flush=True)
+        return
+    raise SystemExit(f"rank {rank}: backward succeeded without rank {a.dies}")
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--master", required=True)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--dtype", default="float32",
                     choices=["float32", "float16", "bfloat16"])
+    ap.add_argument("--dies", type=int, default=-1,
+                    help="this rank leaves after one step (main_dies())")
     a = ap.parse_args(argv)
 
     torch.set_num_threads(1)
@@ -226,6 +264,11 @@ def main(argv):
     elems = int(os.environ["XINA_ELEMS"])
     dist.init_process_group("gloo", init_method=f"tcp://{a.master}",
                             rank=rank, world_size=world)
+    if a.dies >= 0:
+        main_dies(a, rank, world)
+        print("PASS", flush=True)
+        sys.stderr.flush()
+        os._exit(0)
     if a.dtype != "float32":
         (main_float16 if a.dtype == "float16" else main_bfloat16)(
             a, rank, world, elems)

@@ -99,19 +99,28 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
                         "gradients in host memory")
     op, divide = _BUCKET_OPS[buf.dtype]
     arr = buf.detach()     # the bucket's own memory, no copy
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    call: torch.futures.Future[None] = torch.futures.Future()
     world = state.world_size
 
-    def done(f):
+    def done(f):    # libxina's progress thread: the call ended
         try:
             f.result()
-            if divide:
-                buf.div_(world)
-        except BaseException as e:   # to DDP, which raises it in backward
-            fut.set_exception(e)
+        except BaseException as e:
+            call.set_exception(e)
             return
-        fut.set_result(buf)
+        call.set_result(None)
 
+    def bucket_of(f):
+        # Raises the call's XinaError, which DDP raises in backward as
+        # "Got the following error when running the callback: XinaError:
+        # ...".  A future completed with set_exception() instead reads
+        # "Unable to cast <the message> to Tensor" in torch 1.13.
+        f.wait()
+        if divide:
+            buf.div_(world)
+        return buf
+
+    fut = call.then(bucket_of)
     state.buckets += 1
     state.elements += arr.numel()
     state.bucket_elems.append(arr.numel())
