@@ -91,34 +91,36 @@ static ssize_t members_show(struct kobject *kobj, struct kobj_attribute *attr,
 static struct kobj_attribute xina_job_attr_members = __ATTR_RO(members);
 
 /* The current epoch, the run its joins named, the members joined. */
+struct xina_job_join_view {
+	u32	epoch;
+	u32	run;
+	u16	joined;
+};
+
+static struct xina_job_join_view xina_job_join_view(struct kobject *kobj)
+{
+	struct xina_job_join_view v;
+
+	xina_job_epoch(to_job(kobj), &v.epoch, &v.run, &v.joined);
+	return v;
+}
+
 static ssize_t epoch_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	u32 epoch, run;
-	u16 joined;
-
-	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
-	return sysfs_emit(buf, "%u\n", epoch);
+	return sysfs_emit(buf, "%u\n", xina_job_join_view(kobj).epoch);
 }
 
 static ssize_t run_show(struct kobject *kobj, struct kobj_attribute *attr,
 			char *buf)
 {
-	u32 epoch, run;
-	u16 joined;
-
-	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
-	return sysfs_emit(buf, "%u\n", run);
+	return sysfs_emit(buf, "%u\n", xina_job_join_view(kobj).run);
 }
 
 static ssize_t joined_show(struct kobject *kobj, struct kobj_attribute *attr,
 			   char *buf)
 {
-	u32 epoch, run;
-	u16 joined;
-
-	xina_job_epoch(to_job(kobj), &epoch, &run, &joined);
-	return sysfs_emit(buf, "%u\n", joined);
+	return sysfs_emit(buf, "%u\n", xina_job_join_view(kobj).joined);
 }
 
 static struct kobj_attribute xina_job_attr_epoch = __ATTR_RO(epoch);

@@ -2123,6 +2123,18 @@ TEST(join_restart)
 	EXPECT_TRUE(result_tag_ok(r.out), "result tag does not verify");
 }
 
+/* Rank @rank's join (4 slots of 8) with @nonce naming run @run: its reply
+ * against @status and @epoch (answered()). */
+static int join_run_of(unsigned int rank, __u64 nonce, __u32 run,
+		       __u32 status, __u32 epoch, struct run *r)
+{
+	struct contrib c = join_of(rank, 4, 8, nonce);
+
+	c.epoch = run;
+	send_join(&c, r);
+	return answered(r, &c, status, epoch);
+}
+
 /*
  * Runs (a join's epoch field).  Ranks 0 and 1 of 3 join as run 7 and leave
  * slot 1's round 0 with two of three contributions: a run that died before
@@ -2144,19 +2156,13 @@ TEST(join_run)
 
 	ASSERT_OK(pin_cpu(0));
 	ASSERT_OK(job_add(3, 4, 8, false));
-	c = join_of(0, 4, 8, 10);
-	c.epoch = 7;
-	send_join(&c, &r);
-	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	ASSERT_EQ(join_run_of(0, 10, 7, XINA_JOIN_OK, EPOCH0, &r), 0);
 	ASSERT_OK(jstate_read(&st));
 	EXPECT_TRUE(st.j.epoch == EPOCH0 && st.j.run == 7 && st.j.joined[0] == 1,
 		    "the first join: epoch %#x run %u joined %#llx, want %#x 7 1",
 		    st.j.epoch, st.j.run, (unsigned long long)st.j.joined[0],
 		    EPOCH0);
-	c = join_of(1, 4, 8, 20);
-	c.epoch = 7;
-	send_join(&c, &r);
-	ASSERT_EQ(answered(&r, &c, XINA_JOIN_OK, EPOCH0), 0);
+	ASSERT_EQ(join_run_of(1, 20, 7, XINA_JOIN_OK, EPOCH0, &r), 0);
 	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
 	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
 	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
@@ -2165,10 +2171,7 @@ TEST(join_run)
 	/* rank 2 of run 8, first: a new epoch, rank 2 alone, run 8 */
 	ASSERT_OK(snap_take(&s));
 	counts_read(&before);
-	c = join_of(2, 4, 8, 30);
-	c.epoch = 8;
-	send_join(&c, &r);
-	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	EXPECT_EQ(join_run_of(2, 30, 8, XINA_JOIN_OK, e1, &r), 0);
 	before.j[XINA_STAT_RX]++;
 	before.j[XINA_STAT_EPOCH_NEW]++;
 	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_JOIN, 1), 0);
@@ -2190,14 +2193,8 @@ TEST(join_run)
 		    (unsigned long long)m.seen[0], e1);
 
 	/* rank 0 of run 8 joins it; so does rank 1, completing the round */
-	c = join_of(0, 4, 8, 11);
-	c.epoch = 8;
-	send_join(&c, &r);
-	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
-	c = join_of(1, 4, 8, 21);
-	c.epoch = 8;
-	send_join(&c, &r);
-	EXPECT_EQ(answered(&r, &c, XINA_JOIN_OK, e1), 0);
+	EXPECT_EQ(join_run_of(0, 11, 8, XINA_JOIN_OK, e1, &r), 0);
+	EXPECT_EQ(join_run_of(1, 21, 8, XINA_JOIN_OK, e1, &r), 0);
 	ASSERT_OK(jstate_read(&st));
 	EXPECT_TRUE(st.j.epoch == e1 && st.j.joined[0] == 7,
 		    "run 8: epoch %#x joined %#llx, want %#x 7", st.j.epoch,
@@ -2213,10 +2210,7 @@ TEST(join_run)
 	/* a round just completed: a join of run 9 is told busy */
 	ASSERT_OK(jstate_read(&st));
 	counts_read(&before);
-	c = join_of(2, 4, 8, 31);
-	c.epoch = 9;
-	send_join(&c, &r);
-	EXPECT_EQ(answered(&r, &c, XINA_JOIN_BUSY, 0), 0);
+	EXPECT_EQ(join_run_of(2, 31, 9, XINA_JOIN_BUSY, 0, &r), 0);
 	EXPECT_EQ(counted(&before, XINA_STAT_JOIN_REFUSED), 0);
 	st.jm[2].nonce = 31;
 	st.jm[2].status = XINA_JOIN_BUSY;
