@@ -410,8 +410,8 @@ struct xina_opts {
 	 * run than its current epoch's for a new run of the workers, so a
 	 * rank that never joined a run that died cannot complete that run's
 	 * open rounds with its data (include/uapi/linux/xina.h, "Epochs").
-	 * 0: none; then only a rank that joined the epoch before starts a
-	 * new one.
+	 * 0: none; such a join is taken into any epoch, and only a rank that
+	 * joined the epoch before starts a new one.
 	 */
 	uint32_t	run;
 	size_t		:0;

@@ -163,7 +163,8 @@
  * the switch opens the next epoch (epoch + 1, never 0) with that member
  * alone joined and its run.  Without runs (0 in every join), a rank that
  * never joined a run that died, joining first in the next, is taken into
- * the dead run's epoch, and its data completes the dead run's open rounds.  A slot version keeps the epoch of its round: the first
+ * the dead run's epoch, and its data completes the dead run's open
+ * rounds.  A slot version keeps the epoch of its round: the first
  * contribution of the current epoch to a version of an older one starts it
  * afresh, and is accepted only for the first two rounds (round 0 or 1);
  * the old epoch's partials, result and tag are gone.
@@ -334,8 +335,8 @@ enum xina_attr {
 	XINA_A_JOB_ROUND,	/* nest, enum xina_round_attr; repeated
 				 * (ROUNDS_GET replies only; rejected in
 				 * requests) */
-	XINA_A_JOB_RUN,		/* u32, the run the first join of the current
-				 * epoch named (0: none; get only; rejected
+	XINA_A_JOB_RUN,		/* u32, the run the current epoch's joins
+				 * named (0: none yet; get only; rejected
 				 * in requests) */
 
 	__XINA_A_MAX,
