@@ -356,6 +356,11 @@ hier()
 	check_uplinks
 	uplink_check "two levels $label" $((bytes * ITERS)) "$min" "$max"
 	HIER_SUM=$(jq -r .checksum "$dir/w0.json")
+	# the racks' joins of the upper job name the workers' run
+	run=$(jq -r .run "$dir/w0.json")
+	urun=$(sctl -j job show "$UJOB" | jq -r '.jobs[0].run')
+	[ "$run" != 0 ] && [ "$urun" = "$run" ]
+	check_err $? "the upper job's epoch has run $urun, the workers' is $run"
 }
 
 for dtype in i32 f32; do
