@@ -174,12 +174,16 @@ for dtype in i32 f32; do
 	rx_pid=$!
 	busywait 10 test -e "$dir/flow.ready"
 	flow_up=$?
+	# The flow first: its Python takes a second to start when the
+	# workers hold both CPUs, longer than their calls (0.4 s).
+	flow_send 0 $((N - 1)) "$dir/flow.tx" "$dir/flow.stop" "$JOB" &
+	tx_pid=$!
+	busywait 10 test -s "$dir/flow.tx"
+	check_err $? "the flow's sender did not start"
 	rack_routed_allreduce "$RACK" "$N" "$dir" --job "$JOB" --key-file "$KEY" \
 		--slots "$SLOTS" --elems "$ELEMS" --dtype "$dtype" \
 		--bytes "$BYTES" --iters 3 --timeout-ms 5000 &
 	ar_pid=$!
-	flow_send 0 $((N - 1)) "$dir/flow.tx" "$dir/flow.stop" "$JOB" &
-	tx_pid=$!
 	wait $ar_pid
 	check_err $? "$? of $N workers failed: $(for f in "$dir"/w*.err; do
 		[ -s "$f" ] && echo "[$(basename "$f" .err)] $(tail -n1 "$f")"; done | tr '\n' ' ')"
