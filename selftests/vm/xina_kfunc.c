@@ -196,7 +196,7 @@ static int run(int prog_fd, struct pkt *in, size_t len, struct pkt *out,
 
 /*
  * JOB_GET of job @id: its epoch, members joined and the run the epoch's
- * first joiner named (any may be NULL).
+ * joins named (any may be NULL).
  */
 static int job_epoch_run(struct xnl *nl, uint32_t id, uint32_t *epoch,
 			 uint16_t *joined, uint32_t *run)

@@ -99,23 +99,16 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
                         "gradients in host memory")
     op, divide = _BUCKET_OPS[buf.dtype]
     arr = buf.detach()     # the bucket's own memory, no copy
-    call: torch.futures.Future[None] = torch.futures.Future()
+    # holds the call's concurrent.futures.Future once it is done
+    call: torch.futures.Future = torch.futures.Future()
     world = state.world_size
-
-    def done(f):    # libxina's progress thread: the call ended
-        try:
-            f.result()
-        except BaseException as e:
-            call.set_exception(e)
-            return
-        call.set_result(None)
 
     def bucket_of(f):
         # Raises the call's XinaError, which DDP raises in backward as
         # "Got the following error when running the callback: XinaError:
         # ...".  A future completed with set_exception() instead reads
         # "Unable to cast <the message> to Tensor" in torch 1.13.
-        f.wait()
+        f.value().result()
         if divide:
             buf.div_(world)
         return buf
@@ -124,7 +117,7 @@ def allreduce_hook(state: XinaHookState, bucket: dist.GradBucket
     state.buckets += 1
     state.elements += arr.numel()
     state.bucket_elems.append(arr.numel())
-    state.handle.allreduce_async(arr, op).add_done_callback(done)
+    state.handle.allreduce_async(arr, op).add_done_callback(call.set_result)
     state.max_in_flight = max(state.max_in_flight, state.handle.in_flight())
     return fut
 
