@@ -2034,6 +2034,7 @@ static __always_inline int xina_up_join(struct xdp_md *ctx,
 	xh->offset = bpf_cpu_to_be64(nonce);
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
 						 (const __u64 *)xh, 0));
+	up->join_tag = xh->tag;
 	upstat_inc(uc, XINA_UPSTAT_JOIN_SENT);
 	return xina_up_send(ctx, up, uc);
 }
@@ -2067,8 +2068,10 @@ static __always_inline __u64 xina_up_join_wait(struct xina_up *up,
 /*
  * The upper switch's reply to the rack's join: an epoch granted for the
  * rack epoch the join was for, or a refusal (the next member join asks
- * again with a new nonce).  A BAD_KEY echoes the join's tag and cannot be
- * told from a forgery: counted, nothing changes.
+ * again with a new nonce).  A BAD_KEY echoes the join's tag: one that
+ * echoes the latest join's is counted as a refusal, any other as drop_auth
+ * (a forgery, or a reply to an older join); nothing else changes, since
+ * whoever saw the join can forge the echo.
  */
 static __always_inline int xina_up_join_reply(struct xina_hdr *xh,
 					      struct xina_up *up,
@@ -2083,7 +2086,8 @@ static __always_inline int xina_up_join_reply(struct xina_hdr *xh,
 		return XDP_DROP;
 	}
 	if (status == XINA_JOIN_BAD_KEY) {
-		upstat_inc(uc, XINA_UPSTAT_JOIN_REFUSED);
+		upstat_inc(uc, nonce == up->nonce && xh->tag == up->join_tag ?
+			       XINA_UPSTAT_JOIN_REFUSED : XINA_UPSTAT_DROP_AUTH);
 		return XDP_DROP;
 	}
 	if (bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],

@@ -316,6 +316,8 @@ struct xina_up {
 	__u32	rack_epoch;	/* rack epoch @epoch stands for; 0: none */
 	__u32	want;		/* rack epoch of the join in flight; 0: none */
 	__u32	status;		/* reply to @nonce, or XINA_UP_PENDING */
+	__u64	join_tag;	/* tag of the join of @nonce: a BAD_KEY
+				 * reply echoes it (set without @lock) */
 };
 
 /* xina_upjobs: upper job @up is handed up to by job @job of this switch. */

@@ -392,23 +392,25 @@ for r in 0 2; do
 done
 log_test "uplinks whose neighbour entries were flushed: partials sent through the kernel's neighbour resolution (no_neigh), entries made again, bit-exact"
 
-# forge R TYPE SPORT: from the spine, a TYPE (2 result, 4 join reply) of
-# the upper job to rack R's uplink, from the spine's address and port
-# SPORT, with a tag nobody computed.
+# forge R TYPE SPORT [STATUS]: from the spine, a TYPE (2 result, 4 join
+# reply) of the upper job to rack R's uplink, from the spine's address and
+# port SPORT, with a tag nobody computed; a join reply says STATUS (0 OK,
+# 1 BAD_KEY: epoch 0, the tag meant as the echo of the rack's join).
 forge()
 {
 	ip netns exec "$RACK-spine" python3 - "$(racks_spine_ip "$1")" "$3" \
 		"$(racks_uplink_ip "$1")" "${XINA_PORT:-9277}" "$2" "$UJOB" "$1" \
-		"$(up_of "$1" epoch)" <<-'PY'
+		"$(up_of "$1" epoch)" "${4:-0}" <<-'PY'
 	import os, socket, struct, sys
-	src, sport, dst, dport, typ, job, rank, epoch = sys.argv[1:]
-	typ = int(typ)
+	src, sport, dst, dport, typ, job, rank, epoch, status = sys.argv[1:]
+	typ, status = int(typ), int(status)
 	count = 0 if typ == 4 else 1
 	# version type dtype op flags exp count job rank weight slot round
-	# epoch aux offset tag: a result of slot 0 round 0, or a reply OK
+	# epoch aux offset tag: a result of slot 0 round 0, or a reply
 	hdr = struct.pack("!BBBBBbHIHHIIIIQ8s", 2, typ, 1, 1 if count else 0,
 			  0, 0, count, int(job), int(rank) if typ == 4 else 0,
-			  0, 0, 0, int(epoch), 0, 0, os.urandom(8))
+			  0, 0, status, 0 if status else int(epoch), 0, 0,
+			  os.urandom(8))
 	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 	s.bind((src, int(sport)))
 	s.sendto(hdr + b"\0" * (4 * count), (dst, int(dport)))
@@ -416,10 +418,11 @@ forge()
 }
 
 declare -A B4
-for k in drop_auth drop_foreign results epoch join_ok; do
+for k in drop_auth drop_foreign results epoch join_ok join_refused; do
 	B4[$k]=$(up_of 0 "$k")
 done
 forge 0 2 "${XINA_PORT:-9277}" && forge 0 4 "${XINA_PORT:-9277}" &&
+	forge 0 4 "${XINA_PORT:-9277}" 1 &&
 	forge 0 2 $((${XINA_PORT:-9277} + 1))
 check_err $? "the forged packets could not be sent"
 foreign_is()	# foreign_is N: rack 0's uplink dropped N foreign packets
@@ -427,15 +430,15 @@ foreign_is()	# foreign_is N: rack 0's uplink dropped N foreign packets
 	[ "$(up_of 0 drop_foreign)" = "$1" ]
 }
 busywait 5 foreign_is $((B4[drop_foreign] + 1))
-[ "$(up_of 0 drop_auth)" = $((B4[drop_auth] + 2)) ] &&
+[ "$(up_of 0 drop_auth)" = $((B4[drop_auth] + 3)) ] &&
 	[ "$(up_of 0 drop_foreign)" = $((B4[drop_foreign] + 1)) ]
-check_err $? "rack 0's uplink: drop_auth $(up_of 0 drop_auth) (was ${B4[drop_auth]}), drop_foreign $(up_of 0 drop_foreign) (was ${B4[drop_foreign]}): want +2, +1"
-for k in results epoch join_ok; do
+check_err $? "rack 0's uplink: drop_auth $(up_of 0 drop_auth) (was ${B4[drop_auth]}), drop_foreign $(up_of 0 drop_foreign) (was ${B4[drop_foreign]}): want +3, +1"
+for k in results epoch join_ok join_refused; do
 	[ "$(up_of 0 "$k")" = "${B4[$k]}" ]
 	check_err $? "rack 0's uplink: $k $(up_of 0 "$k") after the forged packets, ${B4[$k]} before"
 done
-log_test "forged results and join replies on rack 0's uplink dropped and counted (drop_auth, drop_foreign), nothing changed"
-BAD0[0]=$((B4[drop_auth] + B4[drop_foreign] + 3))
+log_test "forged results and join replies (OK, BAD_KEY) on rack 0's uplink dropped and counted (drop_auth, drop_foreign), nothing changed"
+BAD0[0]=$((B4[drop_auth] + B4[drop_foreign] + 4))
 
 racks_loss "$RACK" "$LOSS_PERMILLE"
 check_err $? "nftables loss on the wire could not be set up"
