@@ -37,6 +37,7 @@ import os
 import platform
 import re
 import shutil
+import secrets
 import signal
 import subprocess
 import sys
@@ -575,6 +576,14 @@ class Bench:
                                  for i in range(n)) / need
         return out
 
+    @staticmethod
+    def new_run():
+        """["--run", R]: a run of its own for one launch of a job's workers
+        (the same R on every rank), as the test racks give theirs
+        (scripts/rack.sh): the switch then never takes a launch's joins
+        into a previous launch's epoch."""
+        return ["--run", str(secrets.randbelow(0xffffffff) + 1)]
+
     def spawn(self, argv, **kw):
         return subprocess.Popen(argv, text=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, **kw)
@@ -703,14 +712,15 @@ class Bench:
                        ",".join(self.dtypes), "--warmup", "1"]
 
         def run():
-            procs = []
+            procs, launch = [], self.new_run()
             for i in range(n):
                 extra = list(switch_args) if i == 0 else []
                 procs.append(self.spawn(
                     ["ip", "netns", "exec", topo.ns(i)] + pin_cpu(i) +
                     [f"{self.bin}/xina-bench-xina", "--rank", str(i), "--bind",
                      f"{topo.ip(i)}:{WORKER_PORT}", "--switch", switch_of(i),
-                     "--key-file", key_of(i)] + argv_common + extra))
+                     "--key-file", key_of(i)] + argv_common + launch +
+                    extra))
             return self.collect(procs, f"{system} {n}")
         outs = check(system, n, sizes, iters, 1, run)
         ranks = [self.json_lines(o) for o in outs]
@@ -789,6 +799,7 @@ class Bench:
         self.job_add(n)
         try:
             def run():
+                launch = self.new_run()
                 procs = [self.spawn(
                     ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
                     ["env", f"XINA_LIBXINA={self.o}/libxina.so.0",
@@ -798,7 +809,7 @@ class Bench:
                      "--slots", str(SLOTS), "--elems", str(ELEMS),
                      "--bind", f"{worker_ip(i)}:{WORKER_PORT}",
                      "--bytes", str(nbytes), "--iters", str(iters),
-                     "--types", ",".join(TYPES), "--warmup", "1"])
+                     "--types", ",".join(TYPES), "--warmup", "1"] + launch)
                     for i in range(n)]
                 return self.collect(procs, f"types {n}")
             saved = self.dtypes
@@ -839,6 +850,7 @@ class Bench:
                                    (10, True), (100, True)):
                 def run():
                     extra = ["--sparse", str(permille)] if permille else []
+                    extra += self.new_run()
                     extra += ["--sparse-same"] if same else []
                     procs = [self.spawn(
                         ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
@@ -879,6 +891,7 @@ class Bench:
         p = self.plan()
         nbytes, iters = p["sparse_size"], p["sparse_iters"]
         ring = ",".join(f"{worker_ip(i)}:{RING_PORT}" for i in range(n))
+        launch = self.new_run()
         procs = [self.spawn(
             ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
             [f"{self.o}/xina-allreduce", "--switch", SWITCH_IP,
@@ -888,7 +901,7 @@ class Bench:
              "--bind", f"{worker_ip(i)}:{WORKER_PORT}",
              "--timeout-ms", "1000", "--fallback", ring,
              "--type", "float32", "--bytes", str(nbytes),
-             "--iters", str(iters), "--json"]) for i in range(n)]
+             "--iters", str(iters), "--json"] + launch) for i in range(n)]
         outs = self.collect(procs, f"fallback {n}")
         ranks = [json.loads(o.strip().splitlines()[-1]) for o in outs]
         if not all(r.get("verified") and r.get("fallback") == 1

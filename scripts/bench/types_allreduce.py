@@ -109,6 +109,8 @@ def main():
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--timeout-ms", type=int, default=20000)
+    ap.add_argument("--run", type=int, default=0,
+                    help="this run of the job, the same on every rank")
     a = ap.parse_args()
     types = a.types.split(",")
     for t in types:
@@ -121,7 +123,7 @@ def main():
     raw = torch.empty(a.bytes, dtype=torch.uint8)
     with xina.Xina(a.switch, a.job, a.rank, a.workers, a.slots, a.elems,
                    key_file=a.key_file, bind=a.bind,
-                   timeout_ms=a.timeout_ms) as x:
+                   timeout_ms=a.timeout_ms, run=a.run) as x:
         for rec in measure(x, a, raw, types, one):
             print(json.dumps(rec), flush=True)
     return 0

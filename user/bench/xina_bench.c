@@ -7,7 +7,7 @@
  *
  *   xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key-file PATH
  *       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]
- *       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]
+ *       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N] [--run ID]
  *
  * Why not xina-allreduce: it recomputes every worker's input to check each
  * element against its own float reference, which costs more CPU than the
@@ -66,7 +66,10 @@ static void usage(void)
 		"usage: xina-bench-xina --switch IP[:PORT] --bind IP[:PORT] --job ID --key-file PATH\n"
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
 		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
-		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n");
+		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n"
+		"                       [--run ID]\n"
+		"--run: this run of the job, the same for every worker of the launch\n"
+		"       (libxina.h, xina_opts.run; default 0: none)\n");
 	exit(2);
 }
 
@@ -221,7 +224,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 {
 	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
 	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG,
-	       O_IO };
+	       O_IO, O_RUN };
 	static const struct option lo[] = {
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
@@ -238,6 +241,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "switch-pid", required_argument, NULL, O_PID },
 		{ "switch-prog", required_argument, NULL, O_PROG },
 		{ "io", required_argument, NULL, O_IO },
+		{ "run", required_argument, NULL, O_RUN },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -292,6 +296,9 @@ static void parse(int argc, char **argv, struct cfg *c)
 			break;
 		case O_IO:
 			c->o.io = io_parse(optarg);
+			break;
+		case O_RUN:
+			c->o.run = num("--run", optarg, UINT32_MAX);
 			break;
 		default:
 			usage();
