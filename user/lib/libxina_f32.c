@@ -30,58 +30,6 @@ int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 #define XINA_EXP_MIN	(-148)
 #define XINA_EXP_MAX	128
 
-/* Lanes of the max loop below: independent accumulators vectorise. */
-#define XINA_MAX_LANES	8
-
-/*
- * Largest magnitude of @cnt floats, as the bits of |x|: for finite floats
- * the order of those bits as integers is the order of the magnitudes, and
- * NaN and infinities compare above every finite value.  No branch and no
- * early exit in the loop, so that it vectorises; the caller checks
- * finiteness once per block on the result.
- */
-static uint32_t xina_max_abs_bits(const float *src, size_t cnt)
-{
-	uint32_t acc[XINA_MAX_LANES] = {}, m = 0, b;
-	size_t i = 0, k;
-
-	for (; i + XINA_MAX_LANES <= cnt; i += XINA_MAX_LANES) {
-		for (k = 0; k < XINA_MAX_LANES; k++) {
-			memcpy(&b, &src[i + k], sizeof(b));
-			b &= 0x7fffffff;
-			acc[k] = b > acc[k] ? b : acc[k];
-		}
-	}
-	for (; i < cnt; i++) {
-		memcpy(&b, &src[i], sizeof(b));
-		b &= 0x7fffffff;
-		m = b > m ? b : m;
-	}
-	for (k = 0; k < XINA_MAX_LANES; k++)
-		m = acc[k] > m ? acc[k] : m;
-	return m;
-}
-
-/* Largest magnitude of @cnt 16-bit floats, as the bits of |x|. */
-static uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt)
-{
-	uint16_t acc[2 * XINA_MAX_LANES] = {}, b;
-	uint32_t m = 0;
-	size_t i = 0, k;
-
-	for (; i + 2 * XINA_MAX_LANES <= cnt; i += 2 * XINA_MAX_LANES) {
-		for (k = 0; k < 2 * XINA_MAX_LANES; k++) {
-			b = src[i + k] & 0x7fff;
-			acc[k] = b > acc[k] ? b : acc[k];
-		}
-	}
-	for (; i < cnt; i++)
-		m = (src[i] & 0x7fffu) > m ? src[i] & 0x7fffu : m;
-	for (k = 0; k < 2 * XINA_MAX_LANES; k++)
-		m = acc[k] > m ? acc[k] : m;
-	return m;
-}
-
 /* Bits of |x| from which a float of @type is an infinity or a NaN. */
 static uint32_t xina_inf_bits(enum xina_type type)
 {

@@ -316,6 +316,9 @@ int xina_grow(void **p, size_t *len, size_t want, size_t elsz);
 /* libxina_pack.c: one block to and from the wire. */
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
 bool xina_all_zero(const void *restrict p, size_t len);
+/* A block's largest float magnitude, as the bits of |x| (libxina_f32.c). */
+uint32_t xina_max_abs_bits(const float *src, size_t cnt);
+uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt);
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
 		   size_t cnt);
 void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-3-Clause)
 /*
  * libxina's element loops: one block of the caller's tensor into its
- * packet (network byte order; float32 quantised) and one result back.
+ * packet (network byte order; float32 quantised) and one result back, and
+ * the scan of a float block for its largest magnitude (its exponent).
  * They touch every byte a worker sends and receives, so they are built
  * apart from the rest (user/lib/build.mk): at -O3, and twice, for AVX2 and for
  * the x86-64 baseline, picked at load time (target_clones: the baseline
@@ -28,6 +29,60 @@
 #ifndef XINA_CLONES
 #define XINA_CLONES
 #endif
+
+/* Lanes of the max loop below: independent accumulators vectorise. */
+#define XINA_MAX_LANES	8
+
+/*
+ * Largest magnitude of @cnt floats, as the bits of |x|: for finite floats
+ * the order of those bits as integers is the order of the magnitudes, and
+ * NaN and infinities compare above every finite value.  No branch and no
+ * early exit in the loop, so that it vectorises; the caller checks
+ * finiteness once per block on the result.
+ */
+XINA_CLONES
+uint32_t xina_max_abs_bits(const float *src, size_t cnt)
+{
+	uint32_t acc[XINA_MAX_LANES] = {}, m = 0, b;
+	size_t i = 0, k;
+
+	for (; i + XINA_MAX_LANES <= cnt; i += XINA_MAX_LANES) {
+		for (k = 0; k < XINA_MAX_LANES; k++) {
+			memcpy(&b, &src[i + k], sizeof(b));
+			b &= 0x7fffffff;
+			acc[k] = b > acc[k] ? b : acc[k];
+		}
+	}
+	for (; i < cnt; i++) {
+		memcpy(&b, &src[i], sizeof(b));
+		b &= 0x7fffffff;
+		m = b > m ? b : m;
+	}
+	for (k = 0; k < XINA_MAX_LANES; k++)
+		m = acc[k] > m ? acc[k] : m;
+	return m;
+}
+
+/* Largest magnitude of @cnt 16-bit floats, as the bits of |x|. */
+XINA_CLONES
+uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt)
+{
+	uint16_t acc[2 * XINA_MAX_LANES] = {}, b;
+	uint32_t m = 0;
+	size_t i = 0, k;
+
+	for (; i + 2 * XINA_MAX_LANES <= cnt; i += 2 * XINA_MAX_LANES) {
+		for (k = 0; k < 2 * XINA_MAX_LANES; k++) {
+			b = src[i + k] & 0x7fff;
+			acc[k] = b > acc[k] ? b : acc[k];
+		}
+	}
+	for (; i < cnt; i++)
+		m = (src[i] & 0x7fffu) > m ? src[i] & 0x7fffu : m;
+	for (k = 0; k < 2 * XINA_MAX_LANES; k++)
+		m = acc[k] > m ? acc[k] : m;
+	return m;
+}
 
 /* Scale exponent s of a block with agreed exponent @e: x * 2^s fits. */
 static int xina_scale(const struct xina *x, int32_t e)
