@@ -65,7 +65,10 @@ def pattern(n, factor, dtype):
 def measure(x, a, raw, types, one):
     """Every type once per iteration, in turn, so that what the shared
     machine does meanwhile weighs on all of them alike; one buffer of
-    --bytes bytes, viewed as each type.  Returns the JSON records."""
+    --bytes bytes, viewed as each type.  Each timed call sits between two
+    one-element allreduces (barriers), as in xina-bench-xina and the
+    peers' drivers, so that no rank's check of its result runs while a
+    peer is still in the timed call.  Returns the JSON records."""
     recs = {t: {"bench": "types", "dtype": t, "op": a.op,
                 "workers": a.workers, "rank": a.rank, "bytes": a.bytes,
                 "elems": a.bytes // SIZE[t], "iters": a.iters, "t": [],
@@ -83,6 +86,7 @@ def measure(x, a, raw, types, one):
             x.allreduce(buf, a.op)
             el = time.perf_counter() - t0
             c = self_cpu() - c0
+            x.allreduce(one)                     # barrier: no peer's check
             bad = int((buf != pattern(n, factor, dt)).sum())
             if bad:
                 raise SystemExit(f"types_allreduce: rank {a.rank}: {t} "
