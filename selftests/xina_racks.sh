@@ -116,7 +116,9 @@ failed_workers()	# failed_workers DIR: the last word of each that failed
 
 # check_switch JOB MEMBERS: every completed round of JOB took one
 # contribution of each member, and each result went to each member once
-# (plus retransmission answers and join replies), nobody unaddressable.
+# (plus retransmission answers, join replies and the BAD_KEY answers of
+# BADKEY_TX[JOB]), nobody unaddressable.
+declare -A BADKEY_TX
 check_switch()
 {
 	local job=$1 m=$2 complete contrib tx answered unknown
@@ -126,7 +128,7 @@ check_switch()
 	tx=$(stat_of "$job" tx)
 	unknown=$(stat_of "$job" tx_unknown)
 	answered=$(($(stat_of "$job" retrans_answered) + $(stat_of "$job" join) +
-		    $(stat_of "$job" join_refused)))
+		    $(stat_of "$job" join_refused) + ${BADKEY_TX[$job]:-0}))
 	[ "$complete" -gt 0 ] && [ "$contrib" = $((m * complete)) ] &&
 		[ "$tx" = $((m * complete + answered)) ] && [ "$unknown" = 0 ]
 	check_err $? "job $job: complete $complete contrib $contrib tx $tx answered $answered unknown $unknown ($m members)"
@@ -481,10 +483,29 @@ log_test "agent and XDP uplinks: a result for every partial, resends under loss,
 # flat job's bits with the new keys only (a partial tagged with the old
 # upper secret fails the spine's check, drop_auth).
 "$O/xinactl" genkey "$TMP/up2.key" >/dev/null &&
-	sctl job set "$UJOB" keyfile "$TMP/up2.key" &&
-	rctl 0 job set "$RJOB" upkeyfile "$TMP/up2.key" &&
+	sctl job set "$UJOB" keyfile "$TMP/up2.key"
+check_err $? "the upper secret could not be set at the spine"
+# Between the two: rack 0's uplink still has the old upper key.  A worker
+# of a new run joins rack 0; the uplink's upper join fails the spine's
+# check and is answered BAD_KEY with the join's own tag echoed, which the
+# uplink counts as a refusal (a BAD_KEY that echoes another tag is
+# drop_auth, check 10).  The worker gets no epoch and gives up.
+REF0=$(up_of 0 join_refused) AUTH0=$(up_of 0 drop_auth)
+SAUTH0=$(CTL=sctl stat_of "$UJOB" drop_auth)
+ip netns exec "$(racks_worker_ns "$RACK" 0 0)" "$O/xina-allreduce" \
+	--switch "$(racks_switch_ip 0)" \
+	--bind "$(racks_worker_ip 0 0):$RACK_WORKER_PORT" $(rack_key 0) \
+	--rank 0 --workers "$W" --slots "$SLOTS" --elems "$ELEMS" \
+	--bytes 4096 --iters 1 --run $((RANDOM + 1)) --join-timeout-ms 1000 \
+	--json >"$TMP/oldkey.json" 2>"$TMP/oldkey.err"
+[ "$(up_of 0 join_refused)" -gt "$REF0" ] &&
+	[ "$(up_of 0 drop_auth)" = "$AUTH0" ]
+check_err $? "rack 0's uplink with the old upper key: join_refused $REF0 -> $(up_of 0 join_refused), drop_auth $AUTH0 -> $(up_of 0 drop_auth): want more refusals, no drop_auth"
+# the spine answered each of those joins BAD_KEY (drop_auth there)
+BADKEY_TX[$UJOB]=$(($(CTL=sctl stat_of "$UJOB" drop_auth) - SAUTH0))
+rctl 0 job set "$RJOB" upkeyfile "$TMP/up2.key" &&
 	rctl 2 job set $((RJOB + 2)) upkeyfile "$TMP/up2.key"
-check_err $? "the upper secret could not be set at the spine and the racks"
+check_err $? "the upper secret could not be set at the racks"
 RACKS_UP_ADDR=$(racks_spine_ip "$AR") racks_agent "$RACK" "$AR" "$TMP/agent2.json" \
 	"$AR" "$TMP/up2.key" "$UJOB" --job $((RJOB + AR)) \
 	--key-file "$TMP/rack$AR.key" --workers "$W" --slots "$SLOTS" --elems "$ELEMS"
@@ -496,6 +517,6 @@ sent0=$(up_of 0 sent)
 hier i32 "$BYTES" i32-rekey
 [ "$HIER_SUM" = "${FLAT[i32]}" ] && [ "$(up_of 0 sent)" -gt "$sent0" ]
 check_err $? "after the new upper secret: checksum $HIER_SUM (the flat job's ${FLAT[i32]}), rack 0 sent $(up_of 0 sent) partials up ($sent0 before)"
-log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): bit-exact through the two levels"
+log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): a rack on the old key refused (BAD_KEY echoing its join, join_refused), then bit-exact through the two levels"
 
 tap_end
