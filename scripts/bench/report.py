@@ -108,6 +108,18 @@ class Report:
         self.wire_extra = ov.get("wire_extra", 24)
         self.rate = self.meta.get("regimes", {}).get("link", {}).get("rate_bps")
 
+    def loss_base(self, r):
+        """The lossless run a loss run @r is measured against: the
+        reference run right before the loss runs ("loss_ref"), else the
+        main run of the same system, workers, dtype and size."""
+        for q in self.res:
+            if q.get("bench") == "loss_ref" and \
+               (q["system"], q["workers"], q["dtype"], q["bytes"]) == \
+               (r["system"], r["workers"], r["dtype"], r["bytes"]):
+                return q
+        return self.get(r["system"], r["workers"], r["dtype"], r["bytes"],
+                        regime=r["regime"])
+
     def get(self, system, workers, dtype, nbytes, loss=0.0, regime="cpu"):
         for r in self.runs:
             if (r["system"], r["workers"], r["dtype"], r["bytes"], r["regime"]) == \
@@ -286,16 +298,19 @@ class Report:
     # ---- tables: CPU, loss, fast path -----------------------------------
 
     def loss_table(self):
-        out = ["| workers | dtype | size | loss | goodput MB/s | of lossless | "
+        out = ["| workers | dtype | size | loss | goodput MB/s | lossless MB/s "
+               "(run before) | of lossless | "
                "retransmissions | sent | dropped batches (both dtypes) |",
-               "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sorted((r for r in self.runs if r["loss"] > 0),
                         key=lambda r: (r["dtype"], r["loss"])):
-            base = self.get(r["system"], r["workers"], r["dtype"], r["bytes"],
-                            regime=r["regime"])
+            base = self.loss_base(r)
             frac = pct(r['goodput_Bps'] / base['goodput_Bps']) if base else "–"
+            ref = (mb(base['goodput_Bps']) +
+                   ("" if base.get("bench") == "loss_ref" else " (main row)")
+                   if base else "–")
             out.append(f"| {r['workers']} | {r['dtype']} | {size_str(r['bytes'])} | "
-                       f"{r['loss'] * 100:.1f}% | {mb(r['goodput_Bps'])} | {frac} | "
+                       f"{r['loss'] * 100:.1f}% | {mb(r['goodput_Bps'])} | {ref} | {frac} | "
                        f"{r.get('retrans', 0)} | {r.get('sent', 0)} | "
                        f"{r.get('impair_drops', '–')} |")
         return "\n".join(out)
@@ -684,8 +699,7 @@ class Report:
                             f"{eps / 1e9:.2f}e9 ({e} elements per packet) | "
                             f"{verdict(eps, 2e9)} |")
         for r in (r for r in self.runs if r["loss"] >= 0.01):
-            base = self.get(r["system"], r["workers"], r["dtype"], r["bytes"],
-                            regime=r["regime"])
+            base = self.loss_base(r)
             if base:
                 f = r["goodput_Bps"] / base["goodput_Bps"]
                 rows.append(f"| at 1% loss ≥ 80% of lossless, {r['workers']} workers "
@@ -1217,7 +1231,12 @@ class Report:
             self.cpu_table(), "",
         ]
         if loss_runs:
-            parts += ["## xina under loss", "", self.loss_table(), ""]
+            parts += ["## xina under loss", "",
+                      "Each loss run against a lossless run of the same "
+                      "size, iterations and dtype made right before the "
+                      "loss runs (the machine is shared, and the main rows "
+                      "ran minutes earlier); runs without that reference "
+                      "use the main row.", "", self.loss_table(), ""]
         types, fast_types = self.types_table(), self.fast_types_table()
         if types or fast_types:
             parts += ["## Types", ""]
