@@ -181,14 +181,6 @@ run_job()
 
 # Drop @1 percent of xina datagrams both ways, in the namespace only.
 # (netem is not built into the host kernel; nftables is.)
-# loss_drops: datagrams the rules of add_loss dropped so far.
-loss_drops()
-{
-	ip netns exec "$ns" nft list table inet xina_loss |
-		sed -n 's/.*counter packets \([0-9]*\).*/\1/p' |
-		awk '{ n += $1 } END { print n + 0 }'
-}
-
 add_loss()
 {
 	ip netns exec "$ns" nft -f - <<-EOF
@@ -200,6 +192,14 @@ add_loss()
 		}
 	}
 	EOF
+}
+
+# loss_drops: datagrams the rules of add_loss dropped so far.
+loss_drops()
+{
+	ip netns exec "$ns" nft list table inet xina_loss |
+		sed -n 's/.*counter packets \([0-9]*\).*/\1/p' |
+		awk '{ n += $1 } END { print n + 0 }'
 }
 
 # The same job with and without loss: the float results must be the same
