@@ -32,6 +32,7 @@ Two regimes, every system in each, in the same invocation:
 
 import argparse
 import atexit
+import itertools
 import json
 import os
 import platform
@@ -1203,8 +1204,11 @@ class Bench:
     def micro(self):
         p = self.plan()
         elems = ",".join(map(str, sorted(set(FASTPATH_ELEMS) | {ELEMS})))
-        for prog in ("xina-bench-addloop", "xina-bench-addloop-simd"):
-            out = subprocess.run([f"{self.bin}/{prog}", "-n",
+        # the adds alone, and (-a) with each packet's tag verified first
+        for prog, auth in itertools.product(
+                ("xina-bench-addloop", "xina-bench-addloop-simd"),
+                ([], ["-a"])):
+            out = subprocess.run([f"{self.bin}/{prog}", *auth, "-n",
                                   str(p["addloop_packets"]), "-e", elems],
                                  text=True, capture_output=True,
                                  check=True).stdout

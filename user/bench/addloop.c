@@ -6,7 +6,16 @@
  * plain C loop, compiled with the tree's CFLAGS (-O2: the compiler may
  * vectorise, which is exactly what BPF cannot do).
  *
- *   xina-bench-addloop [-n PACKETS] [-e ELEMS[,ELEMS...]] [-r REPEATS]
+ *   xina-bench-addloop [-a] [-n PACKETS] [-e ELEMS[,ELEMS...]] [-r REPEATS]
+ *
+ * -a: the whole of the fast path's work on a contribution's elements, not
+ * just the adds: each packet's tag is verified first (NH of the payload
+ * as it is on the wire, then SipHash-2-4 of a header and the NH, the
+ * functions of bpf/xina_auth.h) and only a packet whose tag matches is
+ * added, in a second pass over it -- the order the fast path keeps, so
+ * that a forged packet never reaches slot memory.  Reported as
+ * "<name>_auth".  The fast path's other per-packet work (parsing, the
+ * job, member and slot lookups, the claim) is not in it.
  *
  * Packets come from a ring of 64 payloads (like the rack, where each
  * packet is a new buffer, but all in cache: BPF_PROG_TEST_RUN copies the
@@ -28,6 +37,9 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include <linux/xina.h>
+
+#include "xina_auth.h"
 
 #ifndef ADDLOOP_NAME
 #define ADDLOOP_NAME	"addloop"	/* -DADDLOOP_NAME for the SIMD build */
@@ -41,12 +53,38 @@
 static uint32_t ring[RING][MAX_ELEMS];	/* network order */
 static int32_t part[MAX_ELEMS];
 
+/* -a: the member's keys, one header, and each ring payload's tag */
+static int auth;
+static __u32 nh_key[XINA_MAX_ELEMS + 2];
+static __u64 mbr_key[2];
+static __u64 hdr[XINA_AUTH_HDR_WORDS];
+static __u64 tags[RING];
+static unsigned long forged;	/* packets whose tag did not match */
+
 static void add_packet(int32_t *p, const uint32_t *src, unsigned int count)
 {
 	unsigned int i;
 
 	for (i = 0; i < count; i++)
 		p[i] = (int32_t)((uint32_t)p[i] + ntohl(src[i]));
+}
+
+/* The packet's tag, from its payload as it is on the wire. */
+static __u64 tag_of(const uint32_t *src, unsigned int count)
+{
+	return xina_tag_hdr(mbr_key, hdr, xina_nh_net(nh_key, src, count));
+}
+
+/* -a: verify packet @n's tag, then add it; a mismatch is counted, not added. */
+static void auth_add_packet(int32_t *p, unsigned long n, unsigned int count)
+{
+	const uint32_t *src = ring[n % RING];
+
+	if (tag_of(src, count) != tags[n % RING]) {
+		forged++;
+		return;
+	}
+	add_packet(p, src, count);
 }
 
 /* ns per packet: the median over chunks of CHUNK packets (@chunk_ns holds
@@ -57,11 +95,16 @@ static double run(unsigned int count, unsigned long packets, double *chunk_ns)
 	double t0;
 
 	memset(part, 0, sizeof(part));
+	for (n = 0; auth && n < RING; n++)
+		tags[n] = tag_of(ring[n], count);
 	for (n = 0; n < packets; n = end) {
 		end = n + CHUNK < packets ? n + CHUNK : packets;
 		t0 = mono_s();
 		for (; n < end; n++) {
-			add_packet(part, ring[n % RING], count);
+			if (auth)
+				auth_add_packet(part, n, count);
+			else
+				add_packet(part, ring[n % RING], count);
 			/* each packet is its own pass over the partial */
 			asm volatile("" ::: "memory");
 		}
@@ -77,6 +120,11 @@ static int check(unsigned int count, unsigned long packets)
 	unsigned long n;
 	uint32_t want;
 
+	if (forged) {
+		fprintf(stderr, "xina-bench-addloop: %lu packets failed their tag check\n",
+			forged);
+		return -1;
+	}
 	for (i = 0; i < count; i++) {
 		want = 0;
 		for (n = 0; n < RING; n++)
@@ -100,8 +148,11 @@ int main(int argc, char **argv)
 	cpu_set_t set;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:e:r:")) != -1) {
+	while ((c = getopt(argc, argv, "an:e:r:")) != -1) {
 		switch (c) {
+		case 'a':
+			auth = 1;
+			break;
 		case 'n':
 			packets = strtoul(optarg, NULL, 10);
 			break;
@@ -123,7 +174,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: xina-bench-addloop [-n PACKETS] [-e ELEMS[,...]] [-r REPEATS]\n");
+			fprintf(stderr, "usage: xina-bench-addloop [-a] [-n PACKETS] [-e ELEMS[,...]] [-r REPEATS]\n");
 			return 2;
 		}
 	}
@@ -143,6 +194,14 @@ int main(int argc, char **argv)
 	for (i = 0; i < RING; i++)
 		for (j = 0; j < MAX_ELEMS; j++)
 			ring[i][j] = htonl(i * 7919 + j * 3 + 1);
+	if (auth) {
+		static const __u8 secret[16] = "xina-addloop-key";
+
+		xina_derive_nh(secret, 1, nh_key, XINA_MAX_ELEMS);
+		xina_derive_key(secret, XINA_LABEL_MEMBER, 1, 0, mbr_key);
+		for (i = 0; i < XINA_AUTH_HDR_WORDS; i++)
+			hdr[i] = 0x0123456789abcdefULL * (i + 1);
+	}
 
 	for (i = 0; i < nelems; i++) {
 		for (r = 0; r < reps; r++)
@@ -152,9 +211,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		med = quantile(ns, reps, 0.5);
-		printf("{\"bench\":\"" ADDLOOP_NAME "\",\"elems\":%u,\"packets\":%lu,\"repeats\":%u,"
+		printf("{\"bench\":\"%s\",\"elems\":%u,\"packets\":%lu,\"repeats\":%u,"
 		       "\"ns_median\":%.2f,\"ns_min\":%.2f,\"ns_max\":%.2f}\n",
-		       elems[i], packets, reps, med, ns[0], ns[reps - 1]);
+		       auth ? ADDLOOP_NAME "_auth" : ADDLOOP_NAME, elems[i], packets,
+		       reps, med, ns[0], ns[reps - 1]);
 	}
 	free(chunk_ns);
 	return 0;
