@@ -36,9 +36,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench_util.h"
 #include <linux/xina.h>
 
+#include "bench_util.h"
 #include "xina_auth.h"
 
 #ifndef ADDLOOP_NAME
@@ -55,7 +55,7 @@ static int32_t part[MAX_ELEMS];
 
 /* -a: the member's keys, one header, and each ring payload's tag */
 static int auth;
-static __u32 nh_key[XINA_MAX_ELEMS + 2];
+static __u32 nh_key[XINA_MAX_ELEMS];
 static __u64 mbr_key[2];
 static __u64 hdr[XINA_AUTH_HDR_WORDS];
 static __u64 tags[RING];
@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 		for (j = 0; j < MAX_ELEMS; j++)
 			ring[i][j] = htonl(i * 7919 + j * 3 + 1);
 	if (auth) {
-		static const __u8 secret[16] = "xina-addloop-key";
+		static const __u8 secret[XINA_SECRET_BYTES] = "xina-addloop-key";
 
 		xina_derive_nh(secret, 1, nh_key, XINA_MAX_ELEMS);
 		xina_derive_key(secret, XINA_LABEL_MEMBER, 1, 0, mbr_key);
