@@ -161,6 +161,33 @@ def sync_checks(x, world, elems, n):
     print(f"ok: sparse int32 sum of {n} elements exact, {skipped} of "
           f"{nblk} blocks skipped")
 
+    # Block-sparse float32 SUM (its union is agreed by the exponents'
+    # call): bitwise the dense call of the same arrays.  Blocks b with
+    # b % 7 == 6 hold -0.0 on rank 0 and +0 elsewhere: zeros everywhere,
+    # so skipped, and +0 in the result, as the dense call gives them.
+    def sparse_f32(r):
+        v = inputs(r, n, "f32")
+        blk = np.arange(n) // elems
+        v[blk % 7 != r] = 0.0
+        if r == 0:
+            v[blk % 7 == 6] = -0.0
+        return v
+    dense = sparse_f32(x.rank)
+    x.allreduce(dense)
+    a = sparse_f32(x.rank)
+    st0 = x.stats()
+    x.allreduce(a, sparse=True)
+    skipped = x.stats()["sparse_skipped"] - st0.get("sparse_skipped", 0)
+    want = sum(1 for b in range(nblk) if b % 7 >= min(world, 7))
+    negz = np.signbit(a[(np.arange(n) // elems) % 7 == 6]).sum()
+    off = np.count_nonzero(a.view(np.uint32) != dense.view(np.uint32))
+    if off or skipped != want or negz:
+        fail(f"sparse float32 sum of {n}: {off} elements' bits differ from "
+             f"the dense call's, {skipped} blocks skipped (want {want}), "
+             f"{negz} -0 left")
+    print(f"ok: sparse float32 sum of {n} elements bitwise the dense call's, "
+          f"{skipped} of {nblk} blocks skipped (-0 blocks included)")
+
 
 def check_results(bufs, world, elems, n):
     """The four calls of async_checks(): int32 sum, float32 sum, int32

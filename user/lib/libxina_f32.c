@@ -77,13 +77,14 @@ static double xina_abs_value(enum xina_type type, uint32_t bits)
 /*
  * Per block: the frexp exponent of the largest magnitude (|x| < 2^e), or
  * XINA_EXP_ZERO.  Refuses NaN and infinities before anything is sent,
- * naming the first offending element.
+ * naming the first offending element.  @negz, when not NULL, gets a bit
+ * for each block of zeros that holds a -0 (zeros, but not all zero bits).
  */
 static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 			   const void *buf, size_t n, int32_t *exps,
-			   uint64_t nblocks)
+			   uint64_t nblocks, uint32_t *negz)
 {
-	uint32_t bits, inf = xina_inf_bits(k->type);
+	uint32_t bits, any = 0, inf = xina_inf_bits(k->type);
 	size_t off, end;
 	uint64_t b;
 	int e;
@@ -93,14 +94,16 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 		end = n - off < k->per_pkt ? n : off + k->per_pkt;
 		if (k->type == XINA_TYPE_FLOAT32)
 			bits = xina_max_abs_bits((const float *)buf + off,
-						 end - off);
+						 end - off, negz ? &any : NULL);
 		else
 			bits = xina_max_abs_bits16((const uint16_t *)buf + off,
-						   end - off);
+						   end - off, negz ? &any : NULL);
 		if (bits >= inf)
 			return xina_not_finite(x, k, buf, off, end);
 		if (!bits) {
 			exps[b] = XINA_EXP_ZERO;
+			if (negz && any)
+				negz[b / 32] |= 1u << (b % 32);
 			continue;
 		}
 		frexp(xina_abs_value(k->type, bits), &e);
@@ -108,7 +111,6 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 	}
 	return 0;
 }
-
 
 /*
  * A peer can only send what passed xina_block_exps() on its side: a
@@ -130,8 +132,8 @@ static int xina_check_exps(struct xina *x, const int32_t *exps,
 	return 0;
 }
 
-int xina_run_bfp(struct xina *x, void *buf, size_t n,
-		 const struct xina_codec *k)
+int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
+		  const struct xina_codec *k, uint32_t *negz)
 {
 	struct xina_codec ek;
 	uint64_t nblocks;
@@ -148,23 +150,29 @@ int xina_run_bfp(struct xina *x, void *buf, size_t n,
 			  (unsigned long long)nblocks);
 		return -ENOMEM;
 	}
-	err = xina_block_exps(x, k, buf, n, x->exps, nblocks);
+	err = xina_block_exps(x, k, buf, n, x->exps, nblocks, negz);
 	if (err)
 		return err;
-
-	/* Phase 1: agree on the exponents; phase 2: add the integers. */
 	err = xina_reduce_blocks(x, x->exps, nblocks, &ek, NULL);
 	if (!err)
 		err = xina_check_exps(x, x->exps, nblocks);
 	if (err)
-		goto err_broken;
+		x->broken = true;
+	return err;
+}
+
+int xina_run_bfp(struct xina *x, void *buf, size_t n,
+		 const struct xina_codec *k)
+{
+	int err;
+
+	/* Phase 1: agree on the exponents; phase 2: add the integers. */
+	err = xina_bfp_exps(x, buf, n, k, NULL);
+	if (err)
+		return err;
 	err = xina_reduce_blocks(x, buf, n, k, x->exps);
 	if (err)
-		goto err_broken;
-	return 0;
-
-err_broken:
-	x->broken = true;
+		x->broken = true;
 	return err;
 }
 

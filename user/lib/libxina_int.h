@@ -286,7 +286,11 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 /*
  * libxina_f32.c: block floating point of a float call: the exponents
  * (refusing NaN and infinities), their agreement, then the sum.
+ * xina_bfp_exps() is the first two: the agreed exponents in x->exps, one
+ * per block; @negz as xina_block_exps() (NULL: not wanted).
  */
+int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
+		  const struct xina_codec *k, uint32_t *negz);
 int xina_run_bfp(struct xina *x, void *buf, size_t n,
 		 const struct xina_codec *k);
 
@@ -316,9 +320,12 @@ int xina_grow(void **p, size_t *len, size_t want, size_t elsz);
 /* libxina_pack.c: one block to and from the wire. */
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
 bool xina_all_zero(const void *restrict p, size_t len);
-/* A block's largest float magnitude, as the bits of |x| (libxina_f32.c). */
-uint32_t xina_max_abs_bits(const float *src, size_t cnt);
-uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt);
+/*
+ * A block's largest float magnitude, as the bits of |x|, and in *@any
+ * (unless NULL) the OR of its bits.
+ */
+uint32_t xina_max_abs_bits(const float *src, size_t cnt, uint32_t *any);
+uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt, uint32_t *any);
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
 		   size_t cnt);
 void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,

@@ -4,80 +4,133 @@
  * hold a non-zero element on some worker travel.
  *
  * A block is the elements of one packet (the call's codec's per_pkt).
- * Each worker marks its blocks that hold any non-zero bit (a float -0 is
- * non-zero: bits, not values), the workers OR their bitmaps through the
- * switch (one int32 OR allreduce of nblocks / 32 words), and then reduce
- * only the union's blocks, gathered into one dense buffer, by the call's
- * own type and op: block b of the union is the same block with the same
- * elements as in a dense call, so its result, float exponents included,
- * is bitwise the dense call's.  A block outside the union is zero on
- * every worker, and every operator of zeros gives zero (SUM, MIN, MAX,
- * AVG, AND, OR, XOR): it is already its result.  When the union is every
- * block, the call runs in place, as a dense one.
+ * The workers agree on the union of their non-zero blocks in one call
+ * through the switch, then reduce only the union's blocks, gathered into
+ * one dense buffer, by the call's own type and op: block b of the union is
+ * the same block with the same elements as in a dense call, so its result
+ * is bitwise the dense call's.  The agreement:
+ * - integers, and float MIN and MAX: each worker marks its blocks that
+ *   hold any non-zero bit (a float -0 is non-zero: bits, not values), and
+ *   the workers OR the bitmaps (one int32 OR allreduce of nblocks / 32
+ *   words).  A block outside the union is zero bits on every worker, and
+ *   every operator of zeros gives zero: it is already its result;
+ * - float SUM and AVG (block floating point): the exponents' call of the
+ *   dense scheme, over every block, is the agreement: a block is in the
+ *   union when its agreed exponent is not XINA_EXP_ZERO, so the union's
+ *   exponents are known and its blocks need no call of their own.  The
+ *   dense call gives +0 for every element of a block of zeros, so a worker
+ *   writes +0 over such a block where it holds a -0.
+ * When the union is every block, the call runs in place, as a dense one.
  *
- * Cost: one pass over the tensor to find its zero blocks, the bitmap's
- * allreduce (1/(32 * per_pkt) of the elements), a copy of the union's
- * blocks there and back, and the union's share of a dense call's packets.
+ * Cost: one pass over the tensor (its zero blocks, or its blocks'
+ * exponents), the agreement (nblocks / 32 words, or nblocks exponents),
+ * a copy of the union's blocks there and back, and the union's share of
+ * a dense call's packets: two calls through the switch, not three, for
+ * every type and op.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "libxina_int.h"
 
-/* The call by @k's type and op, dense, on @buf (as xina_run() does). */
-static int xina_sp_dense(struct xina *x, void *buf, size_t n,
-			 const struct xina_codec *k)
+/* The call by @k's type and op, dense, on @buf; @exps agreed for BFP. */
+static int xina_sp_reduce(struct xina *x, void *buf, size_t n,
+			  const struct xina_codec *k, const int32_t *exps)
 {
-	int err;
+	int err = xina_reduce_blocks(x, buf, n, k, exps);
 
-	if (k->kind == XINA_K_BFP)
-		return xina_run_bfp(x, buf, n, k);
-	err = xina_reduce_blocks(x, buf, n, k, NULL);
 	if (err)
 		x->broken = true;
 	return err;
+}
+
+/* The union by bits: the workers' bitmaps of non-zero blocks, ORed. */
+static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
+			      const struct xina_codec *k, size_t nb)
+{
+	size_t esz = xina_codec_esz(k), bs = k->per_pkt, b, len;
+	struct xina_codec mk;
+	int err;
+
+	err = xina_codec_init(x, &mk, XINA_TYPE_INT32, XINA_OP_OR, x->err,
+			      sizeof(x->err));
+	if (err)
+		return err;
+	for (b = 0; b < nb; b++) {
+		len = (b + 1 < nb ? bs : n - b * bs) * esz;
+		if (!xina_all_zero(src + b * bs * esz, len))
+			x->sp_map[b / 32] |= 1u << (b % 32);
+	}
+	return xina_sp_reduce(x, x->sp_map, (nb + 31) / 32, &mk, NULL);
+}
+
+/*
+ * The union by exponents (block floating point): blocks whose agreed
+ * exponent is not XINA_EXP_ZERO; a block of zeros everywhere gets the
+ * dense call's +0 where this worker held a -0 in it.
+ */
+static int xina_sp_union_exps(struct xina *x, uint8_t *src, size_t n,
+			      const struct xina_codec *k, size_t nb)
+{
+	size_t esz = xina_codec_esz(k), bs = k->per_pkt, b, len;
+	uint32_t *map = x->sp_map, bit;
+	int err;
+
+	/* the -0 blocks first, in the bitmap the union then takes over */
+	err = xina_bfp_exps(x, src, n, k, map);
+	if (err)
+		return err;
+	for (b = 0; b < nb; b++) {
+		bit = 1u << (b % 32);
+		if (x->exps[b] != XINA_EXP_ZERO) {
+			map[b / 32] |= bit;
+			continue;
+		}
+		if (map[b / 32] & bit) {
+			len = (b + 1 < nb ? bs : n - b * bs) * esz;
+			memset(src + b * bs * esz, 0, len);
+			map[b / 32] &= ~bit;
+		}
+	}
+	return 0;
 }
 
 int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		    const struct xina_codec *k)
 {
 	size_t esz = xina_codec_esz(k), bs = k->per_pkt, nb, words, b, len;
+	bool bfp = k->kind == XINA_K_BFP;
 	size_t used = 0, m = 0;
-	struct xina_codec mk;
+	int32_t *exps = NULL;
 	uint8_t *src = buf;
 	int err;
 
 	nb = (n + bs - 1) / bs;
 	words = (nb + 31) / 32;
-	err = xina_codec_init(x, &mk, XINA_TYPE_INT32, XINA_OP_OR, x->err,
-			      sizeof(x->err));
-	if (err)
-		return err;
 	if (xina_grow((void **)&x->sp_map, &x->sp_map_len, words ? words : 1,
 		      sizeof(*x->sp_map))) {
 		xina_fail(x, "out of memory for the bitmap of %zu blocks", nb);
 		return -ENOMEM;
 	}
 	memset(x->sp_map, 0, words * sizeof(*x->sp_map));
-	for (b = 0; b < nb; b++) {
-		len = (b + 1 < nb ? bs : n - b * bs) * esz;
-		if (!xina_all_zero(src + b * bs * esz, len))
-			x->sp_map[b / 32] |= 1u << (b % 32);
-	}
-	err = xina_reduce_blocks(x, x->sp_map, words, &mk, NULL);
-	if (err) {
-		x->broken = true;
+	err = bfp ? xina_sp_union_exps(x, src, n, k, nb) :
+		    xina_sp_union_bits(x, src, n, k, nb);
+	if (err)
 		return err;
-	}
+	/* the union's exponents, in block order, ahead of the others */
 	for (b = 0; b < nb; b++)
 		if (x->sp_map[b / 32] >> (b % 32) & 1) {
 			used += b + 1 < nb ? bs : n - b * bs;
+			if (bfp)
+				x->exps[m] = x->exps[b];
 			m++;
 		}
 	x->st.sparse_blocks += m;
 	x->st.sparse_skipped += nb - m;
+	if (bfp)
+		exps = x->exps;
 	if (m == nb)
-		return xina_sp_dense(x, buf, n, k);
+		return xina_sp_reduce(x, buf, n, k, exps);
 	if (!m)
 		return 0;
 	if (xina_grow((void **)&x->sp_buf, &x->sp_buf_len, used * esz, 1)) {
@@ -93,7 +146,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		memcpy(x->sp_buf + used, src + b * bs * esz, len);
 		used += len;
 	}
-	err = xina_sp_dense(x, x->sp_buf, used / esz, k);
+	err = xina_sp_reduce(x, x->sp_buf, used / esz, k, exps);
 	if (err)
 		return err;
 	for (b = 0, used = 0; b < nb; b++) {
