@@ -337,20 +337,28 @@ rack_switch_ip()
 # rack_allreduce_at NSFN IPFN SWFN RACK N OUTDIR ARGS...: rack_allreduce
 # with worker i (rank i of N) in namespace "NSFN RACK i", at "IPFN i",
 # sending to "SWFN i".  If RACK_ARGS_FN names a function, worker i also
-# gets the words "RACK_ARGS_FN i" prints (e.g. its rack's key file).
+# gets the words "RACK_ARGS_FN i" prints (e.g. its rack's key file).  If
+# RACK_GATE names a file, every worker, started and in its namespace,
+# waits for that file to exist before it runs xina-allreduce: the caller
+# starts the run in the background and releases it at a moment of its
+# choosing, within 10 ms, with no process to start then.
 rack_allreduce_at()
 {
 	local nsfn=$1 ipfn=$2 swfn=$3 rack=$4 n=$5 out=$6 cpus i pid fails=0
 	local run=${XINA_RUN_ID:-$(((RANDOM << 15 | RANDOM) + 1))}
-	local -a pids more
+	local -a pids more gate=()
 
 	shift 6
 	cpus=$(nproc)
 	mkdir -p "$out"
+	# shellcheck disable=SC2016
+	[ -n "${RACK_GATE:-}" ] &&
+		gate=(bash -c 'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"' "$RACK_GATE")
 	for ((i = 0; i < n; i++)); do
 		more=()
 		[ -n "${RACK_ARGS_FN:-}" ] && read -ra more <<<"$("$RACK_ARGS_FN" "$i")"
 		ip netns exec "$("$nsfn" "$rack" "$i")" taskset -c $((i % cpus)) \
+			"${gate[@]}" \
 			"$XINA_O/xina-allreduce" --switch "$("$swfn" "$i")" \
 			--bind "$("$ipfn" "$i"):$RACK_WORKER_PORT" \
 			--rank "$i" --workers "$n" --run "$run" --json \
