@@ -25,8 +25,8 @@
  * Cost: one pass over the tensor (its zero blocks, or its blocks'
  * exponents), the agreement (nblocks / 32 words, or nblocks exponents),
  * a copy of the union's blocks there and back, and the union's share of
- * a dense call's packets: two calls through the switch, not three, for
- * every type and op.
+ * a dense call's packets: two calls through the switch for every type
+ * and op.
  */
 #include <errno.h>
 #include <string.h>
