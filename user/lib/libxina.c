@@ -347,9 +347,7 @@ struct xina_call {
 /* Elements of @block, the last one short. */
 static size_t xina_block_cnt(const struct xina_call *c, uint64_t block)
 {
-	uint64_t off = block * c->k->per_pkt;
-
-	return c->n - off < c->k->per_pkt ? c->n - off : c->k->per_pkt;
+	return xina_blk_elems(c->n, c->k->per_pkt, block);
 }
 
 static void xina_txq_push(struct xina *x, uint32_t s)

@@ -91,7 +91,7 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 
 	for (b = 0; b < nblocks; b++) {
 		off = b * k->per_pkt;
-		end = n - off < k->per_pkt ? n : off + k->per_pkt;
+		end = off + xina_blk_elems(n, k->per_pkt, b);
 		if (k->type == XINA_TYPE_FLOAT32)
 			bits = xina_max_abs_bits((const float *)buf + off,
 						 end - off, negz ? &any : NULL);

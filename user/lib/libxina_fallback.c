@@ -364,8 +364,7 @@ int xina_fb_run(struct xina *x, void *buf, size_t n,
 		dn[b] = done ? done[b] : 0;
 		if (dn[b])
 			continue;
-		cnt = n - b * k->per_pkt < k->per_pkt ? n - b * k->per_pkt :
-		      k->per_pkt;
+		cnt = xina_blk_elems(n, k->per_pkt, b);
 		xina_codec_pack(x, k, c->w + b * c->wpb,
 				(const uint8_t *)buf + b * k->per_pkt * esz,
 				cnt, exps ? exps[b] : 0);
@@ -379,8 +378,7 @@ int xina_fb_run(struct xina *x, void *buf, size_t n,
 	for (b = 0; b < nb; b++) {
 		if (dn[b])
 			continue;
-		cnt = n - b * k->per_pkt < k->per_pkt ? n - b * k->per_pkt :
-		      k->per_pkt;
+		cnt = xina_blk_elems(n, k->per_pkt, b);
 		xina_codec_unpack(x, k, (uint8_t *)buf + b * k->per_pkt * esz,
 				  c->w + b * c->wpb, cnt, exps ? exps[b] : 0);
 	}

@@ -317,6 +317,14 @@ static inline bool xina_stopping(struct xina *x)
  */
 int xina_grow(void **p, size_t *len, size_t want, size_t elsz);
 
+/* Elements of block @b of @n cut into blocks of @per: the last is short. */
+static inline size_t xina_blk_elems(size_t n, size_t per, uint64_t b)
+{
+	uint64_t off = b * per;
+
+	return n - off < per ? n - off : per;
+}
+
 /* libxina_pack.c: one block to and from the wire. */
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
 bool xina_all_zero(const void *restrict p, size_t len);

@@ -57,7 +57,7 @@ static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
 	if (err)
 		return err;
 	for (b = 0; b < nb; b++) {
-		len = (b + 1 < nb ? bs : n - b * bs) * esz;
+		len = xina_blk_elems(n, bs, b) * esz;
 		if (!xina_all_zero(src + b * bs * esz, len))
 			x->sp_map[b / 32] |= 1u << (b % 32);
 	}
@@ -87,7 +87,7 @@ static int xina_sp_union_exps(struct xina *x, uint8_t *src, size_t n,
 			continue;
 		}
 		if (map[b / 32] & bit) {
-			len = (b + 1 < nb ? bs : n - b * bs) * esz;
+			len = xina_blk_elems(n, bs, b) * esz;
 			memset(src + b * bs * esz, 0, len);
 			map[b / 32] &= ~bit;
 		}
@@ -101,7 +101,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	size_t esz = xina_codec_esz(k), bs = k->per_pkt, nb, words, b, len;
 	bool bfp = k->kind == XINA_K_BFP;
 	size_t used = 0, m = 0;
-	int32_t *exps = NULL;
+	const int32_t *exps;
 	uint8_t *src = buf;
 	int err;
 
@@ -120,15 +120,14 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	/* the union's exponents, in block order, ahead of the others */
 	for (b = 0; b < nb; b++)
 		if (x->sp_map[b / 32] >> (b % 32) & 1) {
-			used += b + 1 < nb ? bs : n - b * bs;
+			used += xina_blk_elems(n, bs, b);
 			if (bfp)
 				x->exps[m] = x->exps[b];
 			m++;
 		}
 	x->st.sparse_blocks += m;
 	x->st.sparse_skipped += nb - m;
-	if (bfp)
-		exps = x->exps;
+	exps = bfp ? x->exps : NULL;
 	if (m == nb)
 		return xina_sp_reduce(x, buf, n, k, exps);
 	if (!m)
@@ -142,7 +141,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	for (b = 0, used = 0; b < nb; b++) {
 		if (!(x->sp_map[b / 32] >> (b % 32) & 1))
 			continue;
-		len = (b + 1 < nb ? bs : n - b * bs) * esz;
+		len = xina_blk_elems(n, bs, b) * esz;
 		memcpy(x->sp_buf + used, src + b * bs * esz, len);
 		used += len;
 	}
@@ -152,7 +151,7 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	for (b = 0, used = 0; b < nb; b++) {
 		if (!(x->sp_map[b / 32] >> (b % 32) & 1))
 			continue;
-		len = (b + 1 < nb ? bs : n - b * bs) * esz;
+		len = xina_blk_elems(n, bs, b) * esz;
 		memcpy(src + b * bs * esz, x->sp_buf + used, len);
 		used += len;
 	}
