@@ -522,6 +522,18 @@ static void test_nonfinite(void)
 	      "infinity refused: \"%s\"", xina_last_error(x));
 	err = xina_allreduce_i32(x, (int32_t *)buf, 20, 9);
 	CHECK(err == -EINVAL, "unknown op refused");
+	err = xina_allreduce_sparse_map(x, buf, 20, XINA_TYPE_INT32,
+					XINA_OP_SUM, NULL);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "NULL map"),
+	      "NULL map of a sparse call refused: %d, \"%s\"", err,
+	      xina_last_error(x));
+	CHECK(xina_sparse_block(x, XINA_TYPE_INT32, XINA_OP_SUM) == o.elems &&
+	      xina_sparse_block(x, XINA_TYPE_INT16, XINA_OP_SUM) == 2u * o.elems &&
+	      !xina_sparse_block(x, XINA_TYPE_FLOAT32, XINA_OP_XOR),
+	      "sparse blocks: int32 %zu, int16 %zu, float32 xor %zu (elems %u)",
+	      xina_sparse_block(x, XINA_TYPE_INT32, XINA_OP_SUM),
+	      xina_sparse_block(x, XINA_TYPE_INT16, XINA_OP_SUM),
+	      xina_sparse_block(x, XINA_TYPE_FLOAT32, XINA_OP_XOR), o.elems);
 	xina_get_stats(x, &st);
 	CHECK(st.sent == 0 && st.tx_syscalls == st0.tx_syscalls,
 	      "nothing sent after the join (sent %llu, %llu sendmmsg calls since)",
@@ -1733,6 +1745,10 @@ static void test_async_reverse(const char *ip)
 	err = xina_allreduce_i32_start(x, one, 5, 99, &r[0]);
 	CHECK(err == -EINVAL && strstr(xina_last_error(x), "op 99"),
 	      "bad op refused at the start: %d, '%s'", err, xina_last_error(x));
+	err = xina_allreduce_sparse_map_start(x, one, 5, XINA_TYPE_INT32,
+					      XINA_OP_SUM, NULL, &r[0]);
+	CHECK(err == -EINVAL && !r[0] && strstr(xina_last_error(x), "NULL map"),
+	      "NULL map refused at the start: %d, '%s'", err, xina_last_error(x));
 out_close:
 	xina_close(x);
 	for (k = 0; k < AS_REQS; k++)

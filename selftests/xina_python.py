@@ -188,6 +188,40 @@ def sync_checks(x, world, elems, n):
     print(f"ok: sparse float32 sum of {n} elements bitwise the dense call's, "
           f"{skipped} of {nblk} blocks skipped (-0 blocks included)")
 
+    # The caller's map (blocks=, xina_allreduce_sparse_map()): each rank
+    # names its blocks (b % 7 == rank) and libxina reads no other.  Rank 0
+    # writes 7s under its clear bits: in blocks rank 1 sends (b % 7 == 1),
+    # which come back as the ranks' sum without the 7s, and in blocks no
+    # rank sends (b % 7 == 6), which keep them.  The other ranks must get
+    # the sum of the first sparse call above, bit for bit.
+    bs = x.sparse_block(a)
+    blk = np.arange(n) // bs
+    mine = np.arange(-(-n // bs)) % 7 == x.rank
+    a = sparse_in(x.rank)
+    want = np.sum([sparse_in(r).astype(np.int64) for r in range(world)],
+                  axis=0)
+    want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    hidden = (blk % 7 == 1) | (blk % 7 == 6) if x.rank == 0 else blk < 0
+    a[hidden] = 7
+    kept = hidden & (blk % 7 == 6)
+    want[kept] = 7
+    st0 = x.stats()
+    x.allreduce(a, blocks=mine)
+    skipped = x.stats()["sparse_skipped"] - st0.get("sparse_skipped", 0)
+    if not np.array_equal(a, want) or (nblk > 7 and not skipped):
+        fail(f"sparse int32 sum with the ranks' maps: "
+             f"{np.count_nonzero(a != want)} elements off, {skipped} blocks "
+             "skipped")
+    try:
+        x.allreduce(a, blocks=mine[:-1])
+        fail("a map one block short was taken")
+    except ValueError as e:
+        if "blocks has" not in str(e):
+            fail(f"the short map's refusal does not say why: {e}")
+    print(f"ok: sparse int32 sum with the ranks' maps of their blocks exact, "
+          f"{skipped} of {nblk} blocks skipped, {np.count_nonzero(hidden)} "
+          f"elements under clear bits not read")
+
 
 def check_results(bufs, world, elems, n):
     """The four calls of async_checks(): int32 sum, float32 sum, int32

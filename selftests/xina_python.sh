@@ -142,17 +142,21 @@ b=$(blocks "$n")
 # blocks some rank holds non-zeros in (rank r in blocks b % 7 == r); then
 # a dense float32 sum and a sparse one of the same arrays: the sparse one
 # agrees on its union in the exponents' call (an exponent a block), and
-# makes no bitmap call and no exponents' call of the union's own.
+# makes no bitmap call and no exponents' call of the union's own; then
+# the int32 sparse sum again from the ranks' maps: its bitmap call and
+# the same union.
 union=0
 for ((k = 0; k < b; k++)); do
 	[ $((k % 7)) -lt "$N" ] && union=$((union + 1))
 done
 switch_completes 1 $((3 * b + $(blocks "$b") + $(blocks $(((b + 31) / 32))) + union +
-		      b + $(blocks "$b") + $(blocks "$b") + union))
+		      b + $(blocks "$b") + $(blocks "$b") + union +
+		      $(blocks $(((b + 31) / 32))) + union))
 log_info "$(grep -h '^ok: float32' "$TMP/sync/w0.out")"
 log_info "$(grep -h '^ok: sparse int32' "$TMP/sync/w0.out")"
 log_info "$(grep -h '^ok: sparse float32' "$TMP/sync/w0.out")"
-log_test "sync: int32 sum and max exact, float32 sum within the bound, sparse int32 sum exact, sparse float32 sum bitwise the dense one's, $N workers, run XINA_RUN_ID"
+log_info "$(grep -h '^ok: sparse int32 sum with' "$TMP/sync/w0.out")"
+log_test "sync: int32 sum and max exact, float32 sum within the bound, sparse int32 sum exact, sparse float32 sum bitwise the dense one's, the ranks' maps of their blocks, $N workers, run XINA_RUN_ID"
 
 # async: four asyncio calls in flight, then four futures and a sync call
 # that must wait for them.

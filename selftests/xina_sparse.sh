@@ -14,7 +14,9 @@
 # (sparse_expect_*).  Calls in flight: xina_allreduce_sparse_start() calls
 # queued at once on one handle (--inflight), and sparse and dense calls
 # queued together (--sparse-mixed), with the same bits as the blocking
-# call.  The goodput against a dense call of the same tensor is logged
+# call.  The caller's map of its blocks (xina_allreduce_sparse_map()) in
+# place of the scan: the same bits and skips.  The goodput against a
+# dense call of the same tensor is logged
 # (the benchmark has the ratios: make bench).
 
 . "$(dirname "$0")/lib.sh"
@@ -71,7 +73,22 @@ same_sum()
 	check_err $? "$1 and $2 differ: checksums $a and $b"
 }
 
-tap_begin 5
+# like OUT REF: OUT got REF's bits, skipped the blocks zero everywhere,
+# and as many as REF (the union depends neither on how the tensor is cut
+# into calls nor on how a worker finds its blocks).
+like()
+{
+	local a b
+
+	same_sum "$1" "$2"
+	exact_skips "$1"
+	a=$(jq -r .sparse_skipped "$TMP/$1/w0.json")
+	b=$(jq -r .sparse_skipped "$TMP/$2/w0.json")
+	[ "$a" = "$b" ]
+	check_err $? "$1 skipped $a blocks, $2 $b"
+}
+
+tap_begin 6
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
 	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN" >/dev/null
 check_err $? "rack could not be set up"
@@ -116,12 +133,7 @@ log_test "at full density only blocks zero everywhere are skipped, results exact
 # (xina_allreduce_start()) on the same handle, and only the sparse ones
 # count blocks.
 run async-i32 --type int32 --op sum --sparse 10 --inflight 3
-same_sum async-i32 int32-sum-10
-exact_skips async-i32
-a=$(jq -r .sparse_skipped "$TMP/async-i32/w0.json")
-b=$(jq -r .sparse_skipped "$TMP/int32-sum-10/w0.json")
-[ "$a" = "$b" ]
-check_err $? "3 sparse calls in flight skipped $a blocks, the blocking call $b"
+like async-i32 int32-sum-10
 run mixed-f32 --type float32 --op sum --sparse 10 --inflight 2 --sparse-mixed
 same_sum mixed-f32 float32-sum-10
 exact_skips mixed-f32
@@ -132,19 +144,41 @@ check_err $? "a sparse call beside a dense one skipped $a blocks, the blocking s
 log_info "in flight: 3 sparse int32 calls skipped $(jq -r .sparse_skipped "$TMP/async-i32/w0.json") blocks; float32 sparse + dense: $a of $(jq -r .sparse_expect_blocks "$TMP/mixed-f32/w0.json") blocks of the sparse halves skipped"
 log_test "sparse calls in flight (xina_allreduce_sparse_start), alone and beside dense ones: same bits, the same blocks skipped"
 
+# The caller's map (xina_allreduce_sparse_map(), --sparse-map): each
+# worker hands libxina the map of its non-zero blocks that its fill of the
+# tensor recorded, and libxina reads no other block.  The same tensors as
+# the scanning calls above give the same bits and skip the same blocks:
+# blocking, in flight (each call's map starts at its own first block), by
+# the bitmap's OR (int16 MAX) and by the exponents (float32 SUM).
+for c in "int32 sum 10" "int16 max 100"; do
+	read -r t op p <<<"$c"
+	run "map-$t-$op-$p" --type "$t" --op "$op" --sparse "$p" --sparse-map
+	like "map-$t-$op-$p" "$t-$op-$p"
+done
+run map-f32 --type float32 --op sum --sparse 10 --inflight 3 --sparse-map
+like map-f32 float32-sum-10
+log_info "the caller's map: float32 1% $(jq -r .seconds_median "$TMP/map-f32/w0.json") s per call (3 in flight), scanning $(jq -r .seconds_median "$TMP/float32-sum-10/w0.json") s"
+log_test "sparse calls with the caller's maps (xina_allreduce_sparse_map): the scanning calls' bits and skips"
+
 # Goodput: the same bytes dense and at 1%, for the log (make bench has
 # the ratios against dense xina and Gloo).
 log_info "float32 16 MiB: dense $(jq -r .seconds_median "$TMP/dense-f32/w0.json") s, 1% $(jq -r .seconds_median "$TMP/float32-sum-10/w0.json") s per call"
-"$O/xina-allreduce" --sparse 0 --switch 1.2.3.4 --job 1 --rank 0 --workers 1 \
-	--slots 1 --elems 1 2>"$TMP/bad.err"
-check_fail $? "--sparse 0 was taken"
-grep -q -- "--sparse" "$TMP/bad.err"
-check_err $? "the refusal does not name --sparse: $(head -c 200 "$TMP/bad.err")"
-"$O/xina-allreduce" --sparse 10 --sparse-mixed --switch 1.2.3.4 --job 1 \
-	--rank 0 --workers 1 --slots 1 --elems 1 2>"$TMP/bad2.err"
-check_fail $? "--sparse-mixed without --inflight was taken"
-grep -q -- "--sparse-mixed needs" "$TMP/bad2.err"
-check_err $? "the refusal does not name --sparse-mixed: $(head -c 200 "$TMP/bad2.err")"
-log_test "a density out of range is refused, naming the option"
+# refused ARGS -- WORDS: xina-allreduce refuses ARGS, saying WORDS.
+refused()
+{
+	local args=()
+
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	"$O/xina-allreduce" "${args[@]}" --switch 1.2.3.4 --job 1 --rank 0 \
+		--workers 1 --slots 1 --elems 1 2>"$TMP/bad.err"
+	check_fail $? "${args[*]} was taken"
+	grep -q -- "$*" "$TMP/bad.err"
+	check_err $? "the refusal of ${args[*]} does not say '$*': $(head -c 200 "$TMP/bad.err")"
+}
+refused --sparse 0 -- --sparse
+refused --sparse 10 --sparse-mixed -- --sparse-mixed needs
+refused --sparse-map -- --sparse-map without --sparse
+log_test "a density out of range, --sparse-mixed or --sparse-map alone are refused, naming the option"
 
 tap_end

@@ -839,20 +839,24 @@ class Bench:
         """Block-sparse float32 SUM through the XDP switch (xina-allreduce
         --sparse: each worker's blocks non-zero with probability 1% or
         10%, independently, and the same blocks on every worker;
-        xina_allreduce_sparse()), and the same tensor
-        dense, in one launch each: goodput of the dense-equivalent bytes
-        (the whole tensor over the call's time), the slowest worker's
-        median call."""
+        xina_allreduce_sparse(), which finds the blocks by a pass over the
+        tensor, and xina_allreduce_sparse_map() with each worker's map of
+        its blocks, --sparse-map), and the same tensor dense, in one
+        launch each: goodput of the dense-equivalent bytes (the whole
+        tensor over the call's time), the slowest worker's median call."""
         p = self.plan()
         nbytes, iters = p["sparse_size"], p["sparse_iters"]
         self.job_add(n)
         try:
-            for permille, same in ((0, False), (10, False), (100, False),
-                                   (10, True), (100, True)):
+            for permille, same, known in (
+                    (0, False, False), (10, False, False), (100, False, False),
+                    (10, True, False), (100, True, False), (10, False, True),
+                    (100, False, True), (10, True, True), (100, True, True)):
                 def run():
                     extra = ["--sparse", str(permille)] if permille else []
                     extra += self.new_run()
                     extra += ["--sparse-same"] if same else []
+                    extra += ["--sparse-map"] if known else []
                     procs = [self.spawn(
                         ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
                         [f"{self.o}/xina-allreduce", "--switch", SWITCH_IP,
@@ -871,7 +875,7 @@ class Bench:
                                      f"{[r.get('error') for r in ranks]}")
                 med = max(r["seconds_median"] for r in ranks)
                 self.keep({"bench": "sparse_xdp", "density": permille / 1000,
-                           "same_blocks": same,
+                           "same_blocks": same, "caller_map": known,
                            "dtype": "f32", "workers": n, "bytes": nbytes,
                            "iters": iters, "t_median_s": med,
                            "goodput_Bps": nbytes / med,
@@ -879,7 +883,8 @@ class Bench:
                            "sparse_skipped": ranks[0].get("sparse_skipped", 0),
                            "regime": self.regime, "bg_busy_frac": self.bg_busy})
                 log(f"sparse f32 {nbytes >> 20} MiB density {permille / 10:g}%"
-                    f"{' (same blocks)' if same else ''}: "
+                    f"{' (same blocks)' if same else ''}"
+                    f"{' (caller map)' if known else ''}: "
                     f"{nbytes / med / 1e6:.1f} MB/s dense-equivalent per worker")
         finally:
             self.rack.xctl("job", "del", str(JOB))

@@ -426,10 +426,15 @@ class Report:
                 out.append(f"| {t} | " + " | ".join(row) + " |")
         return "\n".join(out)
 
+    # how a sparse run's workers found their blocks (--sparse-map or not)
+    SPARSE_BY = {True: "each worker's map of its blocks",
+                 False: "libxina's pass over the tensor"}
+
     def sparse_runs(self):
-        """(density, same blocks) -> its record ((0, False): the same
-        tensor dense)."""
-        return {(r["density"], r.get("same_blocks", False)): r
+        """(density, same blocks, caller's map) -> its record ((0, False,
+        False): the same tensor dense)."""
+        return {(r["density"], r.get("same_blocks", False),
+                 r.get("caller_map", False)): r
                 for r in self.micro if r["bench"] == "sparse_xdp"}
 
     def sparse_gloo(self, r):
@@ -439,18 +444,20 @@ class Report:
 
     def sparse_table(self):
         runs = self.sparse_runs()
-        dense = runs.get((0.0, False))
+        dense = runs.get((0.0, False, False))
         if not runs:
             return None
-        out = ["| density per worker | blocks | blocks sent / skipped "
-               "(rank 0) | dense-equivalent MB/s per worker | / dense xina | "
-               "/ Gloo dense |", "|---|---|---:|---:|---:|---:|"]
-        for d, same in sorted(runs):
-            r = runs[(d, same)]
+        out = ["| density per worker | blocks | found by | blocks sent / "
+               "skipped (rank 0) | dense-equivalent MB/s per worker | "
+               "/ dense xina | / Gloo dense |",
+               "|---|---|---|---:|---:|---:|---:|"]
+        for d, same, known in sorted(runs):
+            r = runs[(d, same, known)]
             g = self.sparse_gloo(r)
             out.append(
                 f"| {'dense' if not d else pct(d)} | "
                 f"{'–' if not d else 'the same on every worker' if same else 'independent per worker'} | "
+                f"{'–' if not d else self.SPARSE_BY[known]} | "
                 f"{r.get('sparse_blocks', 0)} / {r.get('sparse_skipped', 0)} | "
                 f"{mb(r['goodput_Bps'])} | " +
                 (f"{r['goodput_Bps'] / dense['goodput_Bps']:.2f}x"
@@ -487,14 +494,18 @@ class Report:
 
     def sparse_targets(self):
         runs = self.sparse_runs()
-        dense = runs.get((0.0, False))
+        dense = runs.get((0.0, False, False))
         rows = []
-        for d, need, same in ((0.01, 10.0, True), (0.1, 3.0, True),
-                              (0.01, 10.0, False), (0.1, 3.0, False)):
+        for d, need, same, known in (
+                (0.01, 10.0, True, True), (0.1, 3.0, True, True),
+                (0.01, 10.0, False, True), (0.1, 3.0, False, True),
+                (0.01, 10.0, True, False), (0.1, 3.0, True, False),
+                (0.01, 10.0, False, False), (0.1, 3.0, False, False)):
             what = (f"sparse at {pct(d)} density "
-                    f"({'the same blocks on every worker' if same else 'blocks independent per worker: the union is 1 - (1 - d)^N of them'}): "
+                    f"({'the same blocks on every worker' if same else 'blocks independent per worker: the union is 1 - (1 - d)^N of them'}; "
+                    f"{self.SPARSE_BY[known]}): "
                     f"≥ {need:g}x the dense-equivalent goodput of dense xina")
-            r = runs.get((d, same))
+            r = runs.get((d, same, known))
             if not (r and dense):
                 rows.append(f"| {what} | not in this run | – |")
                 continue
@@ -1287,7 +1298,14 @@ class Report:
                 "1 - (1 - d)^N of the blocks; `xina_allreduce_sparse()`: "
                 "the block exponents' call over the whole tensor, which "
                 "agrees on the union too, then the union's blocks).  "
-                "Goodput counts "
+                "Found by \"libxina's pass over the tensor\": the call reads "
+                "the whole tensor for its blocks' exponents; \"each worker's "
+                "map of its blocks\" (`--sparse-map`, "
+                "`xina_allreduce_sparse_map()`): the worker hands libxina "
+                "the map of its non-zero blocks, as a sparse gradient knows "
+                "the rows it touched (xina-allreduce records it while it "
+                "fills the tensor, before the timed call), and libxina reads "
+                "only those blocks.  Goodput counts "
                 "the whole tensor (dense-equivalent) over the call's time; "
                 "the results are checked element by element, bitwise the "
                 "dense scheme's.  Gloo is its dense allreduce of the same "

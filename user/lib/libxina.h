@@ -566,6 +566,36 @@ LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
  */
 LIBXINA_API int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
 				      enum xina_type type, enum xina_op op);
+/*
+ * As xina_allreduce_sparse(), with the caller's own map of the blocks it
+ * holds non-zeros in, as a sparse gradient knows them (the rows an
+ * embedding's lookups touched), so that the call does not read the rest
+ * of the tensor to find them.  Block b is elements b * B .. b * B + B - 1
+ * of @buf (the last block may be short), B = xina_sparse_block(x, @type,
+ * @op); its bit is bit b % 8 of @map[b / 8] (least significant first:
+ * numpy.packbits(..., bitorder="little")), set when the block may hold a
+ * non-zero on this worker.  A set bit over a block of zeros costs that
+ * block its packets and changes no result.  A block whose bit is clear is
+ * never read: this worker adds zeros for it, and it is written only when
+ * another worker's non-zeros put it in the union.  So when the clear bits
+ * are over zero bits (+0 for floats) the results are bitwise those of
+ * xina_allreduce_sparse() and of xina_allreduce(); the call does not check
+ * (the check would be the pass over the tensor it saves), and what a clear
+ * bit hides is left out of every worker's result.  Float NaN and
+ * infinities are refused in the map's blocks only.  @map: (nblocks + 7) /
+ * 8 bytes, nblocks = ceil(@n / B), read during the call (the _start
+ * variant: until it completes); NULL fails with -EINVAL.
+ */
+LIBXINA_API int xina_allreduce_sparse_map(struct xina *x, void *buf,
+					  size_t n, enum xina_type type,
+					  enum xina_op op, const uint8_t *map);
+/*
+ * Elements of one block of the sparse calls of @type and @op (the
+ * elements of one packet on this handle), or 0 when the handle does not
+ * take that type and op.
+ */
+LIBXINA_API size_t xina_sparse_block(const struct xina *x,
+				     enum xina_type type, enum xina_op op);
 /* Bytes of one element of @type, 0 for an unknown type. */
 LIBXINA_API size_t xina_type_size(enum xina_type type);
 /* "int8" ... "float32", or NULL for an unknown type. */
@@ -642,6 +672,11 @@ LIBXINA_API int xina_allreduce_sparse_start(struct xina *x, void *buf,
 					    size_t n, enum xina_type type,
 					    enum xina_op op,
 					    struct xina_req **req);
+LIBXINA_API int xina_allreduce_sparse_map_start(struct xina *x, void *buf,
+						size_t n, enum xina_type type,
+						enum xina_op op,
+						const uint8_t *map,
+						struct xina_req **req);
 LIBXINA_API int xina_req_test(const struct xina_req *req);
 LIBXINA_API int xina_req_wait(struct xina_req *req, int timeout_ms);
 LIBXINA_API const char *xina_req_error(const struct xina_req *req);

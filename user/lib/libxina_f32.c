@@ -79,10 +79,11 @@ static double xina_abs_value(enum xina_type type, uint32_t bits)
  * XINA_EXP_ZERO.  Refuses NaN and infinities before anything is sent,
  * naming the first offending element.  @negz, when not NULL, gets a bit
  * for each block of zeros that holds a -0 (zeros, but not all zero bits).
+ * @map, when not NULL: the blocks to read; the others are XINA_EXP_ZERO.
  */
 static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 			   const void *buf, size_t n, int32_t *exps,
-			   uint64_t nblocks, uint32_t *negz)
+			   uint64_t nblocks, uint32_t *negz, const uint8_t *map)
 {
 	uint32_t bits, any = 0, inf = xina_inf_bits(k->type);
 	size_t off, end;
@@ -90,6 +91,10 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 	int e;
 
 	for (b = 0; b < nblocks; b++) {
+		if (map && !(map[b / 8] >> (b % 8) & 1)) {
+			exps[b] = XINA_EXP_ZERO;
+			continue;
+		}
 		off = b * k->per_pkt;
 		end = off + xina_blk_elems(n, k->per_pkt, b);
 		if (k->type == XINA_TYPE_FLOAT32)
@@ -133,7 +138,8 @@ static int xina_check_exps(struct xina *x, const int32_t *exps,
 }
 
 int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
-		  const struct xina_codec *k, uint32_t *negz)
+		  const struct xina_codec *k, uint32_t *negz,
+		  const uint8_t *map)
 {
 	struct xina_codec ek;
 	uint64_t nblocks;
@@ -150,7 +156,7 @@ int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
 			  (unsigned long long)nblocks);
 		return -ENOMEM;
 	}
-	err = xina_block_exps(x, k, buf, n, x->exps, nblocks, negz);
+	err = xina_block_exps(x, k, buf, n, x->exps, nblocks, negz, map);
 	if (err)
 		return err;
 	err = xina_reduce_blocks(x, x->exps, nblocks, &ek, NULL);
@@ -167,7 +173,7 @@ int xina_run_bfp(struct xina *x, void *buf, size_t n,
 	int err;
 
 	/* Phase 1: agree on the exponents; phase 2: add the integers. */
-	err = xina_bfp_exps(x, buf, n, k, NULL);
+	err = xina_bfp_exps(x, buf, n, k, NULL, NULL);
 	if (err)
 		return err;
 	err = xina_reduce_blocks(x, buf, n, k, x->exps);
@@ -178,7 +184,7 @@ int xina_run_bfp(struct xina *x, void *buf, size_t n,
 
 int xina_allreduce_f32(struct xina *x, float *buf, size_t n)
 {
-	return x ? xina_call(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM) :
+	return x ? xina_call(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM, NULL) :
 		   -EINVAL;
 }
 

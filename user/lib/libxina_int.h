@@ -76,6 +76,7 @@ struct xina_req {
 	size_t		n;
 	enum xina_type	type;
 	enum xina_op	op;
+	const uint8_t	*map;		/* sparse: the caller's blocks, or NULL */
 	int		status;
 	char		err[768];
 };
@@ -274,23 +275,32 @@ int xina_join(struct xina *x);
 
 /* The call itself, on whatever thread runs it (libxina_type.c). */
 int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
-	     enum xina_op op);
+	     enum xina_op op, const uint8_t *map);
 /*
  * A bit of the op argument of xina_call(), xina_start() and xina_run():
  * the call is block-sparse (libxina_sparse.c); never an enum xina_op value.
+ * Their @map is then the caller's map of its blocks (bit b of byte b / 8,
+ * least significant first, set when block b may hold a non-zero), or NULL
+ * to find them in the tensor; NULL for every dense call.
  */
 #define XINA_RUN_SPARSE	0x100
+/* With XINA_RUN_SPARSE: the caller gives its map (@map may not be NULL). */
+#define XINA_RUN_MAP	0x200
+#define XINA_RUN_BITS	(XINA_RUN_SPARSE | XINA_RUN_MAP)
 int xina_run_sparse(struct xina *x, void *buf, size_t n,
-		    const struct xina_codec *k);
+		    const struct xina_codec *k, const uint8_t *map);
 
 /*
  * libxina_f32.c: block floating point of a float call: the exponents
  * (refusing NaN and infinities), their agreement, then the sum.
  * xina_bfp_exps() is the first two: the agreed exponents in x->exps, one
- * per block; @negz as xina_block_exps() (NULL: not wanted).
+ * per block; @negz as xina_block_exps() (NULL: not wanted); @map, when
+ * not NULL, the only blocks to read (as XINA_RUN_SPARSE's): the others are
+ * taken as zeros.
  */
 int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
-		  const struct xina_codec *k, uint32_t *negz);
+		  const struct xina_codec *k, uint32_t *negz,
+		  const uint8_t *map);
 int xina_run_bfp(struct xina *x, void *buf, size_t n,
 		 const struct xina_codec *k);
 
@@ -303,9 +313,9 @@ int xina_run_bfp(struct xina *x, void *buf, size_t n,
 void xina_req_init(struct xina *x);
 void xina_req_shutdown(struct xina *x);
 int xina_call(struct xina *x, void *buf, size_t n, enum xina_type type,
-	      enum xina_op op);
+	      enum xina_op op, const uint8_t *map);
 int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
-	       enum xina_op op, struct xina_req **out);
+	       enum xina_op op, const uint8_t *map, struct xina_req **out);
 static inline bool xina_stopping(struct xina *x)
 {
 	return __atomic_load_n(&x->stop, __ATOMIC_RELAXED);

@@ -100,7 +100,7 @@ static void *xina_progress(void *arg)
 		pthread_mutex_unlock(&x->lock);
 
 		x->err[0] = '\0';
-		err = xina_run(x, r->buf, r->n, r->type, r->op);
+		err = xina_run(x, r->buf, r->n, r->type, r->op, r->map);
 
 		pthread_mutex_lock(&x->lock);
 		x->running = NULL;
@@ -147,7 +147,7 @@ static int xina_thread_start(struct xina *x)
 }
 
 int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
-	       enum xina_op op, struct xina_req **out)
+	       enum xina_op op, const uint8_t *map, struct xina_req **out)
 {
 	struct xina_codec k;
 	struct xina_req *r;
@@ -174,6 +174,11 @@ int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
 		xina_api_fail(x, "%s", msg);
 		goto err_unlock;
 	}
+	if ((op & XINA_RUN_MAP) && n && !map) {
+		xina_api_fail(x, "NULL map of the blocks of %zu elements", n);
+		err = -EINVAL;
+		goto err_unlock;
+	}
 	if (x->inflight >= x->o.max_requests) {
 		xina_api_fail(x, "%u requests in flight already (opts.max_requests): wait for one to complete",
 			      x->inflight);
@@ -190,6 +195,7 @@ int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
 	r->n = n;
 	r->type = type;
 	r->op = op;
+	r->map = map;
 	r->status = -EINPROGRESS;
 	snprintf(r->err, sizeof(r->err), "in progress");
 	r->next = x->reqs;
@@ -216,13 +222,14 @@ err_unlock:
 int xina_allreduce_i32_start(struct xina *x, int32_t *buf, size_t n,
 			     enum xina_op op, struct xina_req **req)
 {
-	return xina_start(x, buf, n, XINA_TYPE_INT32, op, req);
+	return xina_start(x, buf, n, XINA_TYPE_INT32, op, NULL, req);
 }
 
 int xina_allreduce_f32_start(struct xina *x, float *buf, size_t n,
 			     struct xina_req **req)
 {
-	return xina_start(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM, req);
+	return xina_start(x, buf, n, XINA_TYPE_FLOAT32, XINA_OP_SUM, NULL,
+			  req);
 }
 
 int xina_req_test(const struct xina_req *r)
@@ -320,7 +327,7 @@ int xina_completion_fd(struct xina *x)
 }
 
 int xina_call(struct xina *x, void *buf, size_t n, enum xina_type type,
-	      enum xina_op op)
+	      enum xina_op op, const uint8_t *map)
 {
 	struct xina_req *r;
 	int err;
@@ -328,13 +335,13 @@ int xina_call(struct xina *x, void *buf, size_t n, enum xina_type type,
 	pthread_mutex_lock(&x->lock);
 	if (!x->threaded) {
 		/* Inline, as before requests existed, serialised by the lock. */
-		err = xina_run(x, buf, n, type, op);
+		err = xina_run(x, buf, n, type, op, map);
 		pthread_mutex_unlock(&x->lock);
 		return err;
 	}
 	pthread_mutex_unlock(&x->lock);
 	/* Behind the calls in flight: the job's order. */
-	err = xina_start(x, buf, n, type, op, &r);
+	err = xina_start(x, buf, n, type, op, map, &r);
 	if (err)
 		return err;
 	err = xina_req_wait(r, -1);

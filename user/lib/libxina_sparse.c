@@ -22,8 +22,13 @@
  *   writes +0 over such a block where it holds a -0.
  * When the union is every block, the call runs in place, as a dense one.
  *
+ * xina_allreduce_sparse_map(): the caller's map of its blocks stands for
+ * the pass over the tensor: its blocks are the worker's bits, or the only
+ * blocks whose exponents it finds; a block the map leaves out is never
+ * read, and travels as zeros when another worker puts it in the union.
+ *
  * Cost: one pass over the tensor (its zero blocks, or its blocks'
- * exponents), the agreement (nblocks / 32 words, or nblocks exponents),
+ * exponents; with the caller's map, over the map's blocks), the agreement (nblocks / 32 words, or nblocks exponents),
  * a copy of the union's blocks there and back, and the union's share of
  * a dense call's packets: two calls through the switch for every type
  * and op.
@@ -32,6 +37,12 @@
 #include <string.h>
 
 #include "libxina_int.h"
+
+/* Whether block @b is this worker's to read: in the caller's @map, if any. */
+static bool xina_sp_mine(const uint8_t *map, size_t b)
+{
+	return !map || (map[b / 8] >> (b % 8) & 1);
+}
 
 /* The call by @k's type and op, dense, on @buf; @exps agreed for BFP. */
 static int xina_sp_reduce(struct xina *x, void *buf, size_t n,
@@ -44,9 +55,13 @@ static int xina_sp_reduce(struct xina *x, void *buf, size_t n,
 	return err;
 }
 
-/* The union by bits: the workers' bitmaps of non-zero blocks, ORed. */
+/*
+ * The union by bits: the workers' bitmaps of non-zero blocks, ORed; each
+ * worker's from its tensor, or from the caller's @map when not NULL.
+ */
 static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
-			      const struct xina_codec *k, size_t nb)
+			      const struct xina_codec *k, size_t nb,
+			      const uint8_t *map)
 {
 	size_t esz = xina_codec_esz(k), bs = k->per_pkt, b, len;
 	struct xina_codec mk;
@@ -58,7 +73,8 @@ static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
 		return err;
 	for (b = 0; b < nb; b++) {
 		len = xina_blk_elems(n, bs, b) * esz;
-		if (!xina_all_zero(src + b * bs * esz, len))
+		if (map ? xina_sp_mine(map, b) :
+			  !xina_all_zero(src + b * bs * esz, len))
 			x->sp_map[b / 32] |= 1u << (b % 32);
 	}
 	return xina_sp_reduce(x, x->sp_map, (nb + 31) / 32, &mk, NULL);
@@ -67,36 +83,38 @@ static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
 /*
  * The union by exponents (block floating point): blocks whose agreed
  * exponent is not XINA_EXP_ZERO; a block of zeros everywhere gets the
- * dense call's +0 where this worker held a -0 in it.
+ * dense call's +0 where this worker held a -0 in it.  With the caller's
+ * @map, only its blocks are read.
  */
 static int xina_sp_union_exps(struct xina *x, uint8_t *src, size_t n,
-			      const struct xina_codec *k, size_t nb)
+			      const struct xina_codec *k, size_t nb,
+			      const uint8_t *map)
 {
 	size_t esz = xina_codec_esz(k), bs = k->per_pkt, b, len;
-	uint32_t *map = x->sp_map, bit;
+	uint32_t *bits = x->sp_map, bit;
 	int err;
 
 	/* the -0 blocks first, in the bitmap the union then takes over */
-	err = xina_bfp_exps(x, src, n, k, map);
+	err = xina_bfp_exps(x, src, n, k, bits, map);
 	if (err)
 		return err;
 	for (b = 0; b < nb; b++) {
 		bit = 1u << (b % 32);
 		if (x->exps[b] != XINA_EXP_ZERO) {
-			map[b / 32] |= bit;
+			bits[b / 32] |= bit;
 			continue;
 		}
-		if (map[b / 32] & bit) {
+		if (bits[b / 32] & bit) {
 			len = xina_blk_elems(n, bs, b) * esz;
 			memset(src + b * bs * esz, 0, len);
-			map[b / 32] &= ~bit;
+			bits[b / 32] &= ~bit;
 		}
 	}
 	return 0;
 }
 
 int xina_run_sparse(struct xina *x, void *buf, size_t n,
-		    const struct xina_codec *k)
+		    const struct xina_codec *k, const uint8_t *map)
 {
 	size_t esz = xina_codec_esz(k), bs = k->per_pkt, nb, words, b, len;
 	bool bfp = k->kind == XINA_K_BFP;
@@ -113,8 +131,8 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		return -ENOMEM;
 	}
 	memset(x->sp_map, 0, words * sizeof(*x->sp_map));
-	err = bfp ? xina_sp_union_exps(x, src, n, k, nb) :
-		    xina_sp_union_bits(x, src, n, k, nb);
+	err = bfp ? xina_sp_union_exps(x, src, n, k, nb, map) :
+		    xina_sp_union_bits(x, src, n, k, nb, map);
 	if (err)
 		return err;
 	/* the union's exponents, in block order, ahead of the others */
@@ -128,8 +146,14 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	x->st.sparse_blocks += m;
 	x->st.sparse_skipped += nb - m;
 	exps = bfp ? x->exps : NULL;
-	if (m == nb)
+	if (m == nb) {
+		/* in place: what the caller's map leaves out counts as zeros */
+		for (b = 0; map && b < nb; b++)
+			if (!xina_sp_mine(map, b))
+				memset(src + b * bs * esz, 0,
+				       xina_blk_elems(n, bs, b) * esz);
 		return xina_sp_reduce(x, buf, n, k, exps);
+	}
 	if (!m)
 		return 0;
 	if (xina_grow((void **)&x->sp_buf, &x->sp_buf_len, used * esz, 1)) {
@@ -142,7 +166,10 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		if (!(x->sp_map[b / 32] >> (b % 32) & 1))
 			continue;
 		len = xina_blk_elems(n, bs, b) * esz;
-		memcpy(x->sp_buf + used, src + b * bs * esz, len);
+		if (xina_sp_mine(map, b))
+			memcpy(x->sp_buf + used, src + b * bs * esz, len);
+		else
+			memset(x->sp_buf + used, 0, len);
 		used += len;
 	}
 	err = xina_sp_reduce(x, x->sp_buf, used / esz, k, exps);

@@ -82,7 +82,7 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 	unsigned int words;
 
 	memset(k, 0, sizeof(*k));
-	op &= ~XINA_RUN_SPARSE;
+	op &= ~XINA_RUN_BITS;
 	k->type = type;
 	k->op = op;
 	if (!esz) {
@@ -391,7 +391,7 @@ void xina_codec_unpack(const struct xina *x, const struct xina_codec *k,
 }
 
 int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
-	     enum xina_op op)
+	     enum xina_op op, const uint8_t *map)
 {
 	struct xina_codec k;
 	int err;
@@ -402,8 +402,12 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 	err = xina_codec_init(x, &k, type, op, x->err, sizeof(x->err));
 	if (err)
 		return err;
+	if ((op & XINA_RUN_MAP) && n && !map) {
+		xina_fail(x, "NULL map of the blocks of %zu elements", n);
+		return -EINVAL;
+	}
 	if (op & XINA_RUN_SPARSE) {
-		err = xina_run_sparse(x, buf, n, &k);
+		err = xina_run_sparse(x, buf, n, &k, map);
 		if (err)
 			return err;
 	} else if (k.kind == XINA_K_BFP) {
@@ -424,20 +428,47 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 int xina_allreduce(struct xina *x, void *buf, size_t n, enum xina_type type,
 		   enum xina_op op)
 {
-	return x ? xina_call(x, buf, n, type, op) : -EINVAL;
+	return x ? xina_call(x, buf, n, type, op, NULL) : -EINVAL;
 }
 
 int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
 			  enum xina_type type, enum xina_op op)
 {
-	return x ? xina_call(x, buf, n, type, op | XINA_RUN_SPARSE) : -EINVAL;
+	return x ? xina_call(x, buf, n, type, op | XINA_RUN_SPARSE, NULL) :
+		   -EINVAL;
 }
 
 int xina_allreduce_sparse_start(struct xina *x, void *buf, size_t n,
 				enum xina_type type, enum xina_op op,
 				struct xina_req **req)
 {
-	return xina_start(x, buf, n, type, op | XINA_RUN_SPARSE, req);
+	return xina_start(x, buf, n, type, op | XINA_RUN_SPARSE, NULL, req);
+}
+
+int xina_allreduce_sparse_map(struct xina *x, void *buf, size_t n,
+			      enum xina_type type, enum xina_op op,
+			      const uint8_t *map)
+{
+	return x ? xina_call(x, buf, n, type, op | XINA_RUN_BITS, map) :
+		   -EINVAL;
+}
+
+int xina_allreduce_sparse_map_start(struct xina *x, void *buf, size_t n,
+				    enum xina_type type, enum xina_op op,
+				    const uint8_t *map, struct xina_req **req)
+{
+	return xina_start(x, buf, n, type, op | XINA_RUN_BITS, map, req);
+}
+
+size_t xina_sparse_block(const struct xina *x, enum xina_type type,
+			 enum xina_op op)
+{
+	struct xina_codec k;
+	char msg[256];
+
+	if (!x || xina_codec_init(x, &k, type, op, msg, sizeof(msg)))
+		return 0;
+	return k.per_pkt;
 }
 
 int xina_allreduce_i32(struct xina *x, int32_t *buf, size_t n,
@@ -450,5 +481,5 @@ int xina_allreduce_start(struct xina *x, void *buf, size_t n,
 			 enum xina_type type, enum xina_op op,
 			 struct xina_req **req)
 {
-	return xina_start(x, buf, n, type, op, req);
+	return xina_start(x, buf, n, type, op, NULL, req);
 }

@@ -46,6 +46,11 @@
  * --sparse-mixed as well every other one is a dense
  * xina_allreduce_start() call (sparse, dense, sparse, ...): sparse and
  * dense calls queued on one handle at once.
+ *
+ * --sparse-map: the sparse calls are xina_allreduce_sparse_map(_start)()
+ * calls, given each worker's map of its non-zero blocks, which the fill
+ * of the tensor records (before the timed call, as an application knows
+ * the rows it touched): libxina does not scan the tensor for them.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -91,6 +96,9 @@ static uint32_t ar_sparse_pm;
 static uint64_t ar_blk = 1;
 static bool ar_sparse_same;	/* --sparse-same: the same blocks everywhere */
 static bool ar_sparse_mixed;	/* --sparse-mixed: every other call dense */
+static bool ar_sparse_map;	/* --sparse-map: the calls get our maps */
+/* --sparse-map: the map of each call's blocks, as libxina takes it */
+static uint8_t *ar_maps[AR_MAX_INFLIGHT];
 
 static size_t ar_per_pkt(const struct ar_cfg *c);
 
@@ -119,7 +127,7 @@ static void ar_usage(FILE *f)
 		"                      [--rto-us U] [--run ID]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--f16-wide] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
-		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed]]\n"
+		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed] [--sparse-map]]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n"
 		"--run: this run of the job, the same for every worker of it (default\n"
 		"       $XINA_RUN_ID, else 0: none; libxina.h, xina_opts.run)\n");
@@ -173,7 +181,8 @@ enum {
 	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_F16_WIDE, OPT_JSON,
 	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
-	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED, OPT_RUN,
+	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED, OPT_SPARSE_MAP,
+	OPT_RUN,
 };
 
 static const char *const ar_ops[] = {
@@ -340,6 +349,9 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_SPARSE_MIXED:
 		ar_sparse_mixed = true;
 		break;
+	case OPT_SPARSE_MAP:
+		ar_sparse_map = true;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -377,6 +389,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "sparse", required_argument, NULL, OPT_SPARSE },
 		{ "sparse-same", no_argument, NULL, OPT_SPARSE_SAME },
 		{ "sparse-mixed", no_argument, NULL, OPT_SPARSE_MIXED },
+		{ "sparse-map", no_argument, NULL, OPT_SPARSE_MAP },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -440,6 +453,10 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	c->f32 = c->type == XINA_TYPE_FLOAT32 && c->op == XINA_OP_SUM;
 	if (ar_sparse_same && !ar_sparse_pm) {
 		fprintf(stderr, "xina-allreduce: --sparse-same without --sparse\n");
+		goto usage;
+	}
+	if (ar_sparse_map && !ar_sparse_pm) {
+		fprintf(stderr, "xina-allreduce: --sparse-map without --sparse\n");
 		goto usage;
 	}
 	if (ar_sparse_mixed && (!ar_sparse_pm || c->inflight < 2)) {
@@ -603,13 +620,26 @@ static uint64_t ar_elem(const struct ar_cfg *c, uint32_t rank, uint64_t i,
 	return b;
 }
 
-static void ar_fill(const struct ar_cfg *c, void *buf, size_t n, uint32_t iter)
+/*
+ * Our input of iteration @iter; with --sparse-map also the map of each
+ * call's blocks that hold a non-zero (@per elements a call, whole blocks).
+ */
+static void ar_fill(const struct ar_cfg *c, void *buf, size_t n, uint32_t iter,
+		    size_t per)
 {
-	size_t i, esz = xina_type_size(c->type);
-	uint64_t v;
+	size_t i, b, esz = xina_type_size(c->type);
+	uint64_t mask = esz < 8 ? (1ull << (esz * 8)) - 1 : ~0ull, v;
+	unsigned int k;
 
+	for (k = 0; ar_sparse_map && k < c->inflight; k++)
+		memset(ar_maps[k], 0, (per / ar_blk + 7) / 8);
 	for (i = 0; i < n; i++) {
-		v = htole64(ar_elem(c, c->o.rank, i, iter));
+		v = ar_elem(c, c->o.rank, i, iter);
+		if (ar_sparse_map && (v & mask)) {
+			b = i % per / ar_blk;
+			ar_maps[i / per][b / 8] |= 1u << (b % 8);
+		}
+		v = htole64(v);
 		memcpy((uint8_t *)buf + i * esz, &v, esz);
 	}
 }
@@ -1293,7 +1323,11 @@ static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 		off = (size_t)k * per < n ? (size_t)k * per : n;
 		len = n - off < per ? n - off : per;
 		/* the historical pairs through their own calls */
-		if (ar_call_sparse(k))
+		if (ar_call_sparse(k) && ar_sparse_map)
+			err = xina_allreduce_sparse_map_start(x, (uint8_t *)buf + off * esz,
+							      len, c->type, c->op,
+							      ar_maps[k], &r[k]);
+		else if (ar_call_sparse(k))
 			err = xina_allreduce_sparse_start(x, (uint8_t *)buf + off * esz,
 							  len, c->type, c->op,
 							  &r[k]);
@@ -1344,8 +1378,16 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 	int err;
 
 	res->checksum = 0xcbf29ce484222325ull;
+	for (k = 0; ar_sparse_map && k < c->inflight; k++) {
+		ar_maps[k] = malloc((per / ar_blk + 7) / 8 + 1);
+		if (!ar_maps[k]) {
+			snprintf(ar_req_msg, sizeof(ar_req_msg),
+				 "out of memory for the maps of the blocks");
+			return -ENOMEM;
+		}
+	}
 	for (it = 0; it < c->iters; it++) {
-		ar_fill(c, buf, n, it);
+		ar_fill(c, buf, n, it, per);
 		for (k = 0, off = 0; k < c->inflight && off < n; k++, off += per)
 			if (ar_call_sparse(k))
 				ar_sparse_expect(c, off, n - off < per ? n - off : per,
@@ -1363,6 +1405,9 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		t0 = ar_now(CLOCK_MONOTONIC);
 		if (c->inflight > 1)
 			err = ar_call_inflight(c, x, buf, n);
+		else if (ar_sparse_pm && ar_sparse_map)
+			err = xina_allreduce_sparse_map(x, buf, n, c->type, c->op,
+							ar_maps[0]);
 		else if (ar_sparse_pm)
 			err = xina_allreduce_sparse(x, buf, n, c->type, c->op);
 		else if (c->f32)
@@ -1434,6 +1479,13 @@ int main(int argc, char **argv)
 			 strerror(-err), ar_last_msg);
 		goto out;
 	}
+	if (ar_sparse_pm && xina_sparse_block(x, c.type, c.op) != ar_blk) {
+		snprintf(error, sizeof(error), "libxina's sparse blocks are %zu elements, not the %llu of a packet here",
+			 xina_sparse_block(x, c.type, c.op),
+			 (unsigned long long)ar_blk);
+		err = -EPROTO;
+		goto out;
+	}
 	err = ar_run(&c, x, buf, n, in, secs, &done, &res);
 	if (err && err != -EBADMSG)
 		snprintf(error, sizeof(error), "allreduce %u of %u: %s: %s",
@@ -1447,6 +1499,8 @@ out:
 		fprintf(stderr, "xina-allreduce: rank %u: %s\n", c.o.rank, error);
 	ar_report(&c, x, &res, secs, done, error[0] ? error : NULL);
 	xina_close(x);
+	for (n = 0; n < AR_MAX_INFLIGHT; n++)
+		free(ar_maps[n]);
 	free(in);
 	free(secs);
 	free(buf);

@@ -376,20 +376,42 @@ class Xina:
             raise XinaError(_errno.EBADF, "handle is closed")
         return self._h
 
-    def allreduce(self, buf: Buffer, op: str = SUM,
-                  sparse: bool = False) -> Buffer:
+    def sparse_block(self, buf: Buffer, op: str = SUM) -> int:
+        """Elements of one block of the sparse calls of @buf's dtype by
+        @op (xina_sparse_block()): block b is elements b * B .. b * B +
+        B - 1 of the flattened tensor, the last one short."""
+        _, _, xtype, xop = self._check(buf, op)
+        return int(self._lib.xina_sparse_block(self._handle(), xtype, xop))
+
+    def allreduce(self, buf: Buffer, op: str = SUM, sparse: bool = False,
+                  blocks=None) -> Buffer:
         """Reduce @buf (a numpy array or torch tensor of DTYPES) in place
         by @op (one of OPS) over the job's workers and return it.  Runs
         after the calls of this handle still in flight (their order is the
         job's); ctypes drops the GIL for the call.  @sparse: only the
         blocks that hold a non-zero on some worker travel
         (xina_allreduce_sparse(): the same results; worth it when few
-        blocks do)."""
+        blocks do).  @blocks (sparse without the pass over @buf): one
+        truth value per block of sparse_block() elements, true where this
+        worker's block may hold a non-zero; the others are not read and
+        count as zeros (xina_allreduce_sparse_map())."""
         addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
-        fn = (self._lib.xina_allreduce_sparse if sparse
-              else self._lib.xina_allreduce)
-        rc = fn(h, addr, n, xtype, xop)
+        if blocks is not None:
+            np = _np()
+            bs = self.sparse_block(buf, op)
+            nb = -(-n // bs)
+            mask = np.asarray(blocks, dtype=bool).reshape(-1)
+            if mask.size != nb:
+                raise ValueError(f"blocks has {mask.size} entries: the {n} "
+                                 f"elements are {nb} blocks of {bs}")
+            packed = np.packbits(mask, bitorder="little")
+            rc = self._lib.xina_allreduce_sparse_map(
+                h, addr, n, xtype, xop, packed.ctypes.data)
+        else:
+            fn = (self._lib.xina_allreduce_sparse if sparse
+                  else self._lib.xina_allreduce)
+            rc = fn(h, addr, n, xtype, xop)
         if rc:
             raise XinaError(-rc, self.last_error())
         # The calls started before this one are done in libxina: their

@@ -184,6 +184,11 @@ def lib() -> ctypes.CDLL:
     handle.xina_allreduce.restype = ctypes.c_int
     handle.xina_allreduce_sparse.argtypes = handle.xina_allreduce.argtypes
     handle.xina_allreduce_sparse.restype = ctypes.c_int
+    handle.xina_allreduce_sparse_map.argtypes = (
+        handle.xina_allreduce.argtypes + [ctypes.c_void_p])
+    handle.xina_allreduce_sparse_map.restype = ctypes.c_int
+    handle.xina_sparse_block.argtypes = [p, ctypes.c_int, ctypes.c_int]
+    handle.xina_sparse_block.restype = ctypes.c_size_t
     handle.xina_type_size.argtypes = [ctypes.c_int]
     handle.xina_type_size.restype = ctypes.c_size_t
     handle.xina_type_name.argtypes = [ctypes.c_int]
