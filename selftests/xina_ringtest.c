@@ -166,6 +166,7 @@ int main(int argc, char **argv)
 	if (e) {
 		printf("Bail out! rank %u: %s\n", rank, err);
 		fprintf(stderr, "rank %u: %s\n", rank, err);
+		free(peers);
 		return 1;
 	}
 	nb = (nwords + bw - 1) / bw;
