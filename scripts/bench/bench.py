@@ -109,6 +109,12 @@ TYPES = ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
 WIRE_TYPES = ["int8", "int16", "int32", "int64"]
 
 
+# Launches of each system beyond the sweep's for the CPU-bound target rows
+# (64 MiB at 4 and 8 workers): one launch moves 10-20% on its own.
+ROUNDS = 2
+ROUND_SIZE = 64 * MIB
+ROUND_SYSTEMS = ["xina-xdp", "openmpi", "gloo", "xina-swagg"]
+
 # What --sections selects (make bench SECTIONS=...); all of them by default.
 SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
                     "types, sparse, fallback, training",
@@ -218,6 +224,11 @@ class Rack:
     def attach_xdp(self):
         self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
         self.xdp = True
+
+    def detach_xdp(self):
+        for i in range(self.n):
+            self.xctl("dev", "detach", f"p{i}")
+        self.xdp = False
 
     def xctl(self, *args):
         pin = f"/run/xina-{self.name}"
@@ -1022,18 +1033,48 @@ class Bench:
         try:
             for regime in q["regimes"]:
                 self.set_regime(regime, rs.n, rs.racks)
-                for system, lines in (("openmpi", self.openmpi_lines),
-                                      ("gloo", self.gloo_lines)):
-                    for j in lines(rs.w, sizes, iters, topo=rs,
-                                   check=self.racks_checked):
-                        self.racks_keep(self.peer_record(j, system))
+                self.racks_peers(rs, sizes, iters)
             self.set_regime("cpu", rs.n, rs.racks)
             rs.xdp()
             self.racks_xina(rs, sizes, iters, q["regimes"])
             self.racks_spine(rs, sizes, iters, q["regimes"])
+            for k in range(ROUNDS):
+                self.racks_round(rs, sizes, iters, k + 1)
         finally:
             self.regime = "cpu"
             rs.down()
+
+    def racks_peers(self, rs, sizes, iters):
+        """Gloo and OpenMPI flat over the racks' workers, their records
+        kept."""
+        for system, lines in (("openmpi", self.openmpi_lines),
+                              ("gloo", self.gloo_lines)):
+            for j in lines(rs.w, sizes, iters, topo=rs,
+                           check=self.racks_checked):
+                self.racks_keep(self.peer_record(j, system))
+
+    def racks_round(self, rs, sizes, iters, k):
+        """Round @k of the CPU-bound racks rows, as rounds() for the rack:
+        the racks made anew (no XDP program anywhere), then the flat peers
+        and xina's layouts (two levels on rack 0's switch, flat, two levels
+        at the spine), xina first in odd rounds and the peers first in even
+        ones (the first pass had the peers first).  report.py takes each
+        system's median over its launches."""
+        first = len(self.results)
+        log(f"racks round {k} of {ROUNDS}")
+        rs.down()
+        rs.up()
+        if k % 2 == 0:
+            self.racks_peers(rs, sizes, iters)
+        rs.xdp()
+        self.racks_xina(rs, sizes, iters, ["cpu"])
+        self.racks_spine(rs, sizes, iters, ["cpu"])
+        if k % 2:
+            rs.down()
+            rs.up()
+            self.racks_peers(rs, sizes, iters)
+        for r in self.results[first:]:
+            r["round"] = k
 
     def racks_two_level(self, system, rs, sizes, iters, job, keys, agents,
                         progs, method):
@@ -1061,6 +1102,12 @@ class Bench:
         log(f"{self.regime} racks {system}: agents' CPU {agent} s over a "
             f"launch of {self.launch_s:.1f} s")
 
+    def genkey(self, path):
+        """A key file at @path, unless a round before made it."""
+        if not os.path.exists(path):
+            subprocess.run([f"{self.o}/xinactl", "genkey", path], check=True,
+                           capture_output=True)
+
     def racks_xina(self, rs, sizes, iters, regimes):
         """xina on the racks, in each regime: two levels (xina-hier) and
         flat (xina-flat).  The upper job on rack 0's switch: its workers
@@ -1071,8 +1118,7 @@ class Bench:
         keydir = os.path.dirname(self.keyfile)
         keys = [os.path.join(keydir, f"racks{r}.key") for r in range(rs.nr)]
         for k in keys:      # keys[0]: the upper job's, rack 0's workers'
-            subprocess.run([f"{self.o}/xinactl", "genkey", k], check=True,
-                           capture_output=True)
+            self.genkey(k)
         r0 = rs.racks[0]
         upw = rs.n + rs.nr - 1
         upm = sum((["member", str(i), f"{rs.ip(i)}:{WORKER_PORT}"]
@@ -1135,8 +1181,7 @@ class Bench:
         keys = [os.path.join(keydir, f"spine-rack{r}.key")
                 for r in range(rs.nr)]
         for k in [upkey] + keys:
-            subprocess.run([f"{self.o}/xinactl", "genkey", k], check=True,
-                           capture_output=True)
+            self.genkey(k)
         ar = RACKS_AGENT_RACK
         xdp_racks = [r for r in range(rs.nr) if r != ar]
         rs.spine_xdp([r for r in xdp_racks if r != 0])
@@ -1271,6 +1316,34 @@ class Bench:
         else:
             log(f"{r['bench']}: {json.dumps(r)}")
 
+    def rounds(self, n, q):
+        """The CPU-bound target rows again, ROUNDS more launches of every
+        system at ROUND_SIZE, a round's launches one right after the other
+        and in an order that turns by one each round (the XDP program
+        attached for xina's launch only).  On this machine one launch of the
+        same code moves by 10-20% on its own, and a sweep's launches of the
+        systems are minutes apart; report.py takes each system's median
+        over all its launches (the sweep's and the rounds') for the verdict,
+        and shows their range."""
+        it = [q["iters"][q["sizes"].index(ROUND_SIZE)]]
+        run = {"openmpi": self.openmpi, "gloo": self.gloo,
+               "xina-swagg": self.swagg}
+        for k in range(ROUNDS):
+            order = ROUND_SYSTEMS[k:] + ROUND_SYSTEMS[:k]
+            log(f"round {k + 1} of {ROUNDS}, {n} workers: {', '.join(order)}")
+            for system in order:
+                first = len(self.results)
+                if system == "xina-xdp":
+                    if not self.rack.xdp:
+                        self.rack.attach_xdp()
+                    self.xdp(n, [ROUND_SIZE], it)
+                else:
+                    if self.rack.xdp:
+                        self.rack.detach_xdp()
+                    run[system](n, [ROUND_SIZE], it)
+                for r in self.results[first:]:
+                    r["bench"], r["round"] = "round", k + 1
+
     def peers(self, n, q):
         self.openmpi(n, q["sizes"], q["iters"])
         self.gloo(n, q["sizes"], q["iters"])
@@ -1345,6 +1418,9 @@ class Bench:
                     self.results[-1]["impair_drops"] = self.rack.impair_drops()
                     self.results[-2]["impair_drops"] = self.results[-1]["impair_drops"]
                     self.rack.unimpair()
+            if n in cpu["workers"] and n in (4, 8) and \
+               ROUND_SIZE in cpu["sizes"]:
+                self.rounds(n, cpu)
             self.rack.down()
         self.train()
 
