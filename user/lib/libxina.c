@@ -336,6 +336,7 @@ struct xina_call {
 	size_t		n;
 	uint64_t	nblocks;
 	uint64_t	done;
+	uint64_t	seen;		/* datagrams handed to xina_on_result() */
 	uint64_t	progress_ns;	/* last time a result was accepted */
 	uint64_t	join_ns;	/* timeout until the first result */
 	struct xina_worker_stats st0;	/* handle counters at the start */
@@ -482,6 +483,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	struct xina_slot *sl;
 	uint32_t s;
 
+	c->seen++;
 	/* A join's reply again (a resend crossed ours): no result. */
 	if (len >= sizeof(*h) && h->version == XINA_WIRE_VERSION &&
 	    h->type == XINA_T_JOIN_REPLY) {
@@ -640,6 +642,31 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 	return -ETIMEDOUT;
 }
 
+/*
+ * Read every datagram already queued for this handle, without waiting.
+ * rx_poll() reads a bounded batch (so that refills go out while results
+ * keep coming); a worker that was off its CPU for a while finds up to a
+ * window's results queued, and their slots are not late.  Before this
+ * pass the timers resent them: with 128 slots on the 4-worker rack,
+ * 18,350 timeouts in a launch that lost no packet, each resend costing
+ * the switch a tag check and an answer.
+ */
+static int xina_rx_queued(struct xina *x, struct xina_call *c)
+{
+	uint64_t seen;
+	uint32_t i;
+	int err;
+
+	/* Bounded: results keep arriving while we read. */
+	for (i = 0; i <= x->o.slots; i++) {
+		seen = c->seen;
+		err = x->io->rx_poll(x, 0, xina_on_result, c);
+		if (err < 0 || c->seen == seen)
+			return err < 0 ? err : 0;
+	}
+	return 0;
+}
+
 static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 {
 	uint64_t until = c->progress_ns + xina_call_timeout_ns(x, c);
@@ -752,6 +779,15 @@ static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
 			return -ECANCELED;
 		}
 		now = xina_now_ns();
+		/* What is queued already is not late: read it first. */
+		if (c.done < c.nblocks &&
+		    (now >= x->next_timer_ns ||
+		     now - c.progress_ns >= xina_call_timeout_ns(x, &c))) {
+			err = xina_rx_queued(x, &c);
+			if (err < 0)
+				return err;
+			now = xina_now_ns();
+		}
 		if (c.done < c.nblocks &&
 		    now - c.progress_ns >= xina_call_timeout_ns(x, &c))
 			return x->fb ? xina_rescue(x, &c) :
