@@ -10,7 +10,9 @@
 #    with -ENOTRECOVERABLE and says why;
 #  - a peer that reaches the call late, but within the join timeout, is
 #    waited for: the job completes and verifies; without the longer join
-#    timeout the others give up after timeout_ms, saying why.
+#    timeout the others give up after timeout_ms, saying why;
+#  - a worker that was off its CPU reads the results queued for it before
+#    its timers resend anything (XDP switch).
 # The last two run against both aggregators: xina-swagg in the switch
 # namespace of a rack, then the XDP switch on the same rack.
 
@@ -216,7 +218,57 @@ test_join_timeout()
 	log_test "$agg: without it, the early ranks give up after timeout_ms ($took ms), naming the join timeout"
 }
 
-tap_begin 7
+# job_stat JOB KEY: counter KEY of JOB on the XDP switch.
+job_stat()
+{
+	xctl -j stats | jq -r --argjson j "$1" ".jobs[] | select(.id == \$j) | .$2"
+}
+
+# window_sent JOB N: the switch has N contributions of JOB.
+window_sent()
+{
+	[ "$(job_stat "$1" contrib)" -ge "$2" ]
+}
+
+# Rank 0 sends its whole window (64 blocks, 64 slots), is stopped, rank 1
+# completes every slot, and rank 0 stays stopped well past its timers
+# (RTO at most 200 ms): on SIGCONT its socket holds a window of results,
+# more than one bounded receive reads, for slots whose timers expired.  It
+# must read them all before its timers judge the slots: a slot resent
+# with its result unread reaches the switch as a retransmission of a
+# completed version, answered from the kept result (retrans_answered).
+test_queued_results()
+{
+	local blocks=64 p0 got answered
+
+	job_up xdp 2 7 "$KEYFILE"
+	check_err $? "job 7 could not be set up"
+	ip netns exec "$RACK-w0" "$O/xina-libtest" call "$SW" \
+		"$(rack_worker_ip 0):$RACK_WORKER_PORT" 0 2 "$ELEMS" $blocks ok \
+		>"$TMP/queued0.out" 2>&1 &
+	p0=$!
+	busywait 5 window_sent 7 $blocks
+	check_err $? "rank 0 did not send its window ($(job_stat 7 contrib) of $blocks)"
+	kill -STOP $p0
+	ip netns exec "$RACK-w1" "$O/xina-libtest" call "$SW" \
+		"$(rack_worker_ip 1):$RACK_WORKER_PORT" 1 2 "$ELEMS" $blocks ok \
+		>"$TMP/queued1.out" 2>&1
+	check_err $? "rank 1: $(first_not_ok "$TMP/queued1.out")"
+	[ "$(job_stat 7 complete)" -eq $blocks ]
+	check_err $? "$(job_stat 7 complete) of $blocks slots completed"
+	sleep 1.5
+	answered=$(job_stat 7 retrans_answered)
+	kill -CONT $p0
+	wait $p0
+	check_err $? "rank 0: $(first_not_ok "$TMP/queued0.out")"
+	got=$(($(job_stat 7 retrans_answered) - answered))
+	job_down xdp 7
+	[ "$got" -eq 0 ]
+	check_err $? "rank 0 resent $got slots whose results were queued in its socket"
+	log_test "xdp: a worker back on its CPU reads a window of queued results before its timers ($got resends answered)"
+}
+
+tap_begin 8
 
 rack_up "$RACK" "$N" >/dev/null
 check_err $? "rack of $N workers could not be set up"
@@ -236,4 +288,5 @@ for agg in swagg xdp; do
 	test_late_peer $agg 21
 	test_join_timeout $agg 22
 done
+test_queued_results
 tap_end
