@@ -742,8 +742,6 @@ class Report:
         rows += self.racks_targets()
         return "\n".join(rows)
 
-    # ---- racks of racks (issue 12) --------------------------------------
-
     def cpu_ratio(self, n, dtype, b):
         """xina's CPU-bound ratio to the best peer, each system's median
         over its launches: (ratio, xina's, the best peer's name, its
@@ -779,6 +777,8 @@ class Report:
         if ratio >= 1.0:
             return f"met; aim missed by {1.5 / ratio:.2f}x"
         return verdict(ratio, 1.0)
+
+    # ---- racks of racks (issue 12) --------------------------------------
 
     def racks_get(self, system, dtype, regime):
         return next((r for r in self.racks_rows if r["system"] == system and
