@@ -93,6 +93,28 @@ def fit(points):
     return (sy - b * sx) / n, b
 
 
+def medians(g):
+    """(median of @g or None when empty, @g)."""
+    return (statistics.median(g) if g else None), g
+
+
+def vs_best(x, peers):
+    """xina's (median, launches) @x against the best of @peers, (name,
+    (median, launches)) each: (ratio, the table cell), or None without
+    xina or a peer.  The cell names the launches' ranges where there was
+    more than one."""
+    peers = [(name, m, g) for name, (m, g) in peers if m]
+    if not (x[0] and peers):
+        return None
+    (xm, xg), (name, bm, bg) = x, max(peers, key=lambda p: p[1])
+    more = ""
+    if len(xg) > 1 or len(bg) > 1:
+        more = (f", medians of {len(xg)} and {len(bg)} launches: xina "
+                f"{mb(min(xg))}-{mb(max(xg))}, {name} "
+                f"{mb(min(bg))}-{mb(max(bg))}")
+    return xm / bm, f"{xm / bm:.2f}x ({mb(xm)} vs {name} {mb(bm)} MB/s{more})"
+
+
 class Report:
     def __init__(self, data):
         self.meta = data["meta"]
@@ -128,22 +150,15 @@ class Report:
                 return r
         return None
 
-    def launches(self, system, workers, dtype, nbytes, regime="cpu"):
-        """Every lossless launch of a row: the sweep's, then the rounds'
-        (bench.py's rounds(), in their order)."""
-        main = self.get(system, workers, dtype, nbytes, regime=regime)
-        more = [r for r in self.res if r.get("bench") == "round" and
-                (r["system"], r["workers"], r["dtype"], r["bytes"],
-                 r.get("regime", "cpu")) == (system, workers, dtype, nbytes,
-                                             regime)]
-        return ([main] if main else []) + more
-
     def median_launch(self, system, workers, dtype, nbytes):
-        """A row's median goodput over its launches, and those launches'
-        goodputs in the order they ran (None, [] without a launch)."""
-        g = [r["goodput_Bps"] for r in self.launches(system, workers, dtype,
-                                                       nbytes)]
-        return (statistics.median(g) if g else None), g
+        """A CPU-bound row's median goodput over its lossless launches (the
+        sweep's, then those of bench.py's rounds()), and their goodputs in
+        the order they ran."""
+        main = self.get(system, workers, dtype, nbytes)
+        more = [r for r in self.res if r.get("bench") == "round" and
+                (r["system"], r["workers"], r["dtype"], r["bytes"]) ==
+                (system, workers, dtype, nbytes)]
+        return medians([r["goodput_Bps"] for r in [main] * bool(main) + more])
 
     def values(self, key, regime="cpu", **f):
         return sorted({r[key] for r in self.runs if r["loss"] == 0 and
@@ -683,8 +698,20 @@ class Report:
             for dtype in ("f32", "i32"):
                 what = (f"CPU-bound, {n} workers, 64 MiB {dtype}: xina ≥ 1.0x the "
                         "best of OpenMPI and Gloo (must), 1.5x (aim)")
-                rows.append(f"| {what} | {self.cpu_target(n, dtype, big) or absent} |"
-                            f" {self.cpu_verdict(n, dtype, big)} |")
+                got = vs_best(self.median_launch("xina-xdp", n, dtype, big),
+                              [(p, self.median_launch(p, n, dtype, big))
+                               for p in PEERS])
+                if not got:
+                    rows.append(f"| {what} | {absent} | – |")
+                    continue
+                ratio, cell = got
+                if ratio >= 1.5:
+                    v = "met, aim met"
+                elif ratio >= 1.0:
+                    v = f"met; aim missed by {1.5 / ratio:.2f}x"
+                else:
+                    v = verdict(ratio, 1.0)
+                rows.append(f"| {what} | {cell} | {v} |")
         for n in (4, 8):
             for dtype in ("f32", "i32"):
                 what = (f"link-bound, {n} workers, 64 MiB {dtype}: xina ≥ 0.9 of "
@@ -742,42 +769,6 @@ class Report:
         rows += self.racks_targets()
         return "\n".join(rows)
 
-    def cpu_ratio(self, n, dtype, b):
-        """xina's CPU-bound ratio to the best peer, each system's median
-        over its launches: (ratio, xina's, the best peer's name, its
-        median and launches), or None."""
-        x, xg = self.median_launch("xina-xdp", n, dtype, b)
-        peers = [(p, *self.median_launch(p, n, dtype, b)) for p in PEERS]
-        peers = [p for p in peers if p[1]]
-        if not (x and peers):
-            return None
-        best = max(peers, key=lambda p: p[1])
-        return x / best[1], (x, xg), best
-
-    def cpu_target(self, n, dtype, b):
-        got = self.cpu_ratio(n, dtype, b)
-        if not got:
-            return None
-        ratio, (x, xg), (name, bm, bg) = got
-        if len(xg) == 1 and len(bg) == 1:
-            return f"{ratio:.2f}x ({mb(x)} vs {name} {mb(bm)} MB/s)"
-        def rng(g):
-            return "-".join(mb(v) for v in (min(g), max(g)))
-        return (f"{ratio:.2f}x ({mb(x)} vs {name} {mb(bm)} MB/s, medians of "
-                f"{len(xg)} and {len(bg)} launches: xina {rng(xg)}, {name} "
-                f"{rng(bg)})")
-
-    def cpu_verdict(self, n, dtype, b):
-        got = self.cpu_ratio(n, dtype, b)
-        if not got:
-            return "–"
-        ratio = got[0]
-        if ratio >= 1.5:
-            return "met, aim met"
-        if ratio >= 1.0:
-            return f"met; aim missed by {1.5 / ratio:.2f}x"
-        return verdict(ratio, 1.0)
-
     # ---- racks of racks (issue 12) --------------------------------------
 
     def racks_get(self, system, dtype, regime):
@@ -787,9 +778,9 @@ class Report:
     def racks_median(self, system, dtype, regime):
         """A racks row's median goodput over its launches (the first pass's
         and the rounds'), and those launches' goodputs."""
-        g = [r["goodput_Bps"] for r in self.racks_rows if r["system"] == system
-             and r["dtype"] == dtype and r["regime"] == regime]
-        return (statistics.median(g) if g else None), g
+        return medians([r["goodput_Bps"] for r in self.racks_rows
+                        if r["system"] == system and r["dtype"] == dtype and
+                        r["regime"] == regime])
 
     def racks_best_peer(self, dtype, regime):
         peers = [self.racks_get(p, dtype, regime) for p in PEERS]
@@ -878,23 +869,14 @@ class Report:
                     what = (f"racks {nr}x{n}, {REGIMES[regime]}, "
                             f"{size_str(b)} {dtype}: xina (two levels, "
                             f"{how}) ≥ the best flat peer")
-                    xm, xg = self.racks_median(system, dtype, regime)
-                    peers = [(p, *self.racks_median(p, dtype, regime))
-                             for p in PEERS]
-                    peers = [p for p in peers if p[1]]
-                    if not peers:
+                    got = vs_best(self.racks_median(system, dtype, regime),
+                                  [(p, self.racks_median(p, dtype, regime))
+                                   for p in PEERS])
+                    if not got:
                         rows.append(f"| {what} | no peer in this run | – |")
                         continue
-                    name, bm, bg = max(peers, key=lambda p: p[1])
-                    ratio = xm / bm
-                    more = ""
-                    if len(xg) > 1 or len(bg) > 1:
-                        more = (f", medians of {len(xg)} and {len(bg)} "
-                                f"launches: xina {mb(min(xg))}-{mb(max(xg))}, "
-                                f"{name} {mb(min(bg))}-{mb(max(bg))}")
-                    rows.append(f"| {what} | {ratio:.2f}x ({mb(xm)} vs {name} "
-                                f"{mb(bm)} MB/s{more}) | "
-                                f"{verdict(ratio, 1.0)} |")
+                    ratio, cell = got
+                    rows.append(f"| {what} | {cell} | {verdict(ratio, 1.0)} |")
         return rows
 
     @staticmethod
