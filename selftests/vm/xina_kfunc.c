@@ -202,13 +202,13 @@ static int job_epoch_run(struct xnl *nl, uint32_t id, uint32_t *epoch,
 			 uint16_t *joined, uint32_t *run)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	int err;
 
 	if (!m)
 		return -ENOMEM;
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_GET);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	xina_nl_msg_init(m, nl->c.family, 0, XINA_CMD_JOB_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, id);
 	err = xnl_do(nl, m);
 	free(m);
 	if (err)
@@ -220,13 +220,13 @@ static int job_epoch_run(struct xnl *nl, uint32_t id, uint32_t *epoch,
 	    (run && !tb[XINA_A_JOB_RUN]))
 		return -ENODATA;
 	if (epoch)
-		*epoch = *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]);
+		*epoch = mnl_attr_get_u32(tb[XINA_A_JOB_EPOCH]);
 	if (joined)
-		*joined = *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]);
+		*joined = mnl_attr_get_u16(tb[XINA_A_JOB_JOINED]);
 	if (run) {
-		if (xnl_len(tb[XINA_A_JOB_RUN]) != 4)
+		if (mnl_attr_get_payload_len(tb[XINA_A_JOB_RUN]) != 4)
 			return -EBADMSG;
-		*run = *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]);
+		*run = mnl_attr_get_u32(tb[XINA_A_JOB_RUN]);
 	}
 	return 0;
 }
@@ -241,22 +241,22 @@ static int job_epoch(struct xnl *nl, uint32_t id, uint32_t *epoch,
 static int job_new(struct xnl *nl, uint32_t id, uint16_t workers,
 		   uint32_t slots, uint16_t elems)
 {
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	uint32_t addr;
 	int r, err;
 
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
-	xnl_put_u16(m, XINA_A_JOB_WORKERS, workers);
-	xnl_put_u32(m, XINA_A_JOB_SLOTS, slots);
-	xnl_put_u16(m, XINA_A_JOB_ELEMS, elems);
-	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+	xina_nl_msg_init(m, nl->c.family, 0, XINA_CMD_JOB_NEW);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, id);
+	xina_nl_put_u16(m, XINA_A_JOB_WORKERS, workers);
+	xina_nl_put_u32(m, XINA_A_JOB_SLOTS, slots);
+	xina_nl_put_u16(m, XINA_A_JOB_ELEMS, elems);
+	xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
 	for (r = 0; r < workers; r++) {
 		addr = xnl_member_addr(r);
-		xnl_nest_start(m, XINA_A_JOB_MEMBER);
-		xnl_put_u16(m, XINA_MEMBER_A_RANK, r);
-		xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
-		xnl_nest_end(m);
+		xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+		xina_nl_put_u16(m, XINA_MEMBER_A_RANK, r);
+		xina_nl_put(m, XINA_MEMBER_A_ADDR, 4, &addr);
+		xina_nl_nest_end(m);
 	}
 	err = xnl_do(nl, m);
 	free(m);
@@ -465,35 +465,35 @@ static int round_parse(const struct nlattr *nest, struct round_info *r)
 	int n = 0;
 
 	memset(r, 0, sizeof(*r));
-	xnl_for_each_attr(b, xnl_data(nest), xnl_len(nest)) {
+	mnl_attr_for_each_nested(b, nest) {
 		if (b->nla_type > XINA_ROUND_A_MAX || !len[b->nla_type] ||
-		    xnl_len(b) != len[b->nla_type])
+		    mnl_attr_get_payload_len(b) != len[b->nla_type])
 			return -EBADMSG;
 		n++;
 		switch (b->nla_type) {
 		case XINA_ROUND_A_SLOT:
-			r->slot = *(uint32_t *)xnl_data(b);
+			r->slot = mnl_attr_get_u32(b);
 			break;
 		case XINA_ROUND_A_VERSION:
-			r->version = *(uint8_t *)xnl_data(b);
+			r->version = mnl_attr_get_u8(b);
 			break;
 		case XINA_ROUND_A_ROUND:
-			r->round = *(uint32_t *)xnl_data(b);
+			r->round = mnl_attr_get_u32(b);
 			break;
 		case XINA_ROUND_A_IN:
-			r->in = *(uint16_t *)xnl_data(b);
+			r->in = mnl_attr_get_u16(b);
 			break;
 		case XINA_ROUND_A_COUNT:
-			r->count = *(uint16_t *)xnl_data(b);
+			r->count = mnl_attr_get_u16(b);
 			break;
 		case XINA_ROUND_A_DTYPE:
-			r->dtype = *(uint8_t *)xnl_data(b);
+			r->dtype = mnl_attr_get_u8(b);
 			break;
 		case XINA_ROUND_A_OP:
-			r->op = *(uint8_t *)xnl_data(b);
+			r->op = mnl_attr_get_u8(b);
 			break;
 		case XINA_ROUND_A_SEEN:
-			memcpy(r->seen, xnl_data(b), sizeof(r->seen));
+			memcpy(r->seen, mnl_attr_get_payload(b), sizeof(r->seen));
 			break;
 		}
 	}
@@ -509,13 +509,13 @@ static int rounds_dump(struct xnl *nl, uint32_t id, struct round_info *rd,
 		       int max, int *msgs)
 {
 	struct nlattr *tb[XINA_A_MAX + 1], *a;
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	struct nlmsghdr *h;
 	int n = 0, err;
 	size_t off;
 
-	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	xina_nl_msg_init(m, nl->c.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, id);
 	err = xnl_do(nl, m);
 	free(m);
 	if (err)
@@ -525,12 +525,11 @@ static int rounds_dump(struct xnl *nl, uint32_t id, struct round_info *rd,
 		h = (struct nlmsghdr *)(nl->rx + off);
 		xnl_attrs(h, tb, XINA_A_MAX);
 		if (!tb[XINA_A_JOB_ID] || !tb[XINA_A_JOB_EPOCH] ||
-		    *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]) != id ||
-		    *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]) != epoch_of(id))
+		    mnl_attr_get_u32(tb[XINA_A_JOB_ID]) != id ||
+		    mnl_attr_get_u32(tb[XINA_A_JOB_EPOCH]) != epoch_of(id))
 			return -EBADMSG;
 		(*msgs)++;
-		xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
-				  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
+		mnl_attr_for_each(a, h, GENL_HDRLEN) {
 			if ((a->nla_type & NLA_TYPE_MASK) != XINA_A_JOB_ROUND)
 				continue;
 			if (n == max)
@@ -613,7 +612,7 @@ TEST_F(kf, rounds_get_resumes)
 	EXPECT_EQ(slots, n);
 	EXPECT_GT(msgs, 1);
 	TH_LOG("%d rounds in %d messages, %d reads", n, msgs,
-	       self->nl.rx_reads);
+	       self->nl.c.reads);
 	for (i = 0; i < n && i < (int)slots; i++) {
 		EXPECT_EQ(i, rd[i].slot);
 		EXPECT_EQ(1, rd[i].in);

@@ -41,17 +41,17 @@ struct offs {
 	int id, workers, slots, elems, key, member0;
 };
 
-static void put_member(struct xnl_msg *m, uint16_t rank, uint32_t addr,
+static void put_member(struct xina_nl_msg *m, uint16_t rank, uint32_t addr,
 		       uint16_t port)
 {
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	xnl_put_u16(m, XINA_MEMBER_A_RANK, rank);
-	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, sizeof(addr));
-	xnl_put_u16(m, XINA_MEMBER_A_PORT, port);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	xina_nl_put_u16(m, XINA_MEMBER_A_RANK, rank);
+	xina_nl_put(m, XINA_MEMBER_A_ADDR, sizeof(addr), &addr);
+	xina_nl_put_u16(m, XINA_MEMBER_A_PORT, port);
+	xina_nl_nest_end(m);
 }
 
-static void build_new(struct xnl *nl, struct xnl_msg *m,
+static void build_new(struct xnl *nl, struct xina_nl_msg *m,
 		      const struct job_spec *s, struct offs *o)
 {
 	struct offs dummy;
@@ -59,20 +59,20 @@ static void build_new(struct xnl *nl, struct xnl_msg *m,
 
 	if (!o)
 		o = &dummy;
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
-	o->id = xnl_put_u32(m, XINA_A_JOB_ID, s->id);
-	o->workers = xnl_put_u16(m, XINA_A_JOB_WORKERS, s->workers);
-	o->slots = xnl_put_u32(m, XINA_A_JOB_SLOTS, s->slots);
-	o->elems = xnl_put_u16(m, XINA_A_JOB_ELEMS, s->elems);
-	o->key = xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
-	o->member0 = (char *)xnl_tail(m) - m->buf;
+	xina_nl_msg_init(m, nl->c.family, 0, XINA_CMD_JOB_NEW);
+	o->id = xina_nl_put_u32(m, XINA_A_JOB_ID, s->id);
+	o->workers = xina_nl_put_u16(m, XINA_A_JOB_WORKERS, s->workers);
+	o->slots = xina_nl_put_u32(m, XINA_A_JOB_SLOTS, s->slots);
+	o->elems = xina_nl_put_u16(m, XINA_A_JOB_ELEMS, s->elems);
+	o->key = xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
+	o->member0 = m->nlh->nlmsg_len;
 	for (r = 0; r < s->members; r++)
 		put_member(m, r, xnl_member_addr(r), 9000 + r);
 }
 
 static int job_new(struct xnl *nl, const struct job_spec *s)
 {
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	int err;
 
 	build_new(nl, m, s, NULL);
@@ -83,11 +83,11 @@ static int job_new(struct xnl *nl, const struct job_spec *s)
 
 static int job_get(struct xnl *nl, uint8_t cmd, uint32_t id)
 {
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	int err;
 
-	xnl_init(m, nl->family, 0, cmd);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	xina_nl_msg_init(m, nl->c.family, 0, cmd);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, id);
 	err = xnl_do(nl, m);
 	free(m);
 	return err;
@@ -130,19 +130,19 @@ static void del_all(struct xnl *nl)
 {
 	uint32_t ids[XINA_MAX_JOBS * 2];
 	struct nlattr *tb[XINA_A_MAX + 1];
-	struct xnl_msg *m = malloc(sizeof(*m));
+	struct xina_nl_msg *m = malloc(sizeof(*m));
 	struct nlmsghdr *h;
 	int n = 0, i;
 	size_t off;
 
-	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_STATS_GET);
+	xina_nl_msg_init(m, nl->c.family, NLM_F_DUMP, XINA_CMD_STATS_GET);
 	if (!xnl_do(nl, m)) {
 		for (off = 0; off < nl->rx_len && n < XINA_MAX_JOBS * 2;
 		     off += NLMSG_ALIGN(h->nlmsg_len)) {
 			h = (struct nlmsghdr *)(nl->rx + off);
 			xnl_attrs(h, tb, XINA_A_MAX);
 			if (tb[XINA_A_JOB_ID])
-				ids[n++] = *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]);
+				ids[n++] = mnl_attr_get_u32(tb[XINA_A_JOB_ID]);
 		}
 	}
 	for (i = 0; i < n; i++)
@@ -152,7 +152,7 @@ static void del_all(struct xnl *nl)
 
 FIXTURE(nl) {
 	struct xnl nl;
-	struct xnl_msg *m;
+	struct xina_nl_msg *m;
 	struct offs o;
 };
 
@@ -192,46 +192,45 @@ TEST_F(nl, new_get_sysfs)
 	h = (struct nlmsghdr *)self->nl.rx;
 	xnl_attrs(h, tb, XINA_A_MAX);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
-	EXPECT_EQ(1, *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]));
-	EXPECT_EQ(4, *(uint16_t *)xnl_data(tb[XINA_A_JOB_WORKERS]));
-	EXPECT_EQ(8, *(uint32_t *)xnl_data(tb[XINA_A_JOB_SLOTS]));
-	EXPECT_EQ(256, *(uint16_t *)xnl_data(tb[XINA_A_JOB_ELEMS]));
+	EXPECT_EQ(1, mnl_attr_get_u32(tb[XINA_A_JOB_ID]));
+	EXPECT_EQ(4, mnl_attr_get_u16(tb[XINA_A_JOB_WORKERS]));
+	EXPECT_EQ(8, mnl_attr_get_u32(tb[XINA_A_JOB_SLOTS]));
+	EXPECT_EQ(256, mnl_attr_get_u16(tb[XINA_A_JOB_ELEMS]));
 	/* the secret never leaves the kernel, nor a key */
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_SECRET]);
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_KEY]);
-	EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_FLAGS]));
+	EXPECT_EQ(0, mnl_attr_get_u32(tb[XINA_A_JOB_FLAGS]));
 	ASSERT_NE(NULL, tb[XINA_A_JOB_MEM_BYTES]);
-	mem_bytes = *(uint64_t *)xnl_data(tb[XINA_A_JOB_MEM_BYTES]);
+	mem_bytes = mnl_attr_get_u64(tb[XINA_A_JOB_MEM_BYTES]);
 	/* At least the values: slots x 2 versions x elems x int32. */
 	EXPECT_GE(mem_bytes, 8 * 2 * 256 * 4);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_STATS]);
 	/* A random epoch, not 0, which no member joined yet. */
 	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
-	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_EPOCH]));
-	epoch = *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]);
+	ASSERT_EQ(4, mnl_attr_get_payload_len(tb[XINA_A_JOB_EPOCH]));
+	epoch = mnl_attr_get_u32(tb[XINA_A_JOB_EPOCH]);
 	EXPECT_NE(0, epoch);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_JOINED]);
-	ASSERT_EQ(2, xnl_len(tb[XINA_A_JOB_JOINED]));
-	EXPECT_EQ(0, *(uint16_t *)xnl_data(tb[XINA_A_JOB_JOINED]));
+	ASSERT_EQ(2, mnl_attr_get_payload_len(tb[XINA_A_JOB_JOINED]));
+	EXPECT_EQ(0, mnl_attr_get_u16(tb[XINA_A_JOB_JOINED]));
 	/* No join named a run yet (the runs themselves: xina_kfunc). */
 	ASSERT_NE(NULL, tb[XINA_A_JOB_RUN]);
-	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_RUN]));
-	EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]));
+	ASSERT_EQ(4, mnl_attr_get_payload_len(tb[XINA_A_JOB_RUN]));
+	EXPECT_EQ(0, mnl_attr_get_u32(tb[XINA_A_JOB_RUN]));
 
-	xnl_for_each_attr(a, (char *)NLMSG_DATA(h) + GENL_HDRLEN,
-			  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN)) {
+	mnl_attr_for_each(a, h, GENL_HDRLEN) {
 		if ((a->nla_type & NLA_TYPE_MASK) != XINA_A_JOB_MEMBER)
 			continue;
 		memset(mt, 0, sizeof(mt));
-		xnl_for_each_attr(b, xnl_data(a), xnl_len(a))
+		mnl_attr_for_each_nested(b, a)
 			if (b->nla_type <= XINA_MEMBER_A_MAX)
 				mt[b->nla_type] = b;
 		ASSERT_NE(NULL, mt[XINA_MEMBER_A_RANK]);
 		ASSERT_NE(NULL, mt[XINA_MEMBER_A_ADDR]);
 		EXPECT_EQ(xnl_member_addr(members),
-			  *(uint32_t *)xnl_data(mt[XINA_MEMBER_A_ADDR]));
+			  mnl_attr_get_u32(mt[XINA_MEMBER_A_ADDR]));
 		EXPECT_EQ(9000 + members,
-			  *(uint16_t *)xnl_data(mt[XINA_MEMBER_A_PORT]));
+			  mnl_attr_get_u16(mt[XINA_MEMBER_A_PORT]));
 		members++;
 	}
 	EXPECT_EQ(4, members);
@@ -264,8 +263,8 @@ TEST_F(nl, new_exists)
 	ASSERT_EQ(0, job_new(&self->nl, &job1));
 	build_new(&self->nl, self->m, &job1, &self->o);
 	EXPECT_EQ(-EEXIST, xnl_do(&self->nl, self->m));
-	EXPECT_STREQ("xina: job exists", self->nl.msg);
-	EXPECT_EQ(self->o.id, self->nl.bad_off);
+	EXPECT_STREQ("xina: job exists", self->nl.c.errmsg);
+	EXPECT_EQ(self->o.id, self->nl.c.bad_off);
 }
 
 /* Leave out one required attribute at a time. */
@@ -284,42 +283,42 @@ TEST_F(nl, new_missing)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
-		struct xnl_msg *m = self->m;
+		struct xina_nl_msg *m = self->m;
 
-		xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_NEW);
+		xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_NEW);
 		if (req[i].type != XINA_A_JOB_ID)
-			xnl_put_u32(m, XINA_A_JOB_ID, 5);
+			xina_nl_put_u32(m, XINA_A_JOB_ID, 5);
 		if (req[i].type != XINA_A_JOB_WORKERS)
-			xnl_put_u16(m, XINA_A_JOB_WORKERS, 2);
+			xina_nl_put_u16(m, XINA_A_JOB_WORKERS, 2);
 		if (req[i].type != XINA_A_JOB_SLOTS)
-			xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
+			xina_nl_put_u32(m, XINA_A_JOB_SLOTS, 2);
 		if (req[i].type != XINA_A_JOB_ELEMS)
-			xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
+			xina_nl_put_u16(m, XINA_A_JOB_ELEMS, 2);
 		if (req[i].type != XINA_A_JOB_SECRET)
-			xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+			xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
 		EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-		EXPECT_STREQ(req[i].msg, self->nl.msg);
-		EXPECT_EQ(req[i].type, self->nl.miss_type);
+		EXPECT_STREQ(req[i].msg, self->nl.c.errmsg);
+		EXPECT_EQ(req[i].type, self->nl.c.miss_type);
 	}
 	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/5/id"));
 }
 
 /* A request with one attribute replaced by @type/@data/@len. */
-static int new_with(struct xnl *nl, struct xnl_msg *m, int type,
+static int new_with(struct xnl *nl, struct xina_nl_msg *m, int type,
 		    const void *data, int len, int *off)
 {
-	xnl_init(m, nl->family, 0, XINA_CMD_JOB_NEW);
-	*off = xnl_put(m, type, data, len);
+	xina_nl_msg_init(m, nl->c.family, 0, XINA_CMD_JOB_NEW);
+	*off = xina_nl_put(m, type, len, data);
 	if (type != XINA_A_JOB_ID)
-		xnl_put_u32(m, XINA_A_JOB_ID, 6);
+		xina_nl_put_u32(m, XINA_A_JOB_ID, 6);
 	if (type != XINA_A_JOB_WORKERS)
-		xnl_put_u16(m, XINA_A_JOB_WORKERS, 2);
+		xina_nl_put_u16(m, XINA_A_JOB_WORKERS, 2);
 	if (type != XINA_A_JOB_SLOTS)
-		xnl_put_u32(m, XINA_A_JOB_SLOTS, 2);
+		xina_nl_put_u32(m, XINA_A_JOB_SLOTS, 2);
 	if (type != XINA_A_JOB_ELEMS)
-		xnl_put_u16(m, XINA_A_JOB_ELEMS, 2);
+		xina_nl_put_u16(m, XINA_A_JOB_ELEMS, 2);
 	if (type != XINA_A_JOB_SECRET)
-		xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+		xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
 	return xnl_do(nl, m);
 }
 
@@ -369,10 +368,10 @@ TEST_F(nl, new_bad_values)
 					   &bad[i].v, bad[i].len, &off)) {
 			TH_LOG("%s", bad[i].what);
 		}
-		EXPECT_STREQ(bad[i].msg, self->nl.msg) {
+		EXPECT_STREQ(bad[i].msg, self->nl.c.errmsg) {
 			TH_LOG("%s", bad[i].what);
 		}
-		EXPECT_EQ(off, self->nl.bad_off) {
+		EXPECT_EQ(off, self->nl.c.bad_off) {
 			TH_LOG("%s", bad[i].what);
 		}
 	}
@@ -382,7 +381,7 @@ TEST_F(nl, new_bad_values)
 
 TEST_F(nl, new_bad_members)
 {
-	struct xnl_msg *m = self->m;
+	struct xina_nl_msg *m = self->m;
 	struct job_spec s = job1;
 	uint32_t addr = xnl_member_addr(0);
 	int off;
@@ -390,98 +389,99 @@ TEST_F(nl, new_bad_members)
 	/* Rank beyond the job's workers. */
 	s.members = 0;
 	build_new(&self->nl, m, &s, NULL);
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, 4);
-	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xina_nl_put_u16(m, XINA_MEMBER_A_RANK, 4);
+	xina_nl_put(m, XINA_MEMBER_A_ADDR, 4, &addr);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: member rank not below the job's workers", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("xina: member rank not below the job's workers",
+		     self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	/* Rank beyond XINA_MAX_WORKERS: the policy already. */
 	build_new(&self->nl, m, &s, NULL);
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, XINA_MAX_WORKERS);
-	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xina_nl_put_u16(m, XINA_MEMBER_A_RANK, XINA_MAX_WORKERS);
+	xina_nl_put(m, XINA_MEMBER_A_ADDR, 4, &addr);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
-	EXPECT_STREQ("integer out of range", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("integer out of range", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	/* Address of 3 bytes. */
 	build_new(&self->nl, m, &s, NULL);
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	xnl_put_u16(m, XINA_MEMBER_A_RANK, 0);
-	off = xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 3);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	xina_nl_put_u16(m, XINA_MEMBER_A_RANK, 0);
+	off = xina_nl_put(m, XINA_MEMBER_A_ADDR, 3, &addr);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
-	EXPECT_STREQ("binary attribute size out of range", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("binary attribute size out of range", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	/* No address. */
 	build_new(&self->nl, m, &s, NULL);
-	off = xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	xnl_put_u16(m, XINA_MEMBER_A_RANK, 0);
-	xnl_nest_end(m);
+	off = xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	xina_nl_put_u16(m, XINA_MEMBER_A_RANK, 0);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: member without address", self->nl.msg);
-	EXPECT_EQ(XINA_MEMBER_A_ADDR, self->nl.miss_type);
+	EXPECT_STREQ("xina: member without address", self->nl.c.errmsg);
+	EXPECT_EQ(XINA_MEMBER_A_ADDR, self->nl.c.miss_type);
 
 	/* No rank. */
 	build_new(&self->nl, m, &s, NULL);
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	xina_nl_put(m, XINA_MEMBER_A_ADDR, 4, &addr);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: member without rank", self->nl.msg);
-	EXPECT_EQ(XINA_MEMBER_A_RANK, self->nl.miss_type);
+	EXPECT_STREQ("xina: member without rank", self->nl.c.errmsg);
+	EXPECT_EQ(XINA_MEMBER_A_RANK, self->nl.c.miss_type);
 
 	/* The same rank twice. */
 	build_new(&self->nl, m, &s, NULL);
 	put_member(m, 1, xnl_member_addr(1), 1);
-	xnl_nest_start(m, XINA_A_JOB_MEMBER);
-	off = xnl_put_u16(m, XINA_MEMBER_A_RANK, 1);
-	xnl_put(m, XINA_MEMBER_A_ADDR, &addr, 4);
-	xnl_nest_end(m);
+	xina_nl_nest_start(m, XINA_A_JOB_MEMBER);
+	off = xina_nl_put_u16(m, XINA_MEMBER_A_RANK, 1);
+	xina_nl_put(m, XINA_MEMBER_A_ADDR, 4, &addr);
+	xina_nl_nest_end(m);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: member rank given twice", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("xina: member rank given twice", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	/* A member without NLA_F_NESTED. */
 	build_new(&self->nl, m, &s, NULL);
-	off = xnl_put(m, XINA_A_JOB_MEMBER, NULL, 0);
+	off = xina_nl_put(m, XINA_A_JOB_MEMBER, 0, NULL);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("NLA_F_NESTED is missing", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("NLA_F_NESTED is missing", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	EXPECT_EQ(-1, sysfs_num(SYSFS "/jobs/1/id"));
 }
 
 TEST_F(nl, del_get_missing_job)
 {
-	struct xnl_msg *m = self->m;
+	struct xina_nl_msg *m = self->m;
 	int off;
 
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_DEL);
-	off = xnl_put_u32(m, XINA_A_JOB_ID, 77);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_DEL);
+	off = xina_nl_put_u32(m, XINA_A_JOB_ID, 77);
 	EXPECT_EQ(-ENOENT, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("xina: job does not exist", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	EXPECT_EQ(-ENOENT, job_get(&self->nl, XINA_CMD_JOB_GET, 77));
-	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
+	EXPECT_STREQ("xina: job does not exist", self->nl.c.errmsg);
 	EXPECT_EQ(-ENOENT, job_get(&self->nl, XINA_CMD_STATS_GET, 77));
 
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_DEL);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_DEL);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: missing job id", self->nl.msg);
-	EXPECT_EQ(XINA_A_JOB_ID, self->nl.miss_type);
+	EXPECT_STREQ("xina: missing job id", self->nl.c.errmsg);
+	EXPECT_EQ(XINA_A_JOB_ID, self->nl.c.miss_type);
 }
 
 TEST_F(nl, set)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
-	struct xnl_msg *m = self->m;
+	struct xina_nl_msg *m = self->m;
 	struct job_spec s = job1;
 	uint32_t epoch;
 	int off;
@@ -491,9 +491,9 @@ TEST_F(nl, set)
 	EXPECT_EQ(2, sysfs_num(SYSFS "/jobs/1/members"));
 	epoch = sysfs_num(SYSFS "/jobs/1/epoch");
 
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
+	xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
 	put_member(m, 3, xnl_member_addr(3), 0);
 	ASSERT_EQ(0, xnl_do(&self->nl, m));
 	EXPECT_EQ(3, sysfs_num(SYSFS "/jobs/1/members"));
@@ -502,34 +502,34 @@ TEST_F(nl, set)
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_SECRET]);
 	/* A new secret or member is no new run: the epoch stays. */
 	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
-	EXPECT_EQ(epoch, *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]));
+	EXPECT_EQ(epoch, mnl_attr_get_u32(tb[XINA_A_JOB_EPOCH]));
 
 	/* Nor can a request set it. */
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	off = xnl_put_u32(m, XINA_A_JOB_EPOCH, epoch + 1);
-	xnl_put(m, XINA_A_JOB_SECRET, SECRET, sizeof(SECRET));
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xina_nl_put_u32(m, XINA_A_JOB_EPOCH, epoch + 1);
+	xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(SECRET), SECRET);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("Attribute failed policy validation", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 	EXPECT_EQ(epoch, (uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"));
 
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	off = xnl_put_u16(m, XINA_A_JOB_WORKERS, 8);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xina_nl_put_u16(m, XINA_A_JOB_WORKERS, 8);
 	EXPECT_EQ(-EOPNOTSUPP, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: the shape of a job cannot change", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("xina: the shape of a job cannot change", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
 	EXPECT_STREQ("xina: nothing to change: no secret, member or flags",
-		     self->nl.msg);
+		     self->nl.c.errmsg);
 
 	/* A bad member leaves the job as it was. */
-	xnl_init(m, self->nl.family, 0, XINA_CMD_JOB_SET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
 	put_member(m, 2, xnl_member_addr(2), 0);
 	put_member(m, 9, xnl_member_addr(9), 0);
 	EXPECT_EQ(-ERANGE, xnl_do(&self->nl, m));
@@ -546,19 +546,18 @@ TEST_F(nl, stats)
 	xnl_attrs((struct nlmsghdr *)self->nl.rx, tb, XINA_A_MAX);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_STATS]);
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_WORKERS]);
-	xnl_for_each_attr(a, xnl_data(tb[XINA_A_JOB_STATS]),
-			  xnl_len(tb[XINA_A_JOB_STATS])) {
-		EXPECT_EQ(8, xnl_len(a));
-		EXPECT_EQ(0, *(uint64_t *)xnl_data(a));
+	mnl_attr_for_each_nested(a, tb[XINA_A_JOB_STATS]) {
+		EXPECT_EQ(8, mnl_attr_get_payload_len(a));
+		EXPECT_EQ(0, mnl_attr_get_u64(a));
 		n++;
 	}
 	EXPECT_EQ(XINA_STAT_MAX, n);
 }
 
-static int rounds_get(struct xnl *nl, struct xnl_msg *m, uint32_t id)
+static int rounds_get(struct xnl *nl, struct xina_nl_msg *m, uint32_t id)
 {
-	xnl_init(m, nl->family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
-	xnl_put_u32(m, XINA_A_JOB_ID, id);
+	xina_nl_msg_init(m, nl->c.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, id);
 	return xnl_do(nl, m);
 }
 
@@ -570,7 +569,7 @@ static int rounds_get(struct xnl *nl, struct xnl_msg *m, uint32_t id)
 TEST_F(nl, rounds_get)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
-	struct xnl_msg *m = self->m;
+	struct xina_nl_msg *m = self->m;
 	struct nlmsghdr *h;
 	int off;
 
@@ -580,31 +579,31 @@ TEST_F(nl, rounds_get)
 	ASSERT_EQ(NLMSG_ALIGN(h->nlmsg_len), self->nl.rx_len);
 	xnl_attrs(h, tb, XINA_A_MAX);
 	ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
-	EXPECT_EQ(1, *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]));
+	EXPECT_EQ(1, mnl_attr_get_u32(tb[XINA_A_JOB_ID]));
 	ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
-	ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_EPOCH]));
+	ASSERT_EQ(4, mnl_attr_get_payload_len(tb[XINA_A_JOB_EPOCH]));
 	EXPECT_EQ((uint32_t)sysfs_num(SYSFS "/jobs/1/epoch"),
-		  *(uint32_t *)xnl_data(tb[XINA_A_JOB_EPOCH]));
+		  mnl_attr_get_u32(tb[XINA_A_JOB_EPOCH]));
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_ROUND]);
 	EXPECT_EQ(NULL, tb[XINA_A_JOB_STATS]);
 
 	EXPECT_EQ(-ENOENT, rounds_get(&self->nl, m, 77));
-	EXPECT_STREQ("xina: job does not exist", self->nl.msg);
+	EXPECT_STREQ("xina: job does not exist", self->nl.c.errmsg);
 
-	xnl_init(m, self->nl.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xina_nl_msg_init(m, self->nl.c.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("xina: missing job id", self->nl.msg);
+	EXPECT_STREQ("xina: missing job id", self->nl.c.errmsg);
 
-	xnl_init(m, self->nl.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
-	off = xnl_put(m, XINA_A_JOB_ROUND, NULL, 0);
+	xina_nl_msg_init(m, self->nl.c.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
+	off = xina_nl_put(m, XINA_A_JOB_ROUND, 0, NULL);
 	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
-	EXPECT_STREQ("Attribute failed policy validation", self->nl.msg);
-	EXPECT_EQ(off, self->nl.bad_off);
+	EXPECT_STREQ("Attribute failed policy validation", self->nl.c.errmsg);
+	EXPECT_EQ(off, self->nl.c.bad_off);
 
 	/* No doit: one job's rounds are a dump too. */
-	xnl_init(m, self->nl.family, 0, XINA_CMD_ROUNDS_GET);
-	xnl_put_u32(m, XINA_A_JOB_ID, 1);
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_ROUNDS_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, 1);
 	EXPECT_EQ(-EOPNOTSUPP, xnl_do(&self->nl, m));
 }
 
@@ -626,31 +625,31 @@ TEST_F(nl, dump_resumes_and_job_limit)
 	for (i = 1; i <= XINA_MAX_JOBS; i++) {
 		s.id = i;
 		ASSERT_EQ(0, job_new(&self->nl, &s)) {
-			TH_LOG("job %d: %s", i, self->nl.msg);
+			TH_LOG("job %d: %s", i, self->nl.c.errmsg);
 		}
 	}
 	s.id = XINA_MAX_JOBS + 1;
 	EXPECT_EQ(-ENOSPC, job_new(&self->nl, &s));
-	EXPECT_STREQ("xina: too many jobs", self->nl.msg);
+	EXPECT_STREQ("xina: too many jobs", self->nl.c.errmsg);
 
-	xnl_init(self->m, self->nl.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
+	xina_nl_msg_init(self->m, self->nl.c.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
 	ASSERT_EQ(0, xnl_do(&self->nl, self->m));
-	EXPECT_GT(self->nl.rx_reads, 2);
+	EXPECT_GT(self->nl.c.reads, 2);
 	for (off = 0; off < self->nl.rx_len; off += NLMSG_ALIGN(h->nlmsg_len)) {
 		uint32_t id;
 
 		h = (struct nlmsghdr *)(self->nl.rx + off);
 		xnl_attrs(h, tb, XINA_A_MAX);
 		ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
-		id = *(uint32_t *)xnl_data(tb[XINA_A_JOB_ID]);
+		id = mnl_attr_get_u32(tb[XINA_A_JOB_ID]);
 		ASSERT_LE(id, XINA_MAX_JOBS);
 		seen[id]++;
 		/* The dump holds what a doit does, the join state too. */
 		ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
 		ASSERT_NE(NULL, tb[XINA_A_JOB_JOINED]);
 		ASSERT_NE(NULL, tb[XINA_A_JOB_RUN]);
-		ASSERT_EQ(4, xnl_len(tb[XINA_A_JOB_RUN]));
-		EXPECT_EQ(0, *(uint32_t *)xnl_data(tb[XINA_A_JOB_RUN]));
+		ASSERT_EQ(4, mnl_attr_get_payload_len(tb[XINA_A_JOB_RUN]));
+		EXPECT_EQ(0, mnl_attr_get_u32(tb[XINA_A_JOB_RUN]));
 		n++;
 	}
 	EXPECT_EQ(XINA_MAX_JOBS, n);
@@ -672,7 +671,7 @@ TEST_F(nl, mem_limit)
 	ASSERT_EQ(0, sysfs_write(param, 16 << 20));
 	EXPECT_EQ(16 << 20, sysfs_num(SYSFS "/mem_limit"));
 	EXPECT_EQ(-ENOMEM, job_new(&self->nl, &big));
-	EXPECT_STREQ("xina: slot memory would exceed mem_limit", self->nl.msg);
+	EXPECT_STREQ("xina: slot memory would exceed mem_limit", self->nl.c.errmsg);
 	EXPECT_EQ(0, sysfs_num(SYSFS "/mem_used"));
 
 	ASSERT_EQ(0, sysfs_write(param, 64 << 20));
@@ -723,18 +722,18 @@ TEST_F(nl, no_cap_net_admin)
 		for (i = 0; i < sizeof(cmds); i++) {
 			if (cmds[i] == XINA_CMD_JOB_NEW) {
 				build_new(&nl, self->m, &job1, NULL);
-				self->m->nlh.nlmsg_type = nl.family;
+				self->m->nlh->nlmsg_type = nl.c.family;
 			} else {
-				xnl_init(self->m, nl.family, 0, cmds[i]);
-				xnl_put_u32(self->m, XINA_A_JOB_ID, 1);
+				xina_nl_msg_init(self->m, nl.c.family, 0, cmds[i]);
+				xina_nl_put_u32(self->m, XINA_A_JOB_ID, 1);
 				if (cmds[i] == XINA_CMD_JOB_SET)
-					xnl_put(self->m, XINA_A_JOB_SECRET,
-						SECRET, sizeof(SECRET));
+					xina_nl_put(self->m, XINA_A_JOB_SECRET, sizeof(SECRET),
+						SECRET);
 			}
 			if (xnl_do(&nl, self->m) != -EPERM)
 				bad++;
 		}
-		xnl_init(self->m, nl.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
+		xina_nl_msg_init(self->m, nl.c.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
 		if (xnl_do(&nl, self->m) != -EPERM)
 			bad++;
 		if (rounds_get(&nl, self->m, 1) != -EPERM)
