@@ -135,13 +135,14 @@ install-module:
 
 # Programs the guest runs (selftests/vm), built here for the Debian guest.
 VM_PROGS_OUT := $(O)/vm-progs
-VM_SELFTESTS := $(KMOD_LSRC)/linux-source-6.1/tools/testing/selftests
 VM_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	     -std=gnu11 \
-	     -I$(ROOT)/include/uapi -I$(ROOT)/selftests/vm -I$(VM_SELFTESTS) \
+	     -I$(ROOT)/include/uapi -I$(ROOT)/selftests/vm -I$(KSFT_DIR) \
 	     -I$(ROOT)/user/common
-# The netlink client of the tests is xinactl's (user/common/xina_nl.c).
-VM_NL := user/common/xina_nl.c user/common/xina_nl.h selftests/vm/xnl.h
+# What the guest's C tests build on: xinactl's netlink client
+# (user/common/xina_nl.c) and the kselftest harness (selftests/build.mk).
+VM_TEST_DEPS := user/common/xina_nl.c user/common/xina_nl.h \
+		selftests/vm/xnl.h $(KSFT_STAMP)
 VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
 	    $(VM_PROGS_OUT)/xina_kfunc.bpf.o $(VM_PROGS_OUT)/xina_probe
 
@@ -150,15 +151,15 @@ VM_PROGS := $(VM_PROGS_OUT)/xina_nl $(VM_PROGS_OUT)/xina_kfunc \
 vm-progs: $(VM_PROGS) $(O)/xinactl $(O)/xina-allreduce bpf \
 	  $(O)/bpf/xina_kf.bpf.o
 
-$(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c $(VM_NL) \
-			 include/uapi/linux/xina.h $(KMOD_LSRC)/.stamp
+$(VM_PROGS_OUT)/xina_nl: selftests/vm/xina_nl.c $(VM_TEST_DEPS) \
+			 include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(VM_CFLAGS) -o $@ $< user/common/xina_nl.c -lmnl
 
-$(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c $(VM_NL) \
+$(VM_PROGS_OUT)/xina_kfunc: selftests/vm/xina_kfunc.c $(VM_TEST_DEPS) \
 			    selftests/xina_ref.h \
 			    kmod/xina_kfunc.h include/uapi/linux/xina.h \
-			    $(O)/bpf/xina_kf.skel.h $(KMOD_LSRC)/.stamp
+			    $(O)/bpf/xina_kf.skel.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(VM_CFLAGS) -I$(O) -o $@ $< user/common/xina_nl.c \
 		-lbpf -lelf -lz -lmnl

@@ -7,6 +7,8 @@
 #   scripts/deps.sh [build] [vm] [bench]...
 #
 #   build  compile bpf/ and user/, run the host selftests (default)
+#   test   the kernel's kselftest harness for the C selftests, from
+#          Debian's linux-source-6.1 (host and guest alike)
 #   vm     build xina.ko against Debian 12's kernels, 6.1 and 6.12 (from
 #          bookworm-security), and boot them under qemu, with every tool the
 #          guest tests run (scripts/vm/mkinitramfs.sh)
@@ -18,6 +20,7 @@ set -euo pipefail
 pkgs_build="make gcc libc6-dev clang llvm libbpf-dev libxdp-dev libmnl-dev bpftool
 	libelf-dev zlib1g-dev pkg-config iproute2 ethtool iputils-ping procps
 	util-linux psmisc nftables jq groff-base"
+pkgs_test="linux-source-6.1 xz-utils"
 pkgs_vm="linux-image-amd64 linux-headers-amd64 linux-source-6.1 dwarves
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	qemu-system-x86 busybox-static cpio xz-utils libelf-dev flex bison bc
@@ -31,10 +34,11 @@ want=""
 for group in "$@"; do
 	case "$group" in
 	build) want="$want $pkgs_build" ;;
+	test) want="$want $pkgs_test" ;;
 	vm) want="$want $pkgs_vm" ;;
 	bench) want="$want $pkgs_bench" ;;
 	python) want="$want $pkgs_python" ;;
-	*) echo "deps.sh: unknown group '$group' (build, vm, bench, python)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$group' (build, test, vm, bench, python)" >&2; exit 2 ;;
 	esac
 done
 

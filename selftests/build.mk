@@ -9,6 +9,25 @@
 ST_OUT := $(O)/selftests
 ST_LDLIBS := -lbpf -lelf -lz
 
+# The C tests are written against the kernel's kselftest harness
+# (kselftest_harness.h: TEST, FIXTURE, ASSERT_*/EXPECT_*, TAP output), taken
+# from Debian's linux-source-6.1 as it is: only its two headers are
+# unpacked, here, for the host's tests and the guest's (kmod/build.mk).
+KSFT_DIR := $(O)/kselftest
+KSFT_HDRS := $(KSFT_DIR)/kselftest_harness.h $(KSFT_DIR)/kselftest.h
+KSFT_STAMP := $(KSFT_DIR)/.stamp
+ST_CFLAGS := -I$(KSFT_DIR) -Wno-sign-compare
+
+$(KSFT_STAMP): scripts/deps.sh
+	$(Q)scripts/deps.sh test
+	$(Q)mkdir -p $(KSFT_DIR)
+	@echo "  UNTAR   kselftest_harness.h, kselftest.h (linux-source-6.1)"
+	$(Q)tar -C $(KSFT_DIR) -xJf /usr/src/linux-source-6.1.tar.xz \
+		--strip-components=4 \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+		linux-source-6.1/tools/testing/selftests/kselftest.h
+	$(Q)touch $@
+
 SELFTESTS :=
 
 .PHONY: selftests
@@ -23,42 +42,42 @@ $(ST_OUT)/xdp_pass.bpf.o: selftests/xdp_pass.bpf.c | $(DEPS_STAMP)
 
 # xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
 SELFTESTS += $(ST_OUT)/xina_fastpath
-$(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c selftests/xtest.h \
+$(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c $(KSFT_STAMP) \
 			 selftests/xina_ref.h bpf/xina_maps.h bpf/xina_rtt.h \
 			 include/uapi/linux/xina.h \
 			 $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ $(ST_LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) $< -o $@ $(ST_LDLIBS)
 
 # xina_auth: SipHash, NH, the key derivation and key files in user space.
 SELFTESTS += $(ST_OUT)/xina_auth
-$(ST_OUT)/xina_auth: selftests/xina_auth.c selftests/xtest.h bpf/xina_auth.h \
+$(ST_OUT)/xina_auth: selftests/xina_auth.c $(KSFT_STAMP) bpf/xina_auth.h \
 		     user/common/xina_keyfile.c user/common/xina_keyfile.h \
 		     user/common/xina_nh.c user/common/xina_nh.h \
 		     include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< user/common/xina_keyfile.c \
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) $< user/common/xina_keyfile.c \
 		user/common/xina_nh.c -o $@
 
 # xina_pack: libxina's 16-bit float loops against the scheme's definition,
 # built with libxina's flags for that file (user/lib/build.mk).
 SELFTESTS += $(ST_OUT)/xina_pack
-$(ST_OUT)/xina_pack: selftests/xina_pack.c selftests/xtest.h \
+$(ST_OUT)/xina_pack: selftests/xina_pack.c $(KSFT_STAMP) \
 		     user/lib/libxina_pack.c $(LIBXINA_HDRS)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -O3 -ffp-contract=off $< \
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) -O3 -ffp-contract=off $< \
 		user/lib/libxina_pack.c -o $@ -lm
 
 # xina_rtt: the round-trip estimator of the fast path's uplink, libxina and
 # xina-swagg --up against RFC 6298 in double arithmetic.
 SELFTESTS += $(ST_OUT)/xina_rtt
-$(ST_OUT)/xina_rtt: selftests/xina_rtt.c selftests/xtest.h bpf/xina_rtt.h
+$(ST_OUT)/xina_rtt: selftests/xina_rtt.c $(KSFT_STAMP) bpf/xina_rtt.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $< -o $@ -lm
+	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) $< -o $@ -lm
 
 # xina_probe: numbered datagrams through an impaired link, for
 # xina_loss.sh (netem's duplicates and reordering; no test of its own).

@@ -24,7 +24,10 @@
 #include "xina_auth.h"
 #include "xina_keyfile.h"
 #include "xina_nh.h"
-#include "xtest.h"
+#include "kselftest_harness.h"
+
+/* A line of diagnostics where TH_LOG() has no test to name. */
+#define LOG(fmt, ...)	ksft_print_msg(fmt "\n", ##__VA_ARGS__)
 
 /*
  * SipHash-2-4 with key 00 01 .. 0f of the messages 00 01 .. (len - 1),
@@ -98,7 +101,7 @@ TEST(siphash_published_vectors)
 		got = xina_siphash(le64_of(key), le64_of(key + 8), msg, i);
 		if (got != sip_vectors[i]) {
 			if (!bad)
-				XT_LOG("length %u: %016llx, want %016llx", i,
+				TH_LOG("length %u: %016llx, want %016llx", i,
 				       (unsigned long long)got,
 				       (unsigned long long)sip_vectors[i]);
 			bad++;
@@ -156,7 +159,7 @@ TEST(nh_definition)
 		}
 		if (xina_nh(k, m, count) != (uint64_t)sum) {
 			if (!bad)
-				XT_LOG("count %u differs", count);
+				TH_LOG("count %u differs", count);
 			bad++;
 		}
 	}
@@ -164,10 +167,14 @@ TEST(nh_definition)
 	/* a changed word or a word appended changes the hash here */
 	a = xina_nh(k, m, 100);
 	m[37] ^= 1 << 9;
-	EXPECT_TRUE(xina_nh(k, m, 100) != a, "one bit flipped, same NH");
+	EXPECT_TRUE(xina_nh(k, m, 100) != a) {
+		TH_LOG("one bit flipped, same NH");
+	}
 	m[37] ^= 1 << 9;
 	m[100] = 5;
-	EXPECT_TRUE(xina_nh(k, m, 101) != a, "a word appended, same NH");
+	EXPECT_TRUE(xina_nh(k, m, 101) != a) {
+		TH_LOG("a word appended, same NH");
+	}
 }
 
 /*
@@ -249,9 +256,13 @@ TEST(derivation_spelled_out)
 	xina_derive_key(secret, XINA_LABEL_MEMBER, 77, 5, k);
 	x = k[0];
 	xina_derive_key(secret, XINA_LABEL_MEMBER, 77, 6, k);
-	EXPECT_TRUE(k[0] != x, "ranks 5 and 6 share a key");
+	EXPECT_TRUE(k[0] != x) {
+		TH_LOG("ranks 5 and 6 share a key");
+	}
 	xina_derive_key(secret, XINA_LABEL_MEMBER, 78, 5, k);
-	EXPECT_TRUE(k[0] != x, "jobs 77 and 78 share a key");
+	EXPECT_TRUE(k[0] != x) {
+		TH_LOG("jobs 77 and 78 share a key");
+	}
 }
 
 /* ---- key files ---------------------------------------------------------- */
@@ -263,7 +274,7 @@ static void put_file(const char *path, const char *text, mode_t mode)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		XT_LOG("cannot write %s", path);
+		LOG("cannot write %s", path);
 	if (fd >= 0) {
 		fchmod(fd, mode);
 		close(fd);
@@ -279,14 +290,14 @@ static int refused(const char *path, const char *why)
 
 	ret = xina_keyfile_read(path, secret, err, sizeof(err));
 	if (!ret || !strstr(err, path) || !strstr(err, why)) {
-		XT_LOG("%s: ret %d, message '%s', want '%s'", path, ret, err,
-		       why);
+		LOG("%s: ret %d, message '%s', want '%s'", path, ret, err,
+		    why);
 		return 0;
 	}
 	return 1;
 }
 
-#define REFUSED(path, why)	EXPECT_TRUE(refused(path, why), "%s", why)
+#define REFUSED(path, why)	EXPECT_TRUE(refused(path, why)) TH_LOG("%s", why)
 
 TEST(keyfile_create_and_read)
 {
@@ -296,21 +307,27 @@ TEST(keyfile_create_and_read)
 
 	snprintf(path, sizeof(path), "%s/new.key", dir);
 	umask(0);	/* the file is 0600 whatever the umask */
-	ASSERT_OK(xina_keyfile_create(path, a, err, sizeof(err)));
+	ASSERT_EQ(0, xina_keyfile_create(path, a, err, sizeof(err)));
 	umask(022);
-	ASSERT_OK(stat(path, &st));
+	ASSERT_EQ(0, stat(path, &st));
 	EXPECT_EQ(st.st_mode & 07777, 0600);
 	EXPECT_EQ(st.st_size, 33);
-	ASSERT_OK(xina_keyfile_read(path, b, err, sizeof(err)));
-	EXPECT_TRUE(!memcmp(a, b, sizeof(a)), "read back another secret");
+	ASSERT_EQ(0, xina_keyfile_read(path, b, err, sizeof(err)));
+	EXPECT_TRUE(!memcmp(a, b, sizeof(a))) {
+		TH_LOG("read back another secret");
+	}
 	/* never overwritten */
 	EXPECT_EQ(xina_keyfile_create(path, b, err, sizeof(err)), -EEXIST);
-	ASSERT_OK(xina_keyfile_read(path, b, err, sizeof(err)));
-	EXPECT_TRUE(!memcmp(a, b, sizeof(a)), "key file overwritten");
+	ASSERT_EQ(0, xina_keyfile_read(path, b, err, sizeof(err)));
+	EXPECT_TRUE(!memcmp(a, b, sizeof(a))) {
+		TH_LOG("key file overwritten");
+	}
 	/* two keys made so differ */
 	snprintf(path, sizeof(path), "%s/other.key", dir);
-	ASSERT_OK(xina_keyfile_create(path, b, err, sizeof(err)));
-	EXPECT_TRUE(memcmp(a, b, sizeof(a)), "two new secrets are equal");
+	ASSERT_EQ(0, xina_keyfile_create(path, b, err, sizeof(err)));
+	EXPECT_TRUE(memcmp(a, b, sizeof(a))) {
+		TH_LOG("two new secrets are equal");
+	}
 }
 
 TEST(keyfile_refused)
@@ -335,7 +352,7 @@ TEST(keyfile_refused)
 	REFUSED(path, "does not hold a key");
 	snprintf(link, sizeof(link), "%s/link", dir);
 	put_file(path, good, 0600);
-	ASSERT_OK(symlink(path, link));
+	ASSERT_EQ(0, symlink(path, link));
 	REFUSED(link, "symbolic link");
 	REFUSED(dir, "not a regular file");
 	snprintf(path, sizeof(path), "%s/absent", dir);
@@ -350,21 +367,26 @@ TEST(keyfile_good)
 
 	snprintf(path, sizeof(path), "%s/good", dir);
 	put_file(path, "00112233445566778899aabbccddeeff\n", 0400);
-	ASSERT_OK(xina_keyfile_read(path, secret, err, sizeof(err)));
-	for (i = 0; i < sizeof(secret); i++)
+	ASSERT_EQ(0, xina_keyfile_read(path, secret, err, sizeof(err)));
+	for (i = 0; i < sizeof(secret); i++) {
 		EXPECT_EQ(secret[i], i * 0x11);
+	}
 }
 
-int main(void)
+static void rm_dir(void)
 {
 	char cmd[64];
-	int ret;
 
-	if (!mkdtemp(dir))
-		return xt_fail_all("mkdtemp", "%s", strerror(errno));
-	ret = xt_main(NULL, NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
-		ret = KSFT_FAIL;
-	return ret;
+		ksft_print_msg("cannot remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	if (!mkdtemp(dir))
+		ksft_exit_fail_msg("mkdtemp %s: %s\n", dir, strerror(errno));
+	/* the tests run in children; the harness exits through exit() */
+	atexit(rm_dir);
+	return test_harness_run(argc, argv);
 }

@@ -26,7 +26,10 @@
 #include <string.h>
 
 #include "libxina_int.h"
-#include "xtest.h"
+#include "kselftest_harness.h"
+
+/* A line of diagnostics where TH_LOG() has no test to name. */
+#define LOG(fmt, ...)	ksft_print_msg(fmt "\n", ##__VA_ARGS__)
 
 #define N	1024
 
@@ -125,9 +128,9 @@ static void check_pack(const struct fmt *f, unsigned int bits, int E,
 		w = bits == 16 ? (int16_t)ntohs(((uint16_t *)lanes)[i]) :
 				 (int32_t)ntohl(lanes[i]);
 		if (w != (int32_t)q && !(*bad)++)
-			XT_LOG("%s in %u-bit lanes, L %u, E %d: element %04x packed as %d, not %.0f",
-			       f->name, bits, x.headroom, E,
-			       in[i], w, q);
+			LOG("%s in %u-bit lanes, L %u, E %d: element %04x packed as %d, not %.0f",
+			    f->name, bits, x.headroom, E,
+			    in[i], w, q);
 	}
 }
 
@@ -146,9 +149,9 @@ static void check_unpack(const struct fmt *f, unsigned int bits, int E,
 				 (int32_t)ntohl(lanes[i]);
 		want = ref_round(f, ldexp(Q, e) / div);
 		if (!same(val(f, got16[i]), want) && !(*bad)++)
-			XT_LOG("%s from %u-bit lanes, L %u, E %d, /%u: sum %.0f gave %04x (%a), not %a",
-			       f->name, bits, x.headroom, E,
-			       div, Q, got16[i], val(f, got16[i]), want);
+			LOG("%s from %u-bit lanes, L %u, E %d, /%u: sum %.0f gave %04x (%a), not %a",
+			    f->name, bits, x.headroom, E,
+			    div, Q, got16[i], val(f, got16[i]), want);
 	}
 }
 
@@ -178,7 +181,8 @@ static void fill_sums(unsigned int bits)
 }
 
 /* Every L, every exponent of @f, @reps blocks each, both directions. */
-static void sweep(const struct fmt *f, unsigned int bits, unsigned int reps)
+static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
+		  unsigned int bits, unsigned int reps)
 {
 	unsigned int bad = 0, L, r, div;
 	int E, own;
@@ -202,13 +206,15 @@ static void sweep(const struct fmt *f, unsigned int bits, unsigned int reps)
 			}
 		}
 	}
-	EXPECT_TRUE(!bad, "%u elements of %s in %u-bit lanes differ from the scheme (F16C %s)",
-		    bad, f->name, bits, xina_f16c ? "on" : "off");
+	EXPECT_TRUE(!bad) {
+		TH_LOG("%u elements of %s in %u-bit lanes differ from the scheme (F16C %s)",
+		       bad, f->name, bits, xina_f16c ? "on" : "off");
+	}
 }
 
 TEST(bfloat16_int16_lanes)
 {
-	sweep(&bf16, 16, 2);
+	sweep(_metadata, &bf16, 16, 2);
 }
 
 /*
@@ -218,19 +224,19 @@ TEST(bfloat16_int16_lanes)
 TEST(float16_int16_lanes)
 {
 	xina_f16c = -1;
-	sweep(&f16, 16, 12);
-	XT_LOG("float16 in 16-bit lanes: F16C %s", xina_f16c == 1 ?
+	sweep(_metadata, &f16, 16, 12);
+	TH_LOG("float16 in 16-bit lanes: F16C %s", xina_f16c == 1 ?
 	       "used and checked" : "not on this CPU");
 	if (xina_f16c != 1)
 		return;
 	xina_f16c = 0;
-	sweep(&f16, 16, 12);
+	sweep(_metadata, &f16, 16, 12);
 }
 
 /* INT32 lanes (XINA_OPT_F_F16_WIDE): portable loops only. */
 TEST(float16_int32_lanes)
 {
-	sweep(&f16, 32, 12);
+	sweep(_metadata, &f16, 32, 12);
 }
 
 /* A block of zeros (XINA_EXP_ZERO) packs and unpacks to +0 exactly. */
@@ -242,32 +248,46 @@ TEST(zero_block)
 	memset(in, 0x55, sizeof(in));
 	memset(lanes, 0x55, sizeof(lanes));
 	xina_bfp16_pack(&x, &k, lanes, in, N, XINA_EXP_ZERO);
-	for (i = 0; i < N / 2; i++)
+	for (i = 0; i < N / 2; i++) {
 		ASSERT_EQ(lanes[i], 0);
+	}
 	xina_bfp16_unpack(&x, &k, got16, lanes, N, XINA_EXP_ZERO, 1);
-	for (i = 0; i < N; i++)
+	for (i = 0; i < N; i++) {
 		ASSERT_EQ(got16[i], 0);
+	}
 }
 
 /* The reference itself, on values spelt out. */
 TEST(reference)
 {
-	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x1p-11), 1.0), "1 + 2^-11 ties to 1");
-	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x3p-11), 1 + 0x1p-9),
-		    "1 + 3 * 2^-11 ties to 1 + 2^-9");
-	EXPECT_TRUE(same(ref_round(&f16, 65519.99), 65504.0), "below 65520: 65504");
-	EXPECT_TRUE(isinf(ref_round(&f16, 65520.0)), "65520: infinite");
-	EXPECT_TRUE(same(ref_round(&f16, 0x1p-25), 0.0), "2^-25 ties to 0");
-	EXPECT_TRUE(same(ref_round(&f16, -0x3p-26), -0x1p-24), "-3 * 2^-26: -2^-24");
-	EXPECT_TRUE(same(ref_round(&bf16, 1 + 0x1p-8), 1.0), "bfloat16: 1 + 2^-8 ties to 1");
-	EXPECT_TRUE(same(ref_round(&bf16, 0x3p-135), 0x1p-133),
-		    "bfloat16: 3 * 2^-135 rounds to 2^-133");
+	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x1p-11), 1.0)) {
+		TH_LOG("1 + 2^-11 ties to 1");
+	}
+	EXPECT_TRUE(same(ref_round(&f16, 1 + 0x3p-11), 1 + 0x1p-9)) {
+		TH_LOG("1 + 3 * 2^-11 ties to 1 + 2^-9");
+	}
+	EXPECT_TRUE(same(ref_round(&f16, 65519.99), 65504.0)) {
+		TH_LOG("below 65520: 65504");
+	}
+	EXPECT_TRUE(isinf(ref_round(&f16, 65520.0))) {
+		TH_LOG("65520: infinite");
+	}
+	EXPECT_TRUE(same(ref_round(&f16, 0x1p-25), 0.0)) {
+		TH_LOG("2^-25 ties to 0");
+	}
+	EXPECT_TRUE(same(ref_round(&f16, -0x3p-26), -0x1p-24)) {
+		TH_LOG("-3 * 2^-26: -2^-24");
+	}
+	EXPECT_TRUE(same(ref_round(&bf16, 1 + 0x1p-8), 1.0)) {
+		TH_LOG("bfloat16: 1 + 2^-8 ties to 1");
+	}
+	EXPECT_TRUE(same(ref_round(&bf16, 0x3p-135), 0x1p-133)) {
+		TH_LOG("bfloat16: 3 * 2^-135 rounds to 2^-133");
+	}
 	EXPECT_TRUE(same(val(&f16, 0x3c00), 1.0) && same(val(&f16, 0x0001), 0x1p-24) &&
-		    same(val(&bf16, 0x3f80), 1.0) && same(val(&bf16, 0x8001), -0x1p-133),
-		    "decoding of 1 and the smallest subnormals");
+		    same(val(&bf16, 0x3f80), 1.0) && same(val(&bf16, 0x8001), -0x1p-133)) {
+		TH_LOG("decoding of 1 and the smallest subnormals");
+	}
 }
 
-int main(void)
-{
-	return xt_main(NULL, NULL);
-}
+TEST_HARNESS_MAIN

@@ -22,7 +22,7 @@
 #include <math.h>
 
 #include "xina_rtt.h"
-#include "xtest.h"
+#include "kselftest_harness.h"
 
 #define SRTT_ERR	8.0
 #define RTTVAR_ERR	12.0
@@ -160,25 +160,27 @@ TEST(against_rfc6298)
 				ref_sample(&f, ref_us(ns));
 				ds = fabs(e.srtt_us - f.srtt);
 				dv = fabs(e.rttvar_us - f.rttvar);
-				ASSERT_TRUE(ds < SRTT_ERR && dv < RTTVAR_ERR,
-					    "run %d phase %d sample %d (%llu ns): srtt %u rttvar %u, RFC 6298 %.3f %.3f",
-					    run, ph, i, (unsigned long long)ns,
-					    e.srtt_us, e.rttvar_us, f.srtt,
-					    f.rttvar);
+				ASSERT_TRUE(ds < SRTT_ERR && dv < RTTVAR_ERR) {
+					TH_LOG("run %d phase %d sample %d (%llu ns): srtt %u rttvar %u, RFC 6298 %.3f %.3f",
+					       run, ph, i, (unsigned long long)ns,
+					       e.srtt_us, e.rttvar_us, f.srtt,
+					       f.rttvar);
+				}
 				/* floor 20 ms, cap 200 ms: both get hit */
 				rto = xina_rtt_rto(&e, 20000, 200000, bo);
 				dr = fabs(rto - ref_rto(&f, 20000, 200000, bo));
-				ASSERT_TRUE(dr < ldexp(SRTT_ERR + 4 * RTTVAR_ERR, bo),
-					    "run %d phase %d sample %d: rto %u, RFC 6298 %.3f (backoff %u)",
-					    run, ph, i, rto,
-					    ref_rto(&f, 20000, 200000, bo), bo);
+				ASSERT_TRUE(dr < ldexp(SRTT_ERR + 4 * RTTVAR_ERR, bo)) {
+					TH_LOG("run %d phase %d sample %d: rto %u, RFC 6298 %.3f (backoff %u)",
+					       run, ph, i, rto,
+					       ref_rto(&f, 20000, 200000, bo), bo);
+				}
 				worst_s = ds > worst_s ? ds : worst_s;
 				worst_v = dv > worst_v ? dv : worst_v;
 				worst_o = dr > worst_o ? dr : worst_o;
 			}
 		}
 	}
-	XT_LOG("%d samples: worst |srtt - SRTT| %.3f us, |rttvar - RTTVAR| %.3f us, |rto - RTO| %.3f us",
+	TH_LOG("%d samples: worst |srtt - SRTT| %.3f us, |rttvar - RTTVAR| %.3f us, |rto - RTO| %.3f us",
 	       n, worst_s, worst_v, worst_o);
 }
 
@@ -201,18 +203,17 @@ TEST(saturated)
 		ref_sample(&f, ns > 0xffffffffULL * 1000 ? 0xffffffffU :
 			   ref_us(ns));
 		ASSERT_TRUE(fabs(e.srtt_us - f.srtt) < SRTT_ERR &&
-			    fabs(e.rttvar_us - f.rttvar) < RTTVAR_ERR,
-			    "sample %d: srtt %u rttvar %u, RFC 6298 %.3f %.3f",
-			    i, e.srtt_us, e.rttvar_us, f.srtt, f.rttvar);
+			    fabs(e.rttvar_us - f.rttvar) < RTTVAR_ERR) {
+			TH_LOG("sample %d: srtt %u rttvar %u, RFC 6298 %.3f %.3f",
+			       i, e.srtt_us, e.rttvar_us, f.srtt, f.rttvar);
+		}
 		want = ref_rto(&f, 0, 0xffffffffU, 0);
 		ASSERT_TRUE(fabs(xina_rtt_rto(&e, 0, 0xffffffffU, 0) - want) <
-			    SRTT_ERR + 4 * RTTVAR_ERR,
-			    "sample %d: rto %u, RFC 6298 %.3f", i,
-			    xina_rtt_rto(&e, 0, 0xffffffffU, 0), want);
+			    SRTT_ERR + 4 * RTTVAR_ERR) {
+			TH_LOG("sample %d: rto %u, RFC 6298 %.3f", i,
+			       xina_rtt_rto(&e, 0, 0xffffffffU, 0), want);
+		}
 	}
 }
 
-int main(void)
-{
-	return xt_main(NULL, NULL);
-}
+TEST_HARNESS_MAIN
