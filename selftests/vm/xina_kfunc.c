@@ -378,8 +378,9 @@ static void expect_result(struct __test_metadata *_metadata,
 	EXPECT_TRUE(result_tag_ok(p));
 	EXPECT_EQ(exp, p->xh.exp);
 	EXPECT_EQ(1234, be64toh(p->xh.offset));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		EXPECT_EQ(want[i], (int32_t)ntohl(p->el[i]));
+	}
 }
 
 TEST_F(kf, rounds)
@@ -986,9 +987,10 @@ static void complete_round(struct __test_metadata *_metadata,
 					.round = round, .count = ELEMS,
 					.base = base + r }),
 		     r == WORKERS - 1 ? XINA_KF_RESULT : XINA_KF_ADDED);
-	for (i = 0; i < ELEMS; i++)
+	for (i = 0; i < ELEMS; i++) {
 		EXPECT_EQ(WORKERS * (base + i) + WORKERS * (WORKERS - 1) / 2,
 			  (int32_t)ntohl(self->out.el[i]));
+	}
 }
 
 /*
@@ -1129,9 +1131,10 @@ TEST_F(kf, join_run)
 				.base = 10 }), XINA_KF_ADDED);
 	SEND(((struct contrib){ .rank = 1, .slot = 1, .count = ELEMS,
 				.base = 11 }), XINA_KF_RESULT);
-	for (i = 0; i < ELEMS; i++)
+	for (i = 0; i < ELEMS; i++) {
 		EXPECT_EQ(10 + 11 + 12 + 3 * i,
 			  (int32_t)ntohl(self->out.el[i]));
+	}
 	EXPECT_TRUE(result_tag_ok(&self->out));
 
 	/* A round just completed: a join of run 9 is told busy. */
@@ -1399,8 +1402,9 @@ TEST_F(kf, simd_sums)
 			  run(self->fd, &self->in, len, &self->out, NULL));
 	}
 	EXPECT_EQ(0, set_simd(0));
-	for (i = 0; i < 37; i++)
+	for (i = 0; i < 37; i++) {
 		EXPECT_EQ(want[i], (int32_t)ntohl(self->out.el[i]));
+	}
 }
 
 /* ---- every (dtype, op) pair ----------------------------------------------- */
@@ -2012,8 +2016,9 @@ TEST_F(kf, softirq_on_the_test_run_cpu)
 				err = v ?: -1;
 		}
 		/* Round 0 is complete before the first retransmission. */
-		if (!rounds)
+		if (!rounds) {
 			ASSERT_EQ(0, pthread_create(&th, NULL, sender_run, s));
+		}
 	}
 	atomic_store(&s->stop, 1);
 	pthread_join(th, NULL);

@@ -653,8 +653,9 @@ TEST_F(nl, dump_resumes_and_job_limit)
 		n++;
 	}
 	EXPECT_EQ(XINA_MAX_JOBS, n);
-	for (i = 1; i <= XINA_MAX_JOBS; i++)
+	for (i = 1; i <= XINA_MAX_JOBS; i++) {
 		EXPECT_EQ(1, seen[i]);
+	}
 }
 
 TEST_F(nl, mem_limit)
