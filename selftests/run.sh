@@ -55,32 +55,13 @@ for t in "$@"; do
 		tee "$out" | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	took=$((SECONDS - start))
-	tap_judge "$t" "$rc" "$out"
-	read -r p f s <<< "$tap_checks"
-	checks_pass=$((checks_pass + p))
-	checks_fail=$((checks_fail + f))
-	checks_skip=$((checks_skip + s))
 	if [ "$rc" -eq 124 ]; then
 		echo "not ok $n selftests: xina: $t # TIMEOUT after ${took}s"
 		fail=$((fail + 1))
 		continue
 	fi
-	case $tap_verdict in
-	pass)
-		skipped=""
-		[ "$s" -gt 0 ] && skipped=", $s skipped"
-		echo "ok $n selftests: xina: $t (${took}s: $p checks passed$skipped)"
-		pass=$((pass + 1))
-		;;
-	skip)
-		echo "ok $n selftests: xina: $t # SKIP $tap_why"
-		skip=$((skip + 1))
-		;;
-	*)
-		echo "not ok $n selftests: xina: $t # $tap_why (${took}s)"
-		fail=$((fail + 1))
-		;;
-	esac
+	tap_judge "$t" "$rc" "$out"
+	tap_tally "$n" "selftests: xina: $t" "$took"
 done
 echo "host: tests: $pass passed, $fail failed, $skip skipped;" \
      "checks: $checks_pass passed, $checks_fail failed, $checks_skip skipped"

@@ -6,6 +6,7 @@
 #
 #   . tap_judge.sh
 #   tap_judge TEST RC OUTPUT_FILE
+#   tap_tally N LABEL TOOK      the runner's line and counts (below)
 #
 # A test fails when its exit status is neither 0 nor 4, when any of its TAP
 # points says "not ok" (a nested test's too), when it reports no point at
@@ -232,4 +233,32 @@ tap_judge()
 		tap_verdict=skip
 		tap_why="every point skipped, as expected"
 	fi
+}
+
+# tap_tally N LABEL TOOK: after tap_judge, the runner's TAP line for the
+# test (point N, LABEL, TOOK seconds) and its counts: adds to the caller's
+# pass, fail, skip and checks_pass, checks_fail, checks_skip.
+tap_tally()
+{
+	local n=$1 label=$2 took=$3 p f s skipped=""
+
+	read -r p f s <<< "$tap_checks"
+	checks_pass=$((checks_pass + p))
+	checks_fail=$((checks_fail + f))
+	checks_skip=$((checks_skip + s))
+	case $tap_verdict in
+	pass)
+		[ "$s" -gt 0 ] && skipped=", $s skipped"
+		echo "ok $n $label (${took}s: $p checks passed$skipped)"
+		pass=$((pass + 1))
+		;;
+	skip)
+		echo "ok $n $label # SKIP $tap_why"
+		skip=$((skip + 1))
+		;;
+	*)
+		echo "not ok $n $label # $tap_why (${took}s)"
+		fail=$((fail + 1))
+		;;
+	esac
 }

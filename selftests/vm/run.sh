@@ -75,26 +75,7 @@ for t in $tests; do
 		continue
 	fi
 	tap_judge "$t" "$rc" "$out"
-	read -r p f s <<< "$tap_checks"
-	checks_pass=$((checks_pass + p))
-	checks_fail=$((checks_fail + f))
-	checks_skip=$((checks_skip + s))
-	case $tap_verdict in
-	pass)
-		skipped=""
-		[ "$s" -gt 0 ] && skipped=", $s skipped"
-		echo "ok $i $t (${took}s: $p checks passed$skipped)"
-		pass=$((pass + 1))
-		;;
-	skip)
-		echo "ok $i $t # SKIP $tap_why"
-		skip=$((skip + 1))
-		;;
-	*)
-		echo "not ok $i $t # $tap_why (${took}s)"
-		fail=$((fail + 1))
-		;;
-	esac
+	tap_tally "$i" "$t" "$took"
 done
 echo "# vm: tests: $pass passed, $fail failed, $skip skipped;" \
      "checks: $checks_pass passed, $checks_fail failed, $checks_skip skipped"
