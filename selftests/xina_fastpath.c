@@ -612,61 +612,48 @@ FIXTURE_TEARDOWN(fp)
 	teardown();
 }
 
-TEST_F(fp, sum_2_workers)
+/*
+ * One round of each shape: its workers contribute its count of elements
+ * with its op, the last one gets the result (aggregate()).
+ */
+FIXTURE(agg) {};
+
+FIXTURE_VARIANT(agg) {
+	unsigned int	workers;
+	__u8		op;
+	__u16		count;
+};
+
+FIXTURE_SETUP(agg)
 {
-	aggregate(_metadata, 2, XINA_OP_SUM, 64);
 }
 
-TEST_F(fp, sum_4_workers)
+FIXTURE_TEARDOWN(agg)
 {
-	aggregate(_metadata, 4, XINA_OP_SUM, 64);
+	teardown();
 }
 
-TEST_F(fp, max_2_workers)
-{
-	aggregate(_metadata, 2, XINA_OP_MAX, 64);
-}
-
-TEST_F(fp, max_4_workers)
-{
-	aggregate(_metadata, 4, XINA_OP_MAX, 64);
-}
-
-TEST_F(fp, one_worker)
-{
-	aggregate(_metadata, 1, XINA_OP_SUM, 64);
-}
-
-TEST_F(fp, count_below_slot_size)
-{
-	aggregate(_metadata, 3, XINA_OP_SUM, 5);
-}
-
-TEST_F(fp, count_one)
-{
-	aggregate(_metadata, 2, XINA_OP_MAX, 1);
-}
-
+FIXTURE_VARIANT_ADD(agg, sum_2_workers) { 2, XINA_OP_SUM, 64 };
+FIXTURE_VARIANT_ADD(agg, sum_4_workers) { 4, XINA_OP_SUM, 64 };
+FIXTURE_VARIANT_ADD(agg, max_2_workers) { 2, XINA_OP_MAX, 64 };
+FIXTURE_VARIANT_ADD(agg, max_4_workers) { 4, XINA_OP_MAX, 64 };
+FIXTURE_VARIANT_ADD(agg, one_worker) { 1, XINA_OP_SUM, 64 };
+FIXTURE_VARIANT_ADD(agg, count_below_slot_size) { 3, XINA_OP_SUM, 5 };
+FIXTURE_VARIANT_ADD(agg, count_one) { 2, XINA_OP_MAX, 1 };
 /*
  * Jumbo frames: longer than a page, so BPF_PROG_TEST_RUN hands them over in
  * several buffers, as veth does; the elements beyond the first buffer are
  * read and the result written through bpf_xdp_{load,store}_bytes().
  */
-TEST_F(fp, sum_jumbo)
-{
-	aggregate(_metadata, 4, XINA_OP_SUM, XINA_MAX_ELEMS);
-}
-
-TEST_F(fp, max_jumbo)
-{
-	aggregate(_metadata, 3, XINA_OP_MAX, XINA_MAX_ELEMS);
-}
-
+FIXTURE_VARIANT_ADD(agg, sum_jumbo) { 4, XINA_OP_SUM, XINA_MAX_ELEMS };
+FIXTURE_VARIANT_ADD(agg, max_jumbo) { 3, XINA_OP_MAX, XINA_MAX_ELEMS };
 /* Lengths that split elements between the buffers, and end in a tail. */
-TEST_F(fp, sum_jumbo_odd)
+FIXTURE_VARIANT_ADD(agg, sum_jumbo_1027) { 2, XINA_OP_SUM, 1027 };
+FIXTURE_VARIANT_ADD(agg, sum_jumbo_2045) { 2, XINA_OP_SUM, 2045 };
+
+TEST_F(agg, round)
 {
-	aggregate(_metadata, 2, XINA_OP_SUM, 1027);
-	aggregate(_metadata, 2, XINA_OP_SUM, 2045);
+	aggregate(_metadata, variant->workers, variant->op, variant->count);
 }
 
 /* Round r+1 runs on the other version while round r's result is kept. */
