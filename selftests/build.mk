@@ -14,7 +14,6 @@ ST_LDLIBS := -lbpf -lelf -lz
 # from Debian's linux-source-6.1 as it is: only its two headers are
 # unpacked, here, for the host's tests and the guest's (kmod/build.mk).
 KSFT_DIR := $(O)/kselftest
-KSFT_HDRS := $(KSFT_DIR)/kselftest_harness.h $(KSFT_DIR)/kselftest.h
 KSFT_STAMP := $(KSFT_DIR)/.stamp
 ST_CFLAGS := -I$(KSFT_DIR) -Wno-sign-compare
 

@@ -71,7 +71,12 @@ static inline void xnl_close(struct xnl *nl)
 static inline void xnl_attrs(const struct nlmsghdr *h, struct nlattr **tb,
 			     int max)
 {
-	xina_nl_attrs(h, (const struct nlattr **)tb, max);
+	struct nlattr *a;
+
+	memset(tb, 0, sizeof(*tb) * (max + 1));
+	mnl_attr_for_each(a, h, GENL_HDRLEN)
+		if (mnl_attr_get_type(a) <= max)
+			tb[mnl_attr_get_type(a)] = a;
 }
 
 /* The address of member @rank in the tests' jobs: 10.0.0.(rank + 1). */

@@ -50,22 +50,12 @@ int xina_nl_put(struct xina_nl_msg *m, __u16 type, size_t len,
 	return off;
 }
 
-int xina_nl_put_u8(struct xina_nl_msg *m, __u16 type, __u8 v)
-{
-	return xina_nl_put(m, type, sizeof(v), &v);
-}
-
 int xina_nl_put_u16(struct xina_nl_msg *m, __u16 type, __u16 v)
 {
 	return xina_nl_put(m, type, sizeof(v), &v);
 }
 
 int xina_nl_put_u32(struct xina_nl_msg *m, __u16 type, __u32 v)
-{
-	return xina_nl_put(m, type, sizeof(v), &v);
-}
-
-int xina_nl_put_u64(struct xina_nl_msg *m, __u16 type, __u64 v)
 {
 	return xina_nl_put(m, type, sizeof(v), &v);
 }
@@ -114,17 +104,6 @@ int xina_nl_valid(const struct nlattr *a, const struct xina_nl_policy *pol)
 		     mnl_attr_validate(a, p->type))
 		return -errno;
 	return 1;
-}
-
-void xina_nl_attrs(const struct nlmsghdr *h, const struct nlattr **tb,
-		   unsigned int max)
-{
-	const struct nlattr *a;
-
-	memset(tb, 0, sizeof(*tb) * (max + 1));
-	mnl_attr_for_each(a, h, GENL_HDRLEN)
-		if (mnl_attr_get_type(a) <= max)
-			tb[mnl_attr_get_type(a)] = a;
 }
 
 /* ---- one request --------------------------------------------------------- */
@@ -240,11 +219,14 @@ int xina_nl_do(struct xina_nl *nl, struct xina_nl_msg *m, xina_nl_cb cb,
 	nl->bad_off = -1;
 	nl->miss_type = -1;
 	nl->reads = 0;
-	if (m->full || m->depth) {
+	if (m->full) {
 		snprintf(nl->errmsg, sizeof(nl->errmsg),
-			 m->full ? "request larger than %zu bytes" :
-				   "request with a nest left open (%zu)",
-			 m->full ? sizeof(m->buf) : (size_t)m->depth);
+			 "request larger than %zu bytes", sizeof(m->buf));
+		return -EMSGSIZE;
+	}
+	if (m->depth) {
+		snprintf(nl->errmsg, sizeof(nl->errmsg),
+			 "request with %d nest(s) left open", m->depth);
 		return -EMSGSIZE;
 	}
 	m->nlh->nlmsg_seq = ++nl->seq;

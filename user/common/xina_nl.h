@@ -79,10 +79,8 @@ void xina_nl_msg_init(struct xina_nl_msg *m, __u16 type, __u16 flags,
 /* Each returns the offset of its attribute in the request, -1 if full. */
 int xina_nl_put(struct xina_nl_msg *m, __u16 type, size_t len,
 		const void *data);
-int xina_nl_put_u8(struct xina_nl_msg *m, __u16 type, __u8 v);
 int xina_nl_put_u16(struct xina_nl_msg *m, __u16 type, __u16 v);
 int xina_nl_put_u32(struct xina_nl_msg *m, __u16 type, __u32 v);
-int xina_nl_put_u64(struct xina_nl_msg *m, __u16 type, __u64 v);
 int xina_nl_put_strz(struct xina_nl_msg *m, __u16 type, const char *s);
 /* A nest of further puts, closed by xina_nl_nest_end() (innermost first). */
 int xina_nl_nest_start(struct xina_nl_msg *m, __u16 type);
@@ -118,9 +116,5 @@ struct xina_nl_policy {
  * attributes: skip it); negative errno: known but malformed.
  */
 int xina_nl_valid(const struct nlattr *a, const struct xina_nl_policy *pol);
-
-/* The attributes of genetlink reply @h by type, up to @max (NULL: absent). */
-void xina_nl_attrs(const struct nlmsghdr *h, const struct nlattr **tb,
-		   unsigned int max);
 
 #endif /* XINA_NL_H */
