@@ -517,7 +517,7 @@ static __always_inline struct xina_part *xina_part_of(__u32 idx, __u32 cpu)
 }
 
 /*
- * @v, but clang cannot see through it: indexing part->v with a sum that
+ * @v, but clang cannot see through it: indexing part->q with a sum that
  * clang folds into a running pointer loses the bound the verifier just
  * learned from the check on the sum.
  */
@@ -842,86 +842,81 @@ struct xina_loop {
 };
 
 /*
- * Words @v[0], @v[1] (a pair, the first in the high half of @x) combined
- * with @x by @dtype and @op; @copy: replaced by it.
+ * Where the two elements of a partial's pair are as 32-bit words (struct
+ * xina_part): the first, the high half of the 64-bit word, is the second
+ * 32-bit word on a little-endian machine.
  */
-static __always_inline void xina_pair_in(__s32 *v, __u64 x, const __u32 dtype,
-					 const __u32 op, const int copy)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define XINA_HI	1
+#else
+#define XINA_HI	0
+#endif
+#define XINA_LO	(1 - XINA_HI)
+
+/* Element @i of @part (i < XINA_MAX_ELEMS), for the tails of the loops. */
+static __always_inline __u32 xina_part_elem(const struct xina_part *part,
+					    __u32 i)
 {
-	__u64 acc;
+	return part->q[i / 2] >> ((~i & 1) << 5);
+}
+
+/*
+ * Whether a pair combines as one 64-bit word (xina_combine_pair()): the
+ * lane-wise ops, whose lanes never cross the 32-bit boundary, and INT64.
+ * The others (INT32 SUM, the MAXs and MINs of 8, 16 and 32 bits) take the
+ * pair's two 32-bit words one by one: fewer instructions than splitting
+ * and joining a 64-bit word.
+ */
+static __always_inline int xina_pair_whole(const __u32 dtype, const __u32 op)
+{
+	return dtype == XINA_DTYPE_INT64 || op == XINA_OP_AND ||
+	       op == XINA_OP_OR || op == XINA_OP_XOR ||
+	       (op == XINA_OP_SUM && (dtype == XINA_DTYPE_INT16 ||
+				      dtype == XINA_DTYPE_INT8));
+}
+
+/*
+ * Pair @x (a staged pair, or a partial's) combined into the partial's pair
+ * at @dq by @dtype and @op; @copy: replaces it.
+ */
+static __always_inline void xina_pair_in(__u64 *dq, __u64 x,
+					 const __u32 dtype, const __u32 op,
+					 const int copy)
+{
+	__s32 *v = (__s32 *)dq;
 
 	if (copy) {
-		v[0] = x >> 32;
-		v[1] = x;
-	} else if (dtype == XINA_DTYPE_INT64) {
-		acc = (__u64)(__u32)v[0] << 32 | (__u32)v[1];
-		acc = xina_combine64(acc, x, op);
-		v[0] = acc >> 32;
-		v[1] = acc;
+		*dq = x;
+	} else if (xina_pair_whole(dtype, op)) {
+		*dq = xina_combine_pair(*dq, x, dtype, op);
 	} else {
-		v[0] = xina_combine32(v[0], x >> 32, dtype, op);
-		v[1] = xina_combine32(v[1], x, dtype, op);
+		v[XINA_HI] = xina_combine32(v[XINA_HI], x >> 32, dtype, op);
+		v[XINA_LO] = xina_combine32(v[XINA_LO], x, dtype, op);
 	}
 }
 
 /*
- * The narrow SUMs work lane by lane, so a pair of words can be combined at
- * once as one 64-bit value (xina_combine_pair()) in any order of its two
- * words: in the partials' order (on a little-endian machine the second
- * word in the high half), a staged pair rotated into it, a partial's pair
- * loaded as it is.
- */
-static __always_inline int xina_by_pairs(const __u32 dtype, const __u32 op)
-{
-	return op == XINA_OP_SUM &&
-	       (dtype == XINA_DTYPE_INT16 || dtype == XINA_DTYPE_INT8) &&
-	       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
-}
-
-/*
  * Block @b of a loop: XINA_LBLK words of the staging buffer (@fold 0) or
- * of the other partial (@fold 1) into l->dst.  Returns 1 (stop) past the
- * last block a partial holds.
+ * of the other partial (@fold 1) into l->dst.  Both hold pairs the same
+ * way.  Returns 1 (stop) past the last block a partial holds.
  */
 static __always_inline long xina_blk(__u32 b, struct xina_loop *l,
 				     const __u32 dtype, const __u32 op,
 				     const int copy, const int fold)
 {
-	const __s32 *sv = NULL;
-	const __u64 *sq = NULL;
-	__s32 *dv;
-	__u32 j, k;
-	__u64 x;
+	const __u64 *sq;
+	__u64 *dq;
+	__u32 p, k;
 
 	if (b >= XINA_MAX_ELEMS / XINA_LBLK)
 		return 1;
-	j = b * XINA_LBLK;
+	p = b * (XINA_LBLK / 2);
 	/* the block's pointers once: constant offsets from them below */
-	dv = &l->dst->v[j];
-	if (fold)
-		sv = &l->src->v[j];
-	else
-		sq = &l->s->q[j / 2];
+	dq = &l->dst->q[p];
+	sq = fold ? &l->src->q[p] : &l->s->q[p];
 #pragma unroll
-	for (k = 0; k < XINA_LBLK; k += 2) {
-		if (!copy && xina_by_pairs(dtype, op)) {
-			__u64 *acc = (__u64 *)&dv[k];
-
-			if (fold) {
-				x = *(const __u64 *)&sv[k];
-			} else {
-				x = sq[k / 2];
-				x = x << 32 | x >> 32;
-			}
-			*acc = xina_combine_pair(*acc, x, dtype, op);
-			continue;
-		}
-		if (fold)
-			x = (__u64)(__u32)sv[k] << 32 | (__u32)sv[k + 1];
-		else
-			x = sq[k / 2];
-		xina_pair_in(&dv[k], x, dtype, op, copy);
-	}
+	for (k = 0; k < XINA_LBLK / 2; k++)
+		xina_pair_in(&dq[k], sq[k], dtype, op, copy);
 	return 0;
 }
 
@@ -1021,7 +1016,10 @@ __noinline int xina_commit(struct xina_part *part,
 				  xina_mode_of(how), 0);
 }
 
-/* part->v[@base...] into @n staged elements, in network order. */
+/*
+ * Elements @base (even)...@base + @n - 1 of @part into @s from element 0,
+ * in network order: a pair's two at once.
+ */
 __noinline int xina_chunk_out(const struct xina_part *part,
 			      struct xina_scratch *s, __u32 base, __u32 n)
 {
@@ -1036,8 +1034,8 @@ __noinline int xina_chunk_out(const struct xina_part *part,
 		if (j > XINA_MAX_ELEMS - XINA_BLK)
 			return -1;
 #pragma unroll
-		for (k = 0; k < XINA_BLK; k++)
-			s->w[i + k] = bpf_htonl(part->v[j + k]);
+		for (k = 0; k < XINA_BLK / 2; k++)
+			s->q[i / 2 + k] = bpf_cpu_to_be64(part->q[j / 2 + k]);
 	}
 	for (k = 0; k < XINA_BLK - 1; k++) {
 		if (i + k >= n || i + k >= XINA_CHUNK)
@@ -1045,7 +1043,7 @@ __noinline int xina_chunk_out(const struct xina_part *part,
 		j = xina_opaque(base + i + k);
 		if (j >= XINA_MAX_ELEMS)
 			return -1;
-		s->w[i + k] = bpf_htonl(part->v[j]);
+		s->w[i + k] = bpf_htonl(xina_part_elem(part, j));
 	}
 	return 0;
 }
@@ -1069,7 +1067,11 @@ __noinline int xina_part_fold(struct xina_part *dst,
 	return xina_loop_run(&l, count, xina_mode_of(how), 1);
 }
 
-/* The first @count elements of @part into the frame's first buffer. */
+/*
+ * The first @count elements of @part into the frame's first buffer.  The
+ * payload is 2-byte aligned only: the 64-bit stores need no alignment
+ * where the verifier does not ask for it (see xina_stage_blk()).
+ */
 __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 			     __u32 count)
 {
@@ -1087,21 +1089,25 @@ __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 		if ((void *)(dst + i + XINA_BLK) > end)
 			return -1;
 #pragma unroll
-		for (k = 0; k < XINA_BLK; k++)
-			dst[i + k] = bpf_htonl(part->v[i + k]);
+		for (k = 0; k < XINA_BLK; k += 2)
+			*(__u64 *)&dst[i + k] =
+				bpf_cpu_to_be64(part->q[(i + k) / 2]);
 	}
-	for (k = 0; k < XINA_BLK - 1; k++) {	/* tail: see xina_commit_loop() */
+	for (k = 0; k < XINA_BLK - 1; k++) {
 		j = i + k;
 		if (j >= count || j >= XINA_MAX_ELEMS)
 			break;
 		if ((void *)(dst + j + 1) > end)
 			return -1;
-		dst[j] = bpf_htonl(part->v[j]);
+		dst[j] = bpf_htonl(xina_part_elem(part, j));
 	}
 	return 0;
 }
 
-/* Elements @from..@count-1 of @part into the frame's further buffers. */
+/*
+ * Elements @from (even)..@count-1 of @part into the frame's further
+ * buffers.
+ */
 __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
 				   __u32 from, __u32 count)
 {
@@ -1123,12 +1129,16 @@ __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
 	return 0;
 }
 
-/* The first @count elements of @part into the packet's payload. */
+/*
+ * The first @count elements of @part into the packet's payload: those of
+ * the first buffer, then from an even element on (a pair's two elements
+ * at once, as xina_tag_check() reads them) those of the further buffers.
+ */
 static __always_inline int xina_put(struct xdp_md *ctx,
 				    const struct xina_pkt *pkt,
 				    struct xina_part *part, __u32 count)
 {
-	__u32 lin = pkt->lin < count ? pkt->lin : count;
+	__u32 lin = pkt->lin < count ? pkt->lin & ~1U : count;
 
 	if (xina_part_put(ctx, part, lin))
 		return -1;
@@ -1139,40 +1149,34 @@ static __always_inline int xina_put(struct xdp_md *ctx,
 
 /* ---- authentication ---------------------------------------------------- */
 
-/* NH of the first @count values of @part: the result's payload. */
+/*
+ * NH of the first @count values of @part: the result's payload.  A
+ * partial's pairs are staged pairs (struct xina_part): xina_nh_q() on
+ * each, an odd count's last pair zero padded.
+ */
 __noinline __u64 xina_nh_part(const struct xina_part *part,
 			      const struct xina_nhkey *nhk, __u32 count)
 {
-	__u32 i, j, k, m1;
-	__u64 sum = 0;
+	__u32 i, j, k;
+	__u64 sum = 0, q;
 
 	if (!part || !nhk || count > XINA_MAX_ELEMS)
 		return 0;
 	for (i = 0; i < XINA_MAX_ELEMS; i += XINA_BLK) {
 		if (i + XINA_BLK > count)
 			break;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* pairs as one 64-bit load each, see xina_nh_stage_blk() */
-#pragma unroll
-		for (k = 0; k < XINA_BLK; k += 2) {
-			__u64 m = *(const __u64 *)&part->v[i + k];
-			__u64 kk = *(const __u64 *)&nhk->k[i + k];
-
-			sum += xina_nh_pair(m, m >> 32, kk, kk >> 32);
-		}
-#else
 #pragma unroll
 		for (k = 0; k < XINA_BLK; k += 2)
-			sum += xina_nh_pair(part->v[i + k], part->v[i + k + 1],
-					    nhk->k[i + k], nhk->k[i + k + 1]);
-#endif
+			sum += xina_nh_q(part->q[(i + k) / 2], &nhk->k[i + k]);
 	}
 	for (k = 0; k < XINA_BLK; k += 2) {
 		j = i + k;
 		if (j >= count || j >= XINA_MAX_ELEMS - 1)
 			break;
-		m1 = j + 1 < count ? part->v[j + 1] : 0;
-		sum += xina_nh_pair(part->v[j], m1, nhk->k[j], nhk->k[j + 1]);
+		q = part->q[j / 2];
+		if (j + 1 >= count)
+			q &= ~0xffffffffULL;	/* an odd count: zero pad */
+		sum += xina_nh_q(q, &nhk->k[j]);
 	}
 	return sum;
 }

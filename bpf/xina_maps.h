@@ -198,12 +198,19 @@ struct xina_meta {
 
 /*
  * Per-CPU partial aggregate of one slot version: the values belong to
- * (@epoch, @round), and only those of the round being folded count.
+ * (@epoch, @round), and only those of the round being folded count.  The
+ * values are held by pairs as the staging buffer holds a contribution's
+ * (below): pair p is q[p] = e[2p] << 32 | e[2p + 1], host order values.
+ * So a contribution's pair goes into its partial as one 64-bit word
+ * wherever the op is lane-wise on 64 bits (the narrow SUMs, INT64, the
+ * bitwise ops, the first contribution's copy), and a result's pair goes
+ * out as one byte swap.  Element i is the high half of q[i / 2] for an
+ * even i, the low half for an odd one: xina_part_elem() in xina.bpf.c.
  */
 struct xina_part {
 	__u32	round;		/* round these values belong to */
 	__u32	epoch;		/* its epoch; 0: never written on this CPU */
-	__s32	v[XINA_MAX_ELEMS];	/* host order */
+	__u64	q[XINA_MAX_ELEMS / 2];	/* pairs, host order values */
 };
 
 /*

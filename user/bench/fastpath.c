@@ -389,17 +389,18 @@ static int bench_timer(struct bench *b, double *timer)
 
 static int check_partial(struct bench *b, unsigned int count, unsigned int n)
 {
-	__u32 k = 0, want;
+	__u32 k = 0, want, got;
 	unsigned int i;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.xina_vals), &k, b->parts))
 		return -errno;
 	for (i = 0; i < count; i++) {
 		want = word_of(b->dtype, 1, n, i);
-		if ((__u32)b->parts[BENCH_CPU].v[i] != want) {
+		/* pairs: element i is the high half of q[i / 2] if i is even */
+		got = b->parts[BENCH_CPU].q[i / 2] >> (i & 1 ? 0 : 32);
+		if (got != want) {
 			fprintf(stderr, "xina-bench-fastpath: K=inf, %s, %u words: partial[%u] is 0x%08x after %u packets, expected 0x%08x\n",
-				dtype_name(b->dtype), count, i,
-				(__u32)b->parts[BENCH_CPU].v[i], n, want);
+				dtype_name(b->dtype), count, i, got, n, want);
 			return -EIO;
 		}
 	}
