@@ -591,7 +591,8 @@ static __always_inline __u32 xina_chunk_len(__u32 from, __u32 count, __u32 c,
  * the 64-bit word q[p] = e[2p] << 32 | e[2p + 1] (host order values), the
  * eight payload bytes of the pair read as one big-endian number.  On a
  * little-endian machine that is one 64-bit load and one byte swap per
- * pair, for the hash and the staging both; the commit splits it again.
+ * pair, for the hash and the staging both.  A partial holds its values
+ * the same way (struct xina_part), so the commit takes each pair as it is.
  */
 static __always_inline __u64 xina_pair_of(__u64 raw)
 {
