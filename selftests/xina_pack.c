@@ -239,6 +239,82 @@ TEST(float16_int32_lanes)
 	sweep(_metadata, &f16, 32, 12);
 }
 
+/*
+ * float32 into INT32 lanes (xina_f32_pack()): q = rint(x * 2^s) clamped
+ * to +-(2^(31-L) - 1), s = 31 - L - E, against the definition in double,
+ * for every headroom L = 0..8, every block exponent E of a float (|x| <
+ * 2^E: its subnormals to its largest), random elements, the block's
+ * largest value just below 2^E (which rounds up to the clamp) and halves
+ * (ties of the rounding); blocks of every length modulo 8.  Once by AVX2,
+ * where the CPU has it (xina_avx2 asks), once by the double loop.
+ */
+static float f32in[N];
+
+static unsigned int f32_sweep(void)
+{
+	unsigned int bad = 0, L, i, n, r;
+	double lim, v;
+	int E, s;
+
+	for (L = 0; L <= 8; L++) {
+		x.headroom = L;
+		x.o.workers = 1u << L;
+		lim = ldexp(1.0, 31 - (int)L) - 1;
+		for (E = -148; E <= 128; E++) {
+			s = 31 - (int)L - E;
+			for (r = 0; r < 2; r++) {
+				n = N - (E + r) % 8;
+				for (i = 0; i < n; i++) {
+					/* |x| < 2^E, 24 random bits, or a tie */
+					v = ldexp((double)(rnd() >> 40), E - 24 -
+						  (int)(rnd() % 8 == 0 ? rnd() % 30 : 0));
+					if (i % 17 == 3)
+						v = ldexp((double)(rnd() % 64) + 0.5, -s);
+					f32in[i] = (float)v;
+					if (fabs(f32in[i]) >= ldexp(1.0, E))
+						f32in[i] = 0;
+					if (rnd() & 1)
+						f32in[i] = -f32in[i];
+				}
+				f32in[0] = nextafterf((float)ldexp(1.0, E), 0.0f);
+				xina_f32_pack(&x, lanes, f32in, n, E);
+				for (i = 0; i < n; i++) {
+					v = rint(ldexp((double)f32in[i], s));
+					v = v > lim ? lim : v < -lim ? -lim : v;
+					if (ntohl(lanes[i]) != (uint32_t)(int32_t)v &&
+					    bad++ < 4)
+						LOG("float32, L=%u, E=%d: %a packs to 0x%08x, the scheme says 0x%08x",
+						    L, E, f32in[i], ntohl(lanes[i]),
+						    (uint32_t)(int32_t)v);
+				}
+			}
+		}
+	}
+	return bad;
+}
+
+TEST(float32_int32_lanes)
+{
+	unsigned int bad;
+
+	xina_avx2 = -1;
+	bad = f32_sweep();
+	EXPECT_EQ(bad, 0) {
+		TH_LOG("%u float32 elements differ from the scheme (AVX2 %s)",
+		       bad, xina_avx2 ? "on" : "off");
+	}
+	TH_LOG("float32 in 32-bit lanes: AVX2 %s", xina_avx2 == 1 ?
+	       "used and checked" : "not on this CPU");
+	if (xina_avx2 != 1)
+		return;
+	xina_avx2 = 0;
+	bad = f32_sweep();
+	EXPECT_EQ(bad, 0) {
+		TH_LOG("%u float32 elements differ from the scheme (AVX2 off)",
+		       bad);
+	}
+}
+
 /* A block of zeros (XINA_EXP_ZERO) packs and unpacks to +0 exactly. */
 TEST(zero_block)
 {

@@ -337,6 +337,7 @@ static inline size_t xina_blk_elems(size_t n, size_t per, uint64_t b)
 
 /* libxina_pack.c: one block to and from the wire. */
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
+extern int xina_avx2;	/* float32 quantisation by AVX2: the same */
 bool xina_all_zero(const void *restrict p, size_t len);
 /*
  * A block's largest float magnitude, as the bits of |x|, and in *@any
