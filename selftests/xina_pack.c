@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Selftest of libxina's block floating point of the 16-bit floats
+ * Selftest of libxina's block floating point of float32 and the 16-bit floats
  * (user/lib/libxina_pack.c, built here as libxina builds it: -O3, the AVX2
  * and baseline clones, no contraction).  Its loops are branch-free and
  * vectorised; every element they give must be what the scheme of
@@ -244,8 +244,9 @@ TEST(float16_int32_lanes)
  * to +-(2^(31-L) - 1), s = 31 - L - E, against the definition in double,
  * for every headroom L = 0..8, every block exponent E of a float (|x| <
  * 2^E: its subnormals to its largest), random elements, the block's
- * largest value just below 2^E (which rounds up to the clamp) and halves
- * (ties of the rounding); blocks of every length modulo 8.  Once by AVX2,
+ * largest value just below 2^E (which, where a float's quantum there is
+ * above 1/2, rounds up to the clamp) and halves (ties of the rounding);
+ * blocks of every length modulo 8, none longer than N.  Once by AVX2,
  * where the CPU has it (xina_avx2 asks), once by the double loop.
  */
 static float f32in[N];
@@ -263,7 +264,7 @@ static unsigned int f32_sweep(void)
 		for (E = -148; E <= 128; E++) {
 			s = 31 - (int)L - E;
 			for (r = 0; r < 2; r++) {
-				n = N - (E + r) % 8;
+				n = N - (unsigned int)(E + 148 + r) % 8;
 				for (i = 0; i < n; i++) {
 					/* |x| < 2^E, 24 random bits, or a tie */
 					v = ldexp((double)(rnd() >> 40), E - 24 -

@@ -244,9 +244,11 @@ static void xina_f32_quantise(uint32_t *restrict dst,
  * way (as in xina_q16()); |x * 2^s| < 2^31, a float's integer when it is
  * 2^23 or more.  vroundps rounds to nearest, ties to even, as the double
  * loop's constant does; the clamp to +-@lim is on the integers, where
- * 2^31 - 1 is exact, after a conversion that turns 2^31 (the rounding up
- * of a block's largest value with no headroom) into INT32_MIN, so such
- * lanes are set to INT32_MAX first.  Returns the elements done, a
+ * 2^31 - 1 is exact, after a conversion that would turn 2^31 or more
+ * into INT32_MIN: such lanes are set to INT32_MAX first, so that the two
+ * loops agree even there (a block exponent above its largest magnitude
+ * keeps |x * 2^s| below 2^31; with no headroom a float there is a
+ * multiple of 128 and does not round up).  Returns the elements done, a
  * multiple of 8: the rest is the caller's.  xina_avx2 says whether to use
  * it: -1 until first asked (selftests/xina_pack sets it to test both ways).
  */
