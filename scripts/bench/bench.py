@@ -1023,7 +1023,9 @@ class Bench:
         on rack 0's XDP switch in two levels (agents in racks 1 and 2) and
         flat (every worker a member of one job on rack 0's switch), then
         two levels with the upper switch at the spine (racks 0 and 2
-        handing up from their XDP switches, rack 1 through an agent)."""
+        handing up from their XDP switches, rack 1 through an agent).
+        The layout at the spine with an agent in every rack runs first,
+        on racks without any other XDP program (made anew after it)."""
         q = self.plan()["racks"]
         sizes, iters = q["sizes"], q["iters"]
         rs = Racks(f"{self.rack.name}k", self.o, RACKS_NR, RACKS_N)
@@ -1035,6 +1037,7 @@ class Bench:
                 self.set_regime(regime, rs.n, rs.racks)
                 self.racks_peers(rs, sizes, iters)
             self.set_regime("cpu", rs.n, rs.racks)
+            self.racks_spine_agents(rs, sizes, iters, q["regimes"])
             rs.xdp()
             self.racks_xina(rs, sizes, iters, q["regimes"])
             self.racks_spine(rs, sizes, iters, q["regimes"])
@@ -1058,7 +1061,8 @@ class Bench:
         the racks made anew (no XDP program anywhere), then the flat peers
         and xina's layouts (two levels on rack 0's switch, flat, two levels
         at the spine), xina first in odd rounds and the peers first in even
-        ones (the first pass had the peers first).  report.py takes each
+        ones (the first pass had the peers first); the layout at the spine
+        with agents in every rack before XDP on rack 0.  report.py takes each
         system's median over its launches."""
         first = len(self.results)
         log(f"racks round {k} of {ROUNDS}")
@@ -1066,6 +1070,7 @@ class Bench:
         rs.up()
         if k % 2 == 0:
             self.racks_peers(rs, sizes, iters)
+        self.racks_spine_agents(rs, sizes, iters, ["cpu"])
         rs.xdp()
         self.racks_xina(rs, sizes, iters, ["cpu"])
         self.racks_spine(rs, sizes, iters, ["cpu"])
@@ -1167,26 +1172,37 @@ class Bench:
                     with open(out) as f:
                         log(f"rack {r}'s agent: {f.read().strip()[-400:]}")
 
-    def racks_spine(self, rs, sizes, iters, regimes):
+    def racks_spine_agents(self, rs, sizes, iters, regimes):
+        """The upper switch at the spine, an agent in every rack
+        (xina-spine-agents): no XDP program in any rack, so rack 0 has none
+        yet when this runs; the racks are made anew after it, without the
+        spine's."""
+        self.racks_spine(rs, sizes, iters, regimes,
+                         agent_racks=range(rs.nr), system="xina-spine-agents")
+        rs.down()
+        rs.up()
+
+    def racks_spine(self, rs, sizes, iters, regimes,
+                    agent_racks=(RACKS_AGENT_RACK,), system="xina-spine"):
         """xina two levels with the upper switch at the spine (xina-spine):
         xina on the spine's ends of the inter-rack links holds the upper
         job, one member per rack; the racks with an XDP switch (all but
-        RACKS_AGENT_RACK) hand their partial up from it (a rack job with an
-        uplink), the other through its agent (the layout of
+        @agent_racks) hand their partial up from it (a rack job with an
+        uplink), the others through their agents (the layout of
         selftests/xina_racks.sh).  Every rack's job has the same id, on its
-        own switch.  The switches' CPU: the run time of the XDP and TC
-        programs of the spine and of the XDP racks; the agent apart."""
+        own switch or agent.  The switches' CPU: the run time of the XDP
+        and TC programs of the spine and of the XDP racks; the agents
+        apart."""
         keydir = os.path.dirname(self.keyfile)
         upkey = os.path.join(keydir, "spine.key")
         keys = [os.path.join(keydir, f"spine-rack{r}.key")
                 for r in range(rs.nr)]
         for k in [upkey] + keys:
             self.genkey(k)
-        ar = RACKS_AGENT_RACK
-        xdp_racks = [r for r in range(rs.nr) if r != ar]
+        xdp_racks = [r for r in range(rs.nr) if r not in agent_racks]
         rs.spine_xdp([r for r in xdp_racks if r != 0])
         upm = sum((["member", str(r),
-                    f"{rs.switch_ip(r) if r == ar else rs.uplink_ip(r)}:9277"]
+                    f"{rs.switch_ip(r) if r in agent_racks else rs.uplink_ip(r)}:9277"]
                    for r in range(rs.nr)), [])
         rs.sctl("job", "add", str(RACKS_SPINE_JOB), "workers", str(rs.nr),
                 "slots", str(SLOTS), "elems", str(ELEMS), "keyfile", upkey,
@@ -1200,31 +1216,36 @@ class Bench:
                              str(ELEMS), "keyfile", keys[r], *m, "up",
                              rs.spine_ip(r), "upjob", str(RACKS_SPINE_JOB),
                              "uprank", str(r), "upkeyfile", upkey)
-        out = os.path.join(keydir, "spine-agent.json")
-        agent = rs.agent(ar, out, ar, upkey, RACKS_SPINE_JOB,
-                         ["--job", str(RACKS_RACK_JOB), "--key-file",
-                          keys[ar], "--workers", str(rs.w), "--slots",
-                          str(SLOTS), "--elems", str(ELEMS)],
-                         up_addr=rs.spine_ip(ar))
+        agents = {}
         try:
+            for ar in agent_racks:
+                agents[ar] = rs.agent(
+                    ar, os.path.join(keydir, f"spine-agent{ar}.json"), ar,
+                    upkey, RACKS_SPINE_JOB,
+                    ["--job", str(RACKS_RACK_JOB), "--key-file", keys[ar],
+                     "--workers", str(rs.w), "--slots", str(SLOTS),
+                     "--elems", str(ELEMS)], up_addr=rs.spine_ip(ar))
             progs = sum((["--switch-prog", str(p)] for p in rs.prog_ids(
                 [f"{rs.name}-spine"] + [rs.sw(r) for r in xdp_racks])), [])
             for regime in regimes:
                 self.set_regime(regime, rs.n, rs.racks)
                 self.racks_two_level(
-                    "xina-spine", rs, sizes, iters, RACKS_RACK_JOB, keys,
-                    [agent], progs,
+                    system, rs, sizes, iters, RACKS_RACK_JOB, keys,
+                    list(agents.values()), progs,
                     "the XDP and TC programs' run time (bpf_stats) of the "
-                    "spine and of the XDP racks; the agent apart")
+                    "spine and of the XDP racks; the agents apart")
             self.set_regime("cpu", rs.n, rs.racks)
         finally:
-            stop_pid(agent)
+            for p in agents.values():
+                stop_pid(p)
             for r in xdp_racks:
                 log(f"rack {r}'s uplink: " + rs.racks[r].xctl(
                     "-j", "job", "show", str(RACKS_RACK_JOB)).strip()[-600:])
-            if os.path.exists(out):
-                with open(out) as f:
-                    log(f"rack {ar}'s agent: {f.read().strip()[-400:]}")
+            for ar in agents:
+                out = os.path.join(keydir, f"spine-agent{ar}.json")
+                if os.path.exists(out):
+                    with open(out) as f:
+                        log(f"rack {ar}'s agent: {f.read().strip()[-400:]}")
 
     # ---- training (scripts/train.py, its own rack) ----------------------
 

@@ -29,11 +29,15 @@ TITLES = {"xina-xdp": "xina (XDP switch)", "xina-swagg": "xina-swagg (user space
 SHORT = {"xina-xdp": "xina", "xina-swagg": "swagg", "openmpi": "OpenMPI",
          "gloo": "Gloo"}
 # The racks of racks (issue 12): xina in two levels and flat, the peers flat.
-RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-flat", "openmpi", "gloo"]
+RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-spine-agents", "xina-flat",
+                 "openmpi", "gloo"]
 TITLES.update({"xina-hier": "xina, two levels (rack agents)",
                "xina-spine": "xina two-level, upper switch at the spine",
+               "xina-spine-agents": "xina two-level, upper switch at the "
+                                    "spine, an agent in every rack",
                "xina-flat": "xina, flat (one job on rack 0's switch)"})
 SHORT.update({"xina-hier": "xina 2 levels", "xina-spine": "xina spine",
+              "xina-spine-agents": "xina spine+agents",
               "xina-flat": "xina flat"})
 REGIMES = {"cpu": "CPU-bound", "link": "link-bound"}
 # The projection: a 100 Gbit/s port, frames of the largest element count
@@ -832,20 +836,28 @@ class Report:
         return "\n".join(out) if rows else None
 
     def racks_agents(self):
-        """The agents' CPU in each regime (xina, two levels)."""
+        """The agents' CPU in each regime, of each layout with agents:
+        two levels on rack 0's switch, and at the spine with an agent in
+        every rack."""
         out = []
-        for regime in REGIMES:
-            r = self.racks_get("xina-hier", "f32", regime) or \
-                self.racks_get("xina-hier", "i32", regime)
-            if not r or "agent_cpu_s" not in r:
-                continue
-            out.append(f"- {REGIMES[regime]}: the agents spent "
-                       + ", ".join(f"{c:.1f}" for c in r["agent_cpu_s"]) +
-                       f" CPU seconds over a launch of {r['agent_launch_s']:.1f} s "
-                       f"(the busiest {pct(r['agent_busy_frac'])} of one CPU), "
-                       f"{r['agent_cpu_s_per_gib']:.2f} s per GiB of tensor "
-                       "together; rack 0's XDP programs "
-                       f"{r['switch_cpu_s'] / r['reduced_gib']:.2f} s per GiB.")
+        for system, what in (("xina-hier", "rack 0's XDP programs"),
+                             ("xina-spine-agents", "the spine's XDP and "
+                              "TC programs")):
+            for regime in REGIMES:
+                r = self.racks_get(system, "f32", regime) or \
+                    self.racks_get(system, "i32", regime)
+                if not r or "agent_cpu_s" not in r:
+                    continue
+                out.append(f"- {TITLES[system]}, {REGIMES[regime]}: the "
+                           "agents spent "
+                           + ", ".join(f"{c:.1f}" for c in r["agent_cpu_s"]) +
+                           " CPU seconds over a launch of "
+                           f"{r['agent_launch_s']:.1f} s (the busiest "
+                           f"{pct(r['agent_busy_frac'])} of one CPU), "
+                           f"{r['agent_cpu_s_per_gib']:.2f} s per GiB of "
+                           f"tensor together; {what} "
+                           f"{r['switch_cpu_s'] / r['reduced_gib']:.2f} s "
+                           "per GiB.")
         return "\n".join(out)
 
     def racks_targets(self):
@@ -857,6 +869,8 @@ class Report:
         nr, n, b = self.racks_shape()
         rows = []
         for system, how in (("xina-spine", "upper switch at the spine"),
+                            ("xina-spine-agents", "upper switch at the "
+                             "spine, an agent in every rack"),
                             ("xina-hier", "upper job on rack 0's switch")):
             for regime in REGIMES:
                 for dtype in ("f32", "i32"):
@@ -911,7 +925,12 @@ class Report:
             "switch in the spine namespace; racks 0 and 2 hand their "
             "partials up from their own XDP switches (a rack job with an "
             "uplink, `xinactl job add ... up`), rack 1, without xina, "
-            "through an agent.  For the other two xina rows, xina runs on "
+            "through an agent.  **xina two-level, upper switch at the "
+            "spine, an agent in every rack**: the same upper job, every "
+            "rack handing up through its agent (`xina-swagg --up` in the "
+            "rack's switch namespace) and no XDP program in any rack: "
+            "in-network aggregation at the spine only, the racks as "
+            "they are.  For the other two xina rows, xina runs on "
             "rack 0's switch only (XDP on its ports and its uplink); racks 1 "
             "and 2 have no XDP program.  **xina, two levels**: the upper job on rack 0's "
             f"switch has {n + nr - 1} members, rack 0's {n} workers and one "
@@ -951,7 +970,7 @@ class Report:
                 parts += [f"### {REGIMES[regime]}{extra}", "", t, ""]
         agents = self.racks_agents()
         if agents:
-            parts += ["The rack agents (xina, two levels):", "", agents, ""]
+            parts += ["The rack agents:", "", agents, ""]
         for p in plots:
             name = os.path.basename(p)
             if name.startswith("racks_"):
