@@ -33,8 +33,7 @@ RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-spine-agents", "xina-flat",
                  "openmpi", "gloo"]
 TITLES.update({"xina-hier": "xina, two levels (rack agents)",
                "xina-spine": "xina two-level, upper switch at the spine",
-               "xina-spine-agents": "xina two-level, upper switch at the "
-                                    "spine, an agent in every rack",
+               "xina-spine-agents": "xina, spine switch, agent in every rack",
                "xina-flat": "xina, flat (one job on rack 0's switch)"})
 SHORT.update({"xina-hier": "xina 2 levels", "xina-spine": "xina spine",
               "xina-spine-agents": "xina spine+agents",
@@ -925,12 +924,14 @@ class Report:
             "switch in the spine namespace; racks 0 and 2 hand their "
             "partials up from their own XDP switches (a rack job with an "
             "uplink, `xinactl job add ... up`), rack 1, without xina, "
-            "through an agent.  **xina two-level, upper switch at the "
-            "spine, an agent in every rack**: the same upper job, every "
-            "rack handing up through its agent (`xina-swagg --up` in the "
-            "rack's switch namespace) and no XDP program in any rack: "
-            "in-network aggregation at the spine only, the racks as "
-            "they are.  For the other two xina rows, xina runs on "
+            "through an agent.  " + (
+                "**xina two-level, upper switch at the spine, an agent in "
+                "every rack**: the same upper job, every rack handing up "
+                "through its agent (`xina-swagg --up` in the rack's switch "
+                "namespace) and no XDP program in any rack: in-network "
+                "aggregation at the spine only, the racks as they are.  "
+                if "xina-spine-agents" in self.racks_systems() else "") +
+            "For the other two xina rows, xina runs on "
             "rack 0's switch only (XDP on its ports and its uplink); racks 1 "
             "and 2 have no XDP program.  **xina, two levels**: the upper job on rack 0's "
             f"switch has {n + nr - 1} members, rack 0's {n} workers and one "
@@ -977,6 +978,11 @@ class Report:
                 parts += [f"![{name}](bench/{name})", ""]
         return parts
 
+    def racks_systems(self):
+        """The racks systems this run has rows of."""
+        have = {r["system"] for r in self.racks_rows}
+        return [s for s in RACKS_SYSTEMS if s in have]
+
     def racks_link_rate(self):
         return next((r["link_rate_bps"] for r in self.racks_rows
                      if r.get("link_rate_bps")), 0)
@@ -985,15 +991,16 @@ class Report:
         if not self.racks_rows:
             return []
         nr, n, b = self.racks_shape()
+        systems = self.racks_systems()
         rows = [(f"{regime} {d}", [r["goodput_Bps"] / 1e6 if r else None
                                     for r in (self.racks_get(s, d, regime)
-                                              for s in RACKS_SYSTEMS)])
+                                              for s in systems)])
                 for regime in REGIMES for d in ("f32", "i32")
-                if any(self.racks_get(s, d, regime) for s in RACKS_SYSTEMS)]
+                if any(self.racks_get(s, d, regime) for s in systems)]
         made = [self.histogram(
             outdir, "racks_goodput",
             f"{nr} racks of {n} workers: per-worker goodput, {size_str(b)}",
-            "goodput per worker (MB/s)", [TITLES[s] for s in RACKS_SYSTEMS],
+            "goodput per worker (MB/s)", [TITLES[s] for s in systems],
             rows)]
         rows = []
         for s in RACKS_SYSTEMS:
