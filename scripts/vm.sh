@@ -93,6 +93,7 @@ rm -f "$O/check-vm.result"
 # guest's counts go to $VMDIR/counts.
 run_guest() {
 	local kver=$1 rc=0 result counts guest start took tp tf ts cp cf cs
+	local boot boots
 	local VMDIR="$O/vm/$kver" INITRD CONSOLE
 
 	start=$(date +%s)
@@ -159,6 +160,8 @@ run_guest() {
 		echo "vm.sh: $kver: booting again ($boot of $BOOTS)" >&2
 	done
 	took=$(($(date +%s) - start))
+	boots=""
+	[ "$boot" -gt 1 ] && boots=" (booted $boot times)"
 
 	result=$(sed -n 's/^XINA-VM-RESULT: \([0-9]*\).*/\1/p' "$CONSOLE" | tail -1)
 	counts=$(tr -d '\r' < "$CONSOLE" | sed -n 's/^XINA-VM-COUNTS: //p' | tail -1)
@@ -183,8 +186,7 @@ run_guest() {
 	[ -n "$counts" ] && echo "$counts" > "$VMDIR/counts"
 	read -r tp tf ts cp cf cs <<< "${counts:-? ? ? ? ? ?}"
 	echo "vm: $kver: tests: $tp passed, $tf failed, $ts skipped;" \
-	     "checks: $cp passed, $cf failed, $cs skipped; ${took}s" \
-	     "$([ "$boot" -gt 1 ] && echo "(booted $boot times)")"
+	     "checks: $cp passed, $cf failed, $cs skipped; ${took}s$boots"
 	if [ "$result" -ne 0 ] || [ -z "$counts" ]; then
 		echo "vm.sh: $kver: guest tests failed (run.sh exit $result); guest console:" >&2
 		tr -d '\r' < "$CONSOLE" >&2

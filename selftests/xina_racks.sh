@@ -35,7 +35,13 @@
 #   bit-exact, the drop counter rose, the XDP racks and the agent resent;
 # - the agent and the XDP racks stay up across the runs: a new run of the
 #   workers opens new epochs on both levels, and every partial got its
-#   result.
+#   result;
+# - the upper secret rotated in place;
+# - every rack through an agent: racks 0 and 2 give up their XDP switches
+#   (jobs deleted, programs detached) for agents, the spine's upper job is
+#   made again with the three agents as its members: bit-exact, the flat
+#   job's bits, 1..1.05 bytes per tensor byte on every link, a result for
+#   every partial of every agent.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -51,12 +57,15 @@ R0=$(racks_name "$RACK" 0)
 PIN=$(rack_pin_dir "$R0")
 SPIN=$(rack_pin_dir "$RACK-spine")
 TMP=$(mktemp -d)
-AGENT=""
+AGENT=""	# the agents' pids
 stop_agents()
 {
-	[ -n "$AGENT" ] || return 0
-	kill -INT "$AGENT" 2>/dev/null
-	wait "$AGENT" 2>/dev/null
+	local p
+
+	for p in $AGENT; do
+		kill -INT "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	AGENT=""
 }
 trap 'stop_agents; racks_down "$RACK" "$NR"; rm -rf "$TMP"' EXIT
@@ -173,7 +182,7 @@ rack_key()
 	echo "--job $((RJOB + $1 / N)) --key-file $TMP/rack$(($1 / N)).key"
 }
 
-tap_begin 14
+tap_begin 15
 
 racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" wire && racks_xdp "$RACK" 0 "$N" "$PIN"
 check_err $? "racks of racks could not be set up"
@@ -316,11 +325,12 @@ log_test "two levels: the upper job on the spine's XDP switch; racks 0 and 2 han
 # completed, had a result for every one (more with resends), and dropped
 # nothing of the upper switch's (beyond BAD0[r], the forged packets).
 declare -A BAD0=([0]=0 [2]=0)
+UP_RACKS="0 2"	# the racks that hand up from an XDP switch
 check_uplinks()
 {
 	local r sent results complete bad
 
-	for r in 0 2; do
+	for r in $UP_RACKS; do
 		sent=$(up_of "$r" sent)
 		results=$(up_of "$r" results)
 		complete=$(CTL="rctl $r" stat_of $((RJOB + r)) complete)
@@ -358,11 +368,15 @@ hier()
 	check_uplinks
 	uplink_check "two levels $label" $((bytes * ITERS)) "$min" "$max"
 	HIER_SUM=$(jq -r .checksum "$dir/w0.json")
-	# the racks' joins of the upper job name the workers' run
+	# the racks' joins of the upper job name the workers' run; with
+	# UPPER_RUN0, none did: agents alone, the first run since they
+	# joined at start naming none (bpf/xina_join.h), an epoch they keep
 	run=$(jq -r .run "$dir/w0.json")
 	urun=$(sctl -j job show "$UJOB" | jq -r '.jobs[0].run')
-	[ "$run" != 0 ] && [ "$urun" = "$run" ]
-	check_err $? "the upper job's epoch has run $urun, the workers' is $run"
+	want=$run
+	[ -n "${UPPER_RUN0:-}" ] && want=0
+	[ "$run" != 0 ] && [ "$urun" = "$want" ]
+	check_err $? "the upper job's epoch has run $urun, want $want (the workers' run is $run)"
 }
 
 for dtype in i32 f32; do
@@ -518,5 +532,71 @@ hier i32 "$BYTES" i32-rekey
 [ "$HIER_SUM" = "${FLAT[i32]}" ] && [ "$(up_of 0 sent)" -gt "$sent0" ]
 check_err $? "after the new upper secret: checksum $HIER_SUM (the flat job's ${FLAT[i32]}), rack 0 sent $(up_of 0 sent) partials up ($sent0 before)"
 log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): a rack on the old key refused (BAD_KEY echoing its join, join_refused), then bit-exact through the two levels"
+
+# ---- the upper switch at the spine, an agent in every rack ---------------
+# Racks 0 and 2 give their XDP switches up for agents (README, "Racks of
+# racks"): no XDP program in any rack, the spine's upper job made again
+# with each rack's agent at its switch address.
+stop_agents
+sctl job del "$UJOB" && UJOB=$((UJOB + 1)) && UP_RACKS=""
+check_err $? "the upper job could not be deleted at the spine"
+bad=""
+for r in 0 2; do
+	rctl "$r" job del $((RJOB + r)) || bad="$bad job-del-$r"
+	for dev in $(ip -n "$(racks_switch_ns "$RACK" "$r")" -j link show |
+		     jq -r '.[] | select(.xdp != null) | .ifname'); do
+		rctl "$r" dev detach "$dev" || bad="$bad detach-$r-$dev"
+	done
+done
+[ -z "$bad" ]
+check_err $? "racks 0 and 2 could not give up their XDP switches:$bad"
+upm=()
+for ((r = 0; r < NR; r++)); do
+	upm+=(member "$r" "$(racks_switch_ip "$r"):${XINA_PORT:-9277}")
+done
+sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
+	keyfile "$TMP/up2.key" "${upm[@]}" >/dev/null
+check_err $? "upper job $UJOB of $NR agents could not be added at the spine"
+bad=""
+for ((r = 0; r < NR; r++)); do
+	if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
+		"$TMP/agents-$r.json" "$r" "$TMP/up2.key" "$UJOB" \
+		--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
+		--workers "$W" --slots "$SLOTS" --elems "$ELEMS"; then
+		AGENT="$AGENT $RACKS_AGENT_PID"
+	else
+		bad="$bad $r"
+	fi
+done
+[ -z "$bad" ]
+check_err $? "the agents of racks$bad did not come up"
+progs=0
+for ((r = 0; r < NR; r++)); do
+	progs=$((progs + $(ip -n "$(racks_switch_ns "$RACK" "$r")" -j link show |
+			   jq '[.[] | select(.xdp != null)] | length')))
+done
+[ "$progs" = 0 ]
+check_err $? "the racks' switches have $progs XDP programs, want none"
+# The first run after the agents' joins unbounded (check 14's reason);
+# in the epoch of the agents' joins at start, which named no run.  The
+# second run of the workers opens new rack epochs, and with them an upper
+# epoch of that run.
+UPPER_RUN0=1 hier i32 "$BYTES" i32-agents
+[ "$HIER_SUM" = "${FLAT[i32]}" ]
+check_err $? "every rack through an agent, i32: checksum $HIER_SUM, the flat job's ${FLAT[i32]}"
+hier f32 "$BYTES" f32-agents 100 105
+[ "$HIER_SUM" = "${FLAT[f32]}" ]
+check_err $? "every rack through an agent, f32: checksum $HIER_SUM, the flat job's ${FLAT[f32]}"
+stop_agents
+for ((r = 0; r < NR; r++)); do
+	a=$TMP/agents-$r.json
+	read -r sent results bad contrib complete <<<"$(jq -r \
+		'"\(.up.sent) \(.up.results) \(.up.bad_tag) \(.contrib) \(.complete)"' "$a")"
+	[ "$sent" -gt 0 ] && [ "$results" = "$sent" ] &&
+		[ "$complete" = "$sent" ] && [ "$contrib" = $((N * complete)) ] &&
+		[ "$bad" = 0 ]
+	check_err $? "rack $r's agent: sent $sent results $results bad_tag $bad contrib $contrib complete $complete"
+done
+log_test "every rack through an agent (racks 0 and 2 gave up their XDP switches), the upper switch at the spine: i32 and f32 bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte on every link, a result for every partial"
 
 tap_end
