@@ -150,6 +150,8 @@ run_guest() {
 			-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 			-display none -serial "file:$CONSOLE" -monitor none \
 			-no-reboot </dev/null || rc=$?
+		# no console: qemu did not start; judged below, as before
+		[ -e "$CONSOLE" ] || break
 		grep -q '^TAP version' "$CONSOLE" && break
 		[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$boot" -lt "$BOOTS" ] ||
 			break
