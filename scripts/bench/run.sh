@@ -17,10 +17,10 @@
 #
 # SECTIONS=racks (or rack; bench.py --sections) runs only those: 3 racks
 # of 3 workers (scripts/racks.sh; xina in three two-level layouts and
-# flat, Gloo and OpenMPI flat, both regimes; 11-12 min with QUICK=1), or
-# everything else.  Such a partial
-# run writes $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and
-# leaves Documentation/benchmarks.md to the full run.
+# flat, Gloo and OpenMPI flat, both regimes; 11-12 min with QUICK=1, 13.5
+# without), or everything else.  Such a partial run writes
+# $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves
+# Documentation/benchmarks.md to the full run.
 #
 # Writes $O/bench/results.json, $O/bench/*.png and Documentation/benchmarks.md.
 # The racks are torn down on exit, also when interrupted.  Timings are
