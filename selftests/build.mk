@@ -60,8 +60,8 @@ $(ST_OUT)/xina_auth: selftests/xina_auth.c $(KSFT_STAMP) bpf/xina_auth.h \
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) $< user/common/xina_keyfile.c \
 		user/common/xina_nh.c -o $@
 
-# xina_pack: libxina's float32 and 16-bit float loops against the scheme's definition,
-# built with libxina's flags for that file (user/lib/build.mk).
+# xina_pack: libxina's float32 and 16-bit float loops against the scheme's
+# definition, built with libxina's flags for that file (user/lib/build.mk).
 SELFTESTS += $(ST_OUT)/xina_pack
 $(ST_OUT)/xina_pack: selftests/xina_pack.c $(KSFT_STAMP) \
 		     user/lib/libxina_pack.c $(LIBXINA_HDRS)

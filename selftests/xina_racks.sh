@@ -109,6 +109,22 @@ stat_of()	# stat_of JOB NAME
 	$CTL -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
 }
 
+xdp_devs()	# xdp_devs R: rack R's switch's interfaces that run XDP
+{
+	local links
+
+	links=$(ip -n "$(racks_switch_ns "$RACK" "$1")" -j link show) &&
+		jq -r '.[] | select(.xdp != null) | .ifname' <<<"$links"
+}
+
+xdp_count()	# xdp_count R: how many; nothing if they cannot be listed
+{
+	local devs
+
+	devs=$(xdp_devs "$1") || return 1
+	[ -z "$devs" ] && echo 0 || wc -l <<<"$devs"
+}
+
 up_of()		# up_of R NAME: rack R's uplink, "job show" JSON key NAME
 {
 	rctl "$1" -j job show $((RJOB + $1)) | jq -r ".jobs[0].up.$2 // empty"
@@ -191,8 +207,7 @@ log_test "$NR racks of $N workers routed through a spine (links through a wire),
 
 # Racks 1 and 2 have no XDP program anywhere: they only route.
 for ((r = 1; r < NR; r++)); do
-	progs=$(ip -n "$(racks_switch_ns "$RACK" "$r")" -j link show |
-		jq '[.[] | select(.xdp != null)] | length')
+	progs=$(xdp_count "$r")
 	[ "$progs" = 0 ]
 	check_err $? "rack $r's switch has $progs XDP programs, want none"
 done
@@ -315,8 +330,7 @@ RACKS_UP_ADDR=$(racks_spine_ip "$AR") racks_agent "$RACK" "$AR" "$TMP/agent.json
 	--key-file "$TMP/rack$AR.key" --workers "$W" --slots "$SLOTS" --elems "$ELEMS"
 check_err $? "rack $AR's agent did not come up"
 AGENT=$RACKS_AGENT_PID
-progs=$(ip -n "$(racks_switch_ns "$RACK" "$AR")" -j link show |
-	jq '[.[] | select(.xdp != null)] | length')
+progs=$(xdp_count "$AR")
 [ "$progs" = 0 ]
 check_err $? "rack $AR's switch has $progs XDP programs, want none"
 log_test "two levels: the upper job on the spine's XDP switch; racks 0 and 2 hand up from theirs, rack $AR through an agent (xina-swagg --up)"
@@ -543,8 +557,7 @@ check_err $? "the upper job could not be deleted at the spine"
 bad=""
 for r in 0 2; do
 	rctl "$r" job del $((RJOB + r)) || bad="$bad job-del-$r"
-	for dev in $(ip -n "$(racks_switch_ns "$RACK" "$r")" -j link show |
-		     jq -r '.[] | select(.xdp != null) | .ifname'); do
+	for dev in $(xdp_devs "$r"); do
 		rctl "$r" dev detach "$dev" || bad="$bad detach-$r-$dev"
 	done
 done
@@ -572,8 +585,7 @@ done
 check_err $? "the agents of racks$bad did not come up"
 progs=0
 for ((r = 0; r < NR; r++)); do
-	progs=$((progs + $(ip -n "$(racks_switch_ns "$RACK" "$r")" -j link show |
-			   jq '[.[] | select(.xdp != null)] | length')))
+	progs=$((progs + $(xdp_count "$r")))
 done
 [ "$progs" = 0 ]
 check_err $? "the racks' switches have $progs XDP programs, want none"
