@@ -803,7 +803,7 @@ class Report:
                ("of its limit | " if regime == "link" else "") +
                " | ".join(f"rack {r} link out / in" for r in range(nr)) +
                " | host busy (before) | CPU s per GiB: host / workers / "
-               "switch + agents |",
+               "switch / agents |",
                "|---|---|---:|---:|" + ("---:|" if regime == "link" else "") +
                "---:|" * nr + "---:|---:|"]
         rows = 0
@@ -826,10 +826,12 @@ class Report:
                 row.append((pct(r["busy_frac"]) if r.get("busy_frac") is not None
                             else "–") + (f" ({pct(bg)})" if bg is not None else ""))
                 gib = r["reduced_gib"]
-                own = (f"{(r['switch_cpu_s'] / gib + r.get('agent_cpu_s_per_gib', 0)):.1f}"
-                       if s.startswith("xina") else "–")
+                sw = (f"{r['switch_cpu_s'] / gib:.1f}"
+                      if s.startswith("xina") else "–")
+                ag = (f"{r['agent_cpu_s_per_gib']:.1f}"
+                      if "agent_cpu_s_per_gib" in r else "–")
                 row.append(f"{r['host_busy_s'] / gib:.1f} / "
-                           f"{r['worker_cpu_s'] / gib:.1f} / {own}")
+                           f"{r['worker_cpu_s'] / gib:.1f} / {sw} / {ag}")
                 out.append("| " + " | ".join(row) + " |")
                 rows += 1
         return "\n".join(out) if rows else None
@@ -956,10 +958,13 @@ class Report:
             "busy fraction just before the launch (the machine is shared: "
             "other work there competes for the same CPUs).  CPU seconds per "
             "GiB of tensor: host-wide busy time, the worker processes' time, "
-            "and for xina the switch's (rack 0's XDP programs' run time) "
-            "plus the agents' (their processes' time over the launch, "
-            "warm-up and barriers included, per GiB of the launch's "
-            "calls); the peers' switches are bridges and routers in "
+            "for xina the switch's (the XDP and TC programs' run time, "
+            "rack 0's or the spine's) and the agents' (their processes' "
+            "time over the launch, warm-up and barriers included, per GiB "
+            "of the launch's calls).  The columns are not to be added: "
+            "a switch's programs run in the softirq of whoever sent to it, "
+            "so part of them is in the workers' or the agents' time too.  "
+            "The peers' switches are bridges and routers in "
             "softirq, charged to whatever ran.", "",
         ]
         for regime in REGIMES:
