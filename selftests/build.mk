@@ -94,12 +94,14 @@ $(ST_OUT)/xina_ringtest: selftests/xina_ringtest.c selftests/xina_ref.h \
 			 user/lib/libxina_ring.c \
 			 user/lib/libxina_ring.h bpf/xina_auth.h bpf/xina_lanes.h \
 			 user/common/xina_keyfile.c user/common/xina_keyfile.h \
+			 user/common/xina_nh.c user/common/xina_nh.h \
 			 include/uapi/linux/xina.h
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -fno-omit-frame-pointer -o $@ $< \
-		user/lib/libxina_ring.c user/common/xina_keyfile.c
+		user/lib/libxina_ring.c user/common/xina_keyfile.c \
+		user/common/xina_nh.c
 
 # xina-swagg with AddressSanitizer: swagg_e2e.sh gives it bad command
 # lines, and a write out of bounds is a failure rather than luck.

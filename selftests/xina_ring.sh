@@ -6,16 +6,22 @@
 # every (dtype, op) pair of the wire against a reference each rank
 # computes element by element (selftests/xina_ringtest.c), with and without
 # blocks a switch had answered before it went away ("done" blocks that the
-# others hold garbage for), and what a ring must cost: each rank sends
-# 2 (W - 1) / W of each tensor, framing and tags at most 2% on top.
+# others hold garbage for), with steps of one message and of several (a
+# segment travels in messages of up to 256 KiB), and what a ring must
+# cost: each rank sends 2 (W - 1) / W of each tensor, framing and tags at
+# most 2% on top.
 #
 # Attack surface: a rogue with another key that connects first, claiming
 # the previous rank, is refused at both ends (its own error names the key)
 # and the ring still completes; so does a connection that never speaks.
+# An attacker on the path (selftests/xina_tamper.py, relaying rank 0's
+# connection to rank 1) that flips one bit of a message's words fails the
+# call at rank 1 with the message named; the same relay flipping nothing
+# changes nothing.
 
 . "$(dirname "$0")/lib.sh"
 require_root
-require_cmd "$O/xinactl" "$O/selftests/xina_ringtest"
+require_cmd "$O/xinactl" "$O/selftests/xina_ringtest" python3
 . "$XINA_ROOT/scripts/rack.sh"
 
 rack_test_init xr
@@ -65,7 +71,7 @@ stat_of()
 		"$TMP/$1.r$2.out"
 }
 
-tap_begin 5
+tap_begin 8
 rack_up "$RACK" "$N" >/dev/null
 check_err $? "rack could not be set up"
 log_test "rack of $N namespaces"
@@ -77,6 +83,12 @@ log_test "every (dtype, op) pair: $N ranks, 10001 words in blocks of 256, exact"
 ring done -n 20002 -b 512 -d
 ring_ok done
 log_test "blocks a switch answered before it went away are taken as they are"
+
+# 196 blocks of 2048 words, the last one short: 65-66 blocks a segment,
+# three messages of at most 32 blocks in every step
+ring multi -n 400003 -b 2048 -d
+ring_ok multi
+log_test "segments of several messages, done blocks among them: every pair exact"
 
 for ((i = 0; i < N; i++)); do
 	tx=$(stat_of plain "$i" tx)
@@ -129,5 +141,47 @@ log_info "rank 1 refused $rej connections"
 [ "${rej:-0}" -ge 2 ]
 check_err $? "rank 1 refused ${rej:-0} connections, expected the rogue's and the silent one"
 log_test "a rogue without the key and a silent connection are refused, the ring completes"
+
+# ring_relayed RUN FLIP_AT: the ring of 400003 words, rank 0's connection
+# to rank 1 through xina_tamper.py in the fourth namespace; its report in
+# $TMP/RUN.relay.
+ring_relayed()
+{
+	local run=$1 relay=$(rack_worker_ip 3):$((PORT + 1)) pid i
+
+	ip netns exec "$RACK-w3" python3 "$XINA_ROOT/selftests/xina_tamper.py" \
+		"$relay" "$(rack_worker_ip 1):$PORT" "$2" >"$TMP/$run.relay" 2>&1 &
+	pid=$!
+	busywait 5 ip netns exec "$RACK-w3" ss -Hltn "sport = :$((PORT + 1))" |
+		grep -q LISTEN
+	for ((i = 0; i < N; i++)); do
+		local p=$(peers)
+
+		[ "$i" = 0 ] && p="$(rack_worker_ip 0):$PORT,$relay,$(rack_worker_ip 2):$PORT"
+		( ip netns exec "$RACK-w$i" "$RT" -r "$i" -w "$N" -p "$p" \
+			-k "$KEYFILE" -j 7 -n 400003 -b 2048 -t 3000 \
+			>"$TMP/$run.r$i.out" 2>&1
+		  echo $? >"$TMP/$run.r$i.rc" ) &
+	done
+	wait
+	log_info "$(cat "$TMP/$run.relay")"
+}
+
+ring_relayed relay -1
+ring_ok relay
+grep -q 'flipped 0' "$TMP/relay.relay"
+check_err $? "the relay did not run: $(cat "$TMP/relay.relay")"
+log_test "through a relay on the path that changes nothing: every pair exact"
+
+# 200000 bytes into rank 0's stream: in the words of its first message
+# (the handshake is 64 bytes, a message 262,200)
+ring_relayed flip 200000
+grep -q 'flipped 1' "$TMP/flip.relay"
+check_err $? "the relay flipped nothing: $(cat "$TMP/flip.relay")"
+[ "$(cat "$TMP/flip.r1.rc")" != 0 ] &&
+	grep -q 'message 0 from rank 0 does not verify' "$TMP/flip.r1.out"
+check_err $? "rank 1 took the altered message (exit $(cat "$TMP/flip.r1.rc")): $(grep -m1 -E '^not ok|^ok' "$TMP/flip.r1.out")"
+log_info "rank 1: $(grep -m1 '^not ok' "$TMP/flip.r1.out")"
+log_test "one bit flipped on the path: rank 1 refuses the message and the call fails"
 
 tap_end

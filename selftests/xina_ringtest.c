@@ -211,8 +211,13 @@ int main(int argc, char **argv)
 			}
 			/* a ring's share: 2 (W - 1) / W of the tensor out */
 			ideal += 2.0 * (workers - 1) / workers * n * 4;
+			/* the ring takes the words as the switch has them */
+			for (i = 0; i < n; i++)
+				w[i] = htonl(w[i]);
 			e = xina_ring_allreduce(r, w, n, bw, done, dt, op,
 						err, sizeof(err));
+			for (i = 0; i < n; i++)
+				w[i] = ntohl(w[i]);
 			for (i = 0; !e && i < n; i++)
 				if (w[i] != want[i])
 					break;

@@ -230,14 +230,6 @@ void xina_fb_end(struct xina *x)
 	f->cur = t;
 }
 
-static void xina_fb_order(uint32_t *w, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		w[i] = ntohl(w[i]);	/* its own inverse */
-}
-
 static uint8_t *xina_fb_dn(struct xina_fb *f, size_t nb)
 {
 	uint8_t *d;
@@ -275,14 +267,14 @@ static int xina_fb_agree(struct xina *x)
 	int err;
 
 	for (;;) {
-		w[0] = me >> 32;
-		w[1] = (uint32_t)me;
+		w[0] = htonl(me >> 32);
+		w[1] = htonl((uint32_t)me);
 		err = xina_ring_allreduce(f->ring, w, 2, 2, NULL,
 					  XINA_DTYPE_INT64, XINA_OP_MIN, msg,
 					  sizeof(msg));
 		if (err)
 			return xina_fb_ring_err(x, err, "agreeing on the call", msg);
-		low = (uint64_t)w[0] << 32 | w[1];
+		low = (uint64_t)ntohl(w[0]) << 32 | ntohl(w[1]);
 		if (low == me)
 			return 0;
 		if (low + 1 != me || !p->valid || p->idx != low) {
@@ -296,11 +288,9 @@ static int xina_fb_agree(struct xina *x)
 		if (!xina_fb_dn(f, nb))
 			return -ENOMEM;
 		memset(f->dn, 1, nb);
-		xina_fb_order(p->w, p->nwords);
 		err = xina_ring_allreduce(f->ring, p->w, p->nwords, p->wpb,
 					  f->dn, p->dtype, p->wop, msg,
 					  sizeof(msg));
-		xina_fb_order(p->w, p->nwords);
 		if (err)
 			return xina_fb_ring_err(x, err, "serving the previous call", msg);
 		x->st.fallback_served++;
@@ -369,10 +359,8 @@ int xina_fb_run(struct xina *x, void *buf, size_t n,
 				(const uint8_t *)buf + b * k->per_pkt * esz,
 				cnt, exps ? exps[b] : 0);
 	}
-	xina_fb_order(c->w, c->nwords);
 	err = xina_ring_allreduce(f->ring, c->w, c->nwords, c->wpb, dn,
 				  k->dtype, k->wop, msg, sizeof(msg));
-	xina_fb_order(c->w, c->nwords);
 	if (err)
 		return xina_fb_ring_err(x, err, "the call", msg);
 	for (b = 0; b < nb; b++) {

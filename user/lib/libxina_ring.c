@@ -13,6 +13,9 @@
  * same bits: the switch sent one result).  Every rank sends and receives
  * in each step at once (non-blocking sockets and poll), or a ring of
  * blocking sends larger than the socket buffers would wait on itself.
+ * A segment travels as messages of up to 256 KiB of words, each tagged:
+ * the words go out of the caller's buffer and each message is folded in
+ * as it completes, while the next one arrives (xring_pass()).
  *
  * Integer folds are exact and commutative, so the result does not depend
  * on which rank started a segment: the same bits as the switch's.
@@ -33,14 +36,18 @@
 #include <sys/random.h>
 #include <endian.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "libxina_ring.h"
+#include "../common/xina_nh.h"
 #include "../../bpf/xina_auth.h"
 #include "../../bpf/xina_lanes.h"
 
 #define XRING_LABEL	0x676e722d616e6978ULL	/* "xina-rng" */
+#define XRING_LABEL_NH	0x686e722d616e6978ULL	/* "xina-rnh" */
 #define XRING_MAGIC	0x58524e47u		/* "XRNG" */
-#define XRING_VERSION	1
+#define XRING_VERSION	2	/* 2: words in network order, messages of
+				 * XRING_MSG_BYTES, NH in their tags */
 
 enum xring_kind {
 	XRING_HELLO = 1,	/* client: who I am, my nonce */
@@ -74,9 +81,13 @@ struct xring_dh {
 	uint64_t	len;	/* payload bytes */
 };
 
+/* A message's words are hashed (NH) in pieces of this many. */
+#define XRING_NH_WORDS	XINA_MAX_ELEMS
+
 struct xring_conn {
 	int		fd;
 	uint64_t	ks[2];	/* session key */
+	uint32_t	nh[XRING_NH_WORDS + 2];	/* session NH key */
 	uint32_t	seq;	/* next message's */
 };
 
@@ -139,8 +150,20 @@ static void xring_session(const struct xina_ring *r, struct xring_conn *c,
 			  uint32_t client, uint32_t server, uint64_t nc,
 			  uint64_t ns)
 {
+	uint64_t m[2], x;
+	size_t i;
+
 	c->ks[0] = xring_hs_tag(r, XRING_TAG_SESS0, client, server, nc, ns);
 	c->ks[1] = xring_hs_tag(r, XRING_TAG_SESS1, client, server, nc, ns);
+	/* the NH key: SipHash of a counter under the session key */
+	for (i = 0; i < XRING_NH_WORDS + 2; i += 2) {
+		m[0] = xina_le64(XRING_LABEL_NH);
+		m[1] = xina_le64(i / 2);
+		x = xina_siphash(c->ks[0], c->ks[1], m, sizeof(m));
+		c->nh[i] = (uint32_t)x;
+		c->nh[i + 1] = (uint32_t)(x >> 32);
+	}
+	explicit_bzero(&x, sizeof(x));
 	c->seq = 0;
 }
 
@@ -484,6 +507,8 @@ void xina_ring_close(struct xina_ring *r)
 	explicit_bzero(r->k, sizeof(r->k));
 	explicit_bzero(r->next.ks, sizeof(r->next.ks));
 	explicit_bzero(r->prev.ks, sizeof(r->prev.ks));
+	explicit_bzero(r->next.nh, sizeof(r->next.nh));
+	explicit_bzero(r->prev.nh, sizeof(r->prev.nh));
 	free(r->peers);
 	free(r->tx);
 	free(r->rx);
@@ -543,95 +568,14 @@ void xina_ring_stats(const struct xina_ring *r, struct xina_ring_stats *st)
 	*st = r->st;
 }
 
-static uint64_t xring_msg_tag(const struct xring_conn *c, const uint8_t *msg,
-			      size_t len)
-{
-	return xina_siphash(c->ks[0], c->ks[1], msg, len);
-}
-
 /*
- * One step: @slen payload bytes of r->tx to the next rank, @rlen bytes
- * from the previous one into r->rx, at the same time.
+ * Words @n of @src folded into @dst by (@dtype, @op), constants inlined;
+ * both in network order, as the switch has them.
  */
-static int xring_step(struct xina_ring *r, size_t slen, size_t rlen,
-		      char *err, size_t errlen)
-{
-	size_t sl = sizeof(struct xring_dh) + slen, rl = sizeof(struct xring_dh) + rlen;
-	size_t stot = sl + 8, rtot = rl + 8, sdone = 0, rdone = 0;
-	uint64_t deadline = xring_now_ms() + r->cfg.timeout_ms, tag;
-	struct xring_dh *dh = (struct xring_dh *)r->tx;
-	struct pollfd p[2];
-	ssize_t n;
-	int k;
-
-	dh->magic = htonl(XRING_MAGIC);
-	dh->seq = htonl(r->next.seq++);
-	dh->len = htobe64(slen);
-	tag = htobe64(xring_msg_tag(&r->next, r->tx, sl));
-	memcpy(r->tx + sl, &tag, 8);
-
-	while (sdone < stot || rdone < rtot) {
-		p[0] = (struct pollfd){ .fd = sdone < stot ? r->next.fd : -1,
-					.events = POLLOUT };
-		p[1] = (struct pollfd){ .fd = rdone < rtot ? r->prev.fd : -1,
-					.events = POLLIN };
-		k = poll(p, 2, 200);
-		if (k < 0 && errno != EINTR)
-			return xring_err(err, errlen, -errno, "poll: %s",
-					 strerror(errno));
-		if (p[0].revents) {
-			n = send(r->next.fd, r->tx + sdone, stot - sdone,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return xring_err(err, errlen, -errno,
-						 "ring: sending to rank %u: %s",
-						 xring_next_rank(r),
-						 strerror(errno));
-			if (n > 0) {
-				sdone += n;
-				r->st.tx_bytes += n;
-			}
-		}
-		if (p[1].revents) {
-			n = recv(r->prev.fd, r->rx + rdone, rtot - rdone,
-				 MSG_DONTWAIT);
-			if (!n || (n < 0 && errno != EAGAIN && errno != EINTR))
-				return xring_err(err, errlen,
-						 n ? -errno : -ECONNRESET,
-						 "ring: receiving from rank %u: %s",
-						 xring_prev_rank(r),
-						 n ? strerror(errno) : "connection closed");
-			if (n > 0) {
-				rdone += n;
-				r->st.rx_bytes += n;
-			}
-		}
-		if (xring_now_ms() >= deadline)
-			return xring_err(err, errlen, -ETIMEDOUT,
-					 "ring: no progress with ranks %u/%u for %d ms (sent %zu of %zu bytes, received %zu of %zu)",
-					 xring_prev_rank(r), xring_next_rank(r),
-					 r->cfg.timeout_ms, sdone, stot,
-					 rdone, rtot);
-	}
-	dh = (struct xring_dh *)r->rx;
-	memcpy(&tag, r->rx + rl, 8);
-	if (ntohl(dh->magic) != XRING_MAGIC ||
-	    ntohl(dh->seq) != r->prev.seq ||
-	    be64toh(dh->len) != rlen ||
-	    be64toh(tag) != xring_msg_tag(&r->prev, r->rx, rl))
-		return xring_err(err, errlen, -EBADMSG,
-				 "ring: message %u from rank %u does not verify (seq %u, %llu bytes, expected %zu): tampered with, or the workers disagree on the call",
-				 r->prev.seq, xring_prev_rank(r),
-				 ntohl(dh->seq),
-				 (unsigned long long)be64toh(dh->len), rlen);
-	r->prev.seq++;
-	return 0;
-}
-
-/* Words @n of @src folded into @dst by (@dtype, @op), constants inlined. */
 #define XRING_FOLD32(dt, o)						\
 	for (i = 0; i < n; i++)						\
-		dst[i] = xina_combine32(dst[i], src[i], dt, o)
+		dst[i] = htonl(xina_combine32(ntohl(dst[i]), ntohl(src[i]), \
+					      dt, o))
 
 #define XRING_OPS32(dt)							\
 	case dt * 8 + XINA_OP_SUM: XRING_FOLD32(dt, XINA_OP_SUM); break; \
@@ -645,7 +589,7 @@ static void xring_fold(uint32_t *dst, const uint32_t *src, size_t n,
 	size_t i;
 
 	if (op == XINA_OP_AND || op == XINA_OP_OR || op == XINA_OP_XOR) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++)	/* any byte order */
 			dst[i] = op == XINA_OP_AND ? dst[i] & src[i] :
 				 op == XINA_OP_OR ? dst[i] | src[i] :
 				 dst[i] ^ src[i];
@@ -657,94 +601,336 @@ static void xring_fold(uint32_t *dst, const uint32_t *src, size_t n,
 	XRING_OPS32(XINA_DTYPE_INT8);
 	default:	/* INT64: pairs, high word first */
 		for (i = 0; i + 1 < n; i += 2) {
-			a = (uint64_t)dst[i] << 32 | dst[i + 1];
-			b = (uint64_t)src[i] << 32 | src[i + 1];
+			a = (uint64_t)ntohl(dst[i]) << 32 | ntohl(dst[i + 1]);
+			b = (uint64_t)ntohl(src[i]) << 32 | ntohl(src[i + 1]);
 			a = xina_combine64(a, b, op);
-			dst[i] = a >> 32;
-			dst[i + 1] = (uint32_t)a;
+			dst[i] = htonl(a >> 32);
+			dst[i + 1] = htonl((uint32_t)a);
 		}
 	}
+}
+
+
+/*
+ * The tag of a message: SipHash-2-4 under the session key of its head
+ * (header and done bytes, @hlen bytes, zero-padded to whole words) and of
+ * the NH, under the session's NH key, of each piece of XRING_NH_WORDS of
+ * its @nw words, in order: the switch's construction (NH, then SipHash
+ * over what NH leaves), at NH's speed instead of SipHash's per byte.
+ */
+static uint64_t xring_msg_tag(const struct xring_conn *c, const uint8_t *head,
+			      size_t hlen, const uint32_t *w, size_t nw)
+{
+	struct xina_sip s;
+	uint64_t m, len = 0;
+	size_t i, k;
+
+	xina_sip_init(&s, c->ks[0], c->ks[1]);
+	for (i = 0; i < hlen; i += 8, len += 8) {
+		m = 0;
+		memcpy(&m, head + i, hlen - i < 8 ? hlen - i : 8);
+		xina_sip_word(&s, xina_le64(m));
+	}
+	for (i = 0; i < nw; i += k, len += 8) {
+		k = nw - i < XRING_NH_WORDS ? nw - i : XRING_NH_WORDS;
+		xina_sip_word(&s, xina_nh_wire(c->nh, w + i, k));
+	}
+	return xina_sip_final(&s, len << 56);
 }
 
 struct xring_call {
 	uint32_t	*words;
 	size_t		nwords, bw, nb;
 	uint32_t	dtype, op;
+	size_t		mb;	/* blocks per message */
 };
 
-/* Segment @s: blocks [*b0, *b1), words [*w0, *w1). */
+/*
+ * A step's segment travels as messages of at most XRING_MSG_BYTES of
+ * words (c->mb whole blocks), each framed and tagged on its own: a rank
+ * folds one message while the next is on its way, with the words still in
+ * cache, where one message per segment had every rank wait for the whole
+ * segment, then pass over it three times cold (tag, fold, next tag).
+ */
+#define XRING_MSG_BYTES	(256u << 10)
+
+/* Segment @s: blocks [*b0, *b1). */
 static void xring_seg(const struct xina_ring *r, const struct xring_call *c,
-		      uint32_t s, size_t *b0, size_t *b1, size_t *w0,
-		      size_t *w1)
+		      uint32_t s, size_t *b0, size_t *b1)
 {
 	uint32_t w = r->cfg.workers;
 
 	*b0 = c->nb * s / w;
 	*b1 = c->nb * (s + 1) / w;
-	*w0 = *b0 * c->bw;
-	*w1 = *b1 * c->bw < c->nwords ? *b1 * c->bw : c->nwords;
 }
 
-/* Payload bytes of a segment's message: done bytes (to 4), words. */
-static size_t xring_seg_len(size_t b0, size_t b1, size_t w0, size_t w1)
+/* Words [*w0, *w1) of blocks [@b0, @b1). */
+static void xring_words(const struct xring_call *c, size_t b0, size_t b1,
+			size_t *w0, size_t *w1)
 {
+	*w1 = b1 * c->bw < c->nwords ? b1 * c->bw : c->nwords;
+	*w0 = b0 * c->bw < *w1 ? b0 * c->bw : *w1;
+}
+
+/* Payload bytes of the message of blocks [@b0, @b1): done bytes, words. */
+static size_t xring_msg_len(const struct xring_call *c, size_t b0, size_t b1)
+{
+	size_t w0, w1;
+
+	xring_words(c, b0, b1, &w0, &w1);
 	return ((b1 - b0 + 3) & ~(size_t)3) + (w1 - w0) * 4;
 }
 
-static size_t xring_pack(struct xina_ring *r, const struct xring_call *c,
-			 uint32_t s)
-{
-	uint8_t *p = r->tx + sizeof(struct xring_dh);
-	size_t b0, b1, w0, w1, dl;
+/*
+ * One direction of a step: the segment's blocks [b0, b1) as @nmsg
+ * messages (at least one, empty for an empty segment), @msg of them done,
+ * @off bytes of the current one moved (@len in all, 0 while none is
+ * framed).  A message is its head (@hl bytes: header, done bytes), its
+ * words (@wl bytes at @w) and its tag: the words go out of the call's own
+ * and come into them (or, to be folded, into r->rx after the head), never
+ * through a copy of their own.
+ */
+struct xring_dir {
+	size_t		b0, b1, nmsg, msg, off, len, hl, wl;
+	uint32_t	*w;
+	uint64_t	tag;	/* network order */
+};
 
-	xring_seg(r, c, s, &b0, &b1, &w0, &w1);
-	dl = (b1 - b0 + 3) & ~(size_t)3;
-	memset(p, 0, dl);
-	memcpy(p, r->dn + b0, b1 - b0);
-	memcpy(p + dl, c->words + w0, (w1 - w0) * 4);
-	return dl + (w1 - w0) * 4;
+static void xring_dir_init(const struct xina_ring *r,
+			   const struct xring_call *c, uint32_t seg,
+			   struct xring_dir *d)
+{
+	memset(d, 0, sizeof(*d));
+	xring_seg(r, c, seg, &d->b0, &d->b1);
+	d->nmsg = (d->b1 - d->b0 + c->mb - 1) / c->mb;
+	if (!d->nmsg)
+		d->nmsg = 1;
 }
 
-/* Fold (or, @replace, take) the received segment @s into the call's. */
-static void xring_unpack(struct xina_ring *r, const struct xring_call *c,
-			 uint32_t s, bool replace)
+/* Blocks [*m0, *m1) of @d's current message. */
+static void xring_dir_blocks(const struct xring_call *c,
+			     const struct xring_dir *d, size_t *m0, size_t *m1)
 {
-	const uint8_t *p = r->rx + sizeof(struct xring_dh);
-	size_t b0, b1, w0, w1, dl, b, e0, e1;
-	const uint32_t *src;
-	uint32_t tmp[XINA_MAX_ELEMS];
+	*m0 = d->b0 + d->msg * c->mb;
+	*m1 = *m0 + c->mb < d->b1 ? *m0 + c->mb : d->b1;
+	if (*m0 > d->b1)
+		*m0 = d->b1;
+}
 
-	xring_seg(r, c, s, &b0, &b1, &w0, &w1);
-	dl = (b1 - b0 + 3) & ~(size_t)3;
-	src = (const uint32_t *)(p + dl);
-	for (b = b0; b < b1; b++) {
+/* The lengths and places of @d's current message; @head its buffer. */
+static void xring_dir_msg(const struct xring_call *c, struct xring_dir *d,
+			  uint8_t *head, bool in_place)
+{
+	size_t m0, m1, w0, w1;
+
+	xring_dir_blocks(c, d, &m0, &m1);
+	xring_words(c, m0, m1, &w0, &w1);
+	d->hl = sizeof(struct xring_dh) + ((m1 - m0 + 3) & ~(size_t)3);
+	d->wl = (w1 - w0) * 4;
+	/* 4-byte aligned: the header is 16 bytes, the done bytes padded */
+	d->w = in_place ? c->words + w0 : (uint32_t *)(head + d->hl);
+	d->len = d->hl + d->wl + 8;
+	d->off = 0;
+}
+
+/* Frame @d's current message: its head in r->tx, and its tag. */
+static void xring_frame(struct xina_ring *r, const struct xring_call *c,
+			struct xring_dir *d)
+{
+	struct xring_dh *dh = (struct xring_dh *)r->tx;
+	size_t m0, m1;
+
+	xring_dir_msg(c, d, r->tx, true);
+	xring_dir_blocks(c, d, &m0, &m1);
+	memset(r->tx + sizeof(*dh), 0, d->hl - sizeof(*dh));
+	memcpy(r->tx + sizeof(*dh), r->dn + m0, m1 - m0);
+	dh->magic = htonl(XRING_MAGIC);
+	dh->seq = htonl(r->next.seq++);
+	dh->len = htobe64(d->hl - sizeof(*dh) + d->wl);
+	d->tag = htobe64(xring_msg_tag(&r->next, r->tx, d->hl, d->w,
+				       d->wl / 4));
+}
+
+/*
+ * The message of @d, complete (head in r->rx): verify it, then fold its
+ * blocks into the call's words, or (@replace) take them, as they already
+ * are in place.  A block whose result a worker already holds ("done")
+ * wins every fold.
+ */
+static int xring_take(struct xina_ring *r, const struct xring_call *c,
+		      const struct xring_dir *d, bool replace, char *err,
+		      size_t errlen)
+{
+	const struct xring_dh *dh = (const struct xring_dh *)r->rx;
+	const uint8_t *p = r->rx + sizeof(*dh);
+	size_t m0, m1, w0, w1, b, e0, e1;
+
+	if (ntohl(dh->magic) != XRING_MAGIC ||
+	    ntohl(dh->seq) != r->prev.seq ||
+	    be64toh(dh->len) != d->len - 8 - sizeof(*dh) ||
+	    d->tag != htobe64(xring_msg_tag(&r->prev, r->rx, d->hl, d->w,
+					    d->wl / 4)))
+		return xring_err(err, errlen, -EBADMSG,
+				 "ring: message %u from rank %u does not verify (seq %u, %llu bytes, expected %zu): tampered with, or the workers disagree on the call",
+				 r->prev.seq, xring_prev_rank(r),
+				 ntohl(dh->seq),
+				 (unsigned long long)be64toh(dh->len),
+				 d->len - 8 - sizeof(*dh));
+	r->prev.seq++;
+	xring_dir_blocks(c, d, &m0, &m1);
+	xring_words(c, m0, m1, &w0, &w1);
+	for (b = m0; b < m1; b++) {
 		e0 = b * c->bw - w0;
 		e1 = ((b + 1) * c->bw < c->nwords ? (b + 1) * c->bw :
 		      c->nwords) - w0;
-		/* The receive buffer is only 4-byte aligned past the header. */
-		memcpy(tmp, src + e0, (e1 - e0) * 4);
-		if (replace || (!r->dn[b] && p[b - b0])) {
-			memcpy(c->words + w0 + e0, tmp, (e1 - e0) * 4);
-			r->dn[b] |= p[b - b0];
+		if (replace) {
+			r->dn[b] |= p[b - m0];
+		} else if (!r->dn[b] && p[b - m0]) {
+			memcpy(c->words + w0 + e0, d->w + e0, (e1 - e0) * 4);
+			r->dn[b] = p[b - m0];
 		} else if (!r->dn[b]) {
-			xring_fold(c->words + w0 + e0, tmp, e1 - e0, c->dtype,
-				   c->op);
+			xring_fold(c->words + w0 + e0, d->w + e0, e1 - e0,
+				   c->dtype, c->op);
 		}
 	}
+	return 0;
 }
 
-static int xring_bufs(struct xina_ring *r, const struct xring_call *c)
+/* The part of @d's message from d->off on: head at @head, words, tag. */
+static int xring_iov(struct xring_dir *d, uint8_t *head, struct iovec *iov)
 {
-	size_t need = sizeof(struct xring_dh) + 8, b0, b1, w0, w1, len;
-	uint32_t s;
+	struct iovec part[3] = {
+		{ head, d->hl }, { d->w, d->wl }, { &d->tag, 8 },
+	};
+	size_t off = d->off;
+	int i, n = 0;
 
-	for (s = 0; s < r->cfg.workers; s++) {
-		xring_seg(r, c, s, &b0, &b1, &w0, &w1);
-		len = sizeof(struct xring_dh) + 8 +
-		      xring_seg_len(b0, b1, w0, w1);
-		if (len > need)
-			need = len;
+	for (i = 0; i < 3; i++) {
+		if (off >= part[i].iov_len) {
+			off -= part[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (uint8_t *)part[i].iov_base + off;
+		iov[n++].iov_len = part[i].iov_len - off;
+		off = 0;
 	}
+	return n;
+}
+
+/*
+ * Move what the sockets take of @tx and give of @rx, without waiting:
+ * 1 when bytes moved, 0 when both would block, or a negative errno.
+ */
+static int xring_move(struct xina_ring *r, const struct xring_call *c,
+		      struct xring_dir *tx, struct xring_dir *rx,
+		      bool replace, char *err, size_t errlen)
+{
+	struct iovec iov[3];
+	struct msghdr mh = { .msg_iov = iov };
+	bool moved = false;
+	ssize_t n;
+	int e;
+
+	while (tx->msg < tx->nmsg) {
+		if (!tx->len)
+			xring_frame(r, c, tx);
+		mh.msg_iovlen = xring_iov(tx, r->tx, iov);
+		n = sendmsg(r->next.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return xring_err(err, errlen, -errno,
+					 "ring: sending to rank %u: %s",
+					 xring_next_rank(r), strerror(errno));
+		}
+		moved = true;
+		tx->off += n;
+		r->st.tx_bytes += n;
+		if (tx->off == tx->len) {
+			tx->msg++;
+			tx->len = 0;
+		}
+	}
+	while (rx->msg < rx->nmsg) {
+		if (!rx->len)
+			xring_dir_msg(c, rx, r->rx, replace);
+		mh.msg_iovlen = xring_iov(rx, r->rx, iov);
+		n = recvmsg(r->prev.fd, &mh, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n <= 0)
+			return xring_err(err, errlen, n ? -errno : -ECONNRESET,
+					 "ring: receiving from rank %u: %s",
+					 xring_prev_rank(r),
+					 n ? strerror(errno) : "connection closed");
+		moved = true;
+		rx->off += n;
+		r->st.rx_bytes += n;
+		if (rx->off == rx->len) {
+			e = xring_take(r, c, rx, replace, err, errlen);
+			if (e)
+				return e;
+			rx->msg++;
+			rx->len = 0;
+		}
+	}
+	return moved;
+}
+
+/*
+ * One step: segment @send_seg to the next rank and segment @recv_seg from
+ * the previous one, at the same time, message by message; the received
+ * ones folded in (or, @replace, taken) as they complete.  The timeout runs
+ * from the last byte that moved.
+ */
+static int xring_pass(struct xina_ring *r, const struct xring_call *c,
+		      uint32_t send_seg, uint32_t recv_seg, bool replace,
+		      char *err, size_t errlen)
+{
+	uint64_t deadline = xring_now_ms() + r->cfg.timeout_ms, now;
+	struct xring_dir tx, rx;
+	struct pollfd p[2];
+	int e;
+
+	xring_dir_init(r, c, send_seg, &tx);
+	xring_dir_init(r, c, recv_seg, &rx);
+	while (tx.msg < tx.nmsg || rx.msg < rx.nmsg) {
+		e = xring_move(r, c, &tx, &rx, replace, err, errlen);
+		if (e < 0)
+			return e;
+		now = xring_now_ms();
+		if (e) {
+			deadline = now + r->cfg.timeout_ms;
+			continue;
+		}
+		if (now >= deadline)
+			return xring_err(err, errlen, -ETIMEDOUT,
+					 "ring: no progress with ranks %u/%u for %d ms (sent %zu of %zu messages, received %zu of %zu)",
+					 xring_prev_rank(r), xring_next_rank(r),
+					 r->cfg.timeout_ms, tx.msg, tx.nmsg,
+					 rx.msg, rx.nmsg);
+		p[0] = (struct pollfd){ .fd = tx.msg < tx.nmsg ? r->next.fd : -1,
+					.events = POLLOUT };
+		p[1] = (struct pollfd){ .fd = rx.msg < rx.nmsg ? r->prev.fd : -1,
+					.events = POLLIN };
+		if (poll(p, 2, deadline - now < 200 ? (int)(deadline - now) : 200) < 0 &&
+		    errno != EINTR)
+			return xring_err(err, errlen, -errno, "poll: %s",
+					 strerror(errno));
+	}
+	return 0;
+}
+
+/* Room for the largest message of the call, and its done bytes. */
+static int xring_bufs(struct xina_ring *r, struct xring_call *c)
+{
+	size_t need;
+
+	c->mb = XRING_MSG_BYTES / 4 / c->bw;
+	if (!c->mb)
+		c->mb = 1;
+	need = sizeof(struct xring_dh) + 8 +
+	       xring_msg_len(c, 0, c->mb < c->nb ? c->mb : c->nb);
 	if (need > r->buf_sz) {
 		free(r->tx);
 		free(r->rx);
@@ -762,22 +948,6 @@ static int xring_bufs(struct xina_ring *r, const struct xring_call *c)
 			return -ENOMEM;
 	}
 	return 0;
-}
-
-/* One step: segment @send_seg out, @recv_seg in, folded or @taken. */
-static int xring_pass(struct xina_ring *r, const struct xring_call *c,
-		      uint32_t send_seg, uint32_t recv_seg, bool taken,
-		      char *err, size_t errlen)
-{
-	size_t b0, b1, w0, w1, slen;
-	int e;
-
-	slen = xring_pack(r, c, send_seg);
-	xring_seg(r, c, recv_seg, &b0, &b1, &w0, &w1);
-	e = xring_step(r, slen, xring_seg_len(b0, b1, w0, w1), err, errlen);
-	if (!e)
-		xring_unpack(r, c, recv_seg, taken);
-	return e;
 }
 
 int xina_ring_allreduce(struct xina_ring *r, uint32_t *words, size_t nwords,

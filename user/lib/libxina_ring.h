@@ -8,9 +8,10 @@
  *
  * Every connection is authenticated with a key derived from the job's
  * secret (label "xina-rng"): a challenge-response with a nonce from each
- * side, then a SipHash-2-4 tag on every message under a session key of
- * both nonces, with a sequence number (a replayed or reordered message
- * fails).  A connection that does not authenticate is closed and counted;
+ * side, then a tag on every message under a session key of both nonces
+ * (SipHash-2-4 over its header, sequence number included, and over the
+ * NH of its words under a session NH key: a replayed, reordered or
+ * altered message fails).  A connection that does not authenticate is closed and counted;
  * it changes nothing and is sent nothing but the server's nonce and tag
  * (Documentation/security.md, "The host fallback").
  */
@@ -30,8 +31,8 @@ struct xina_ring_cfg {
 	const struct sockaddr_in	*peers;	/* @workers entries: each rank's
 						 * ring address (listen, connect) */
 	const uint64_t			*key;	/* 2 words: xina_ring_key() */
-	int				timeout_ms;	/* to set up, and per
-							 * message */
+	int				timeout_ms;	/* to set up, and with
+							 * no byte moving */
 };
 
 struct xina_ring_stats {
@@ -55,9 +56,9 @@ int xina_ring_open(const struct xina_ring_cfg *cfg, struct xina_ring **out,
 		   char *err, size_t errlen);
 
 /*
- * Allreduce @nwords words (host order) at @words, in blocks of @bw words
- * (the last one may be shorter; @bw even for INT64), by @dtype and @op of
- * the wire.  @done, one byte per block or NULL: where non-zero, this
+ * Allreduce @nwords words (network order, as the switch has them; they
+ * travel so) at @words, in blocks of @bw words (the last one may be
+ * shorter; @bw even for INT64), by @dtype and @op of the wire.  @done, one byte per block or NULL: where non-zero, this
  * worker already holds the block's result (a switch answered it before it
  * went away); that result is taken as the block's result by everyone.
  * Every worker must call with the same @nwords, @bw, @dtype and @op.
