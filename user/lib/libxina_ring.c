@@ -728,7 +728,10 @@ static void xring_dir_msg(const struct xring_call *c, struct xring_dir *d,
 	d->hl = sizeof(struct xring_dh) + ((m1 - m0 + 3) & ~(size_t)3);
 	d->wl = (w1 - w0) * 4;
 	/* 4-byte aligned: the header is 16 bytes, the done bytes padded */
-	d->w = in_place ? c->words + w0 : (uint32_t *)(head + d->hl);
+	if (!in_place)
+		d->w = (uint32_t *)(head + d->hl);
+	else	/* a call of no words may come with no buffer */
+		d->w = c->words ? c->words + w0 : NULL;
 	d->len = d->hl + d->wl + 8;
 	d->off = 0;
 }
