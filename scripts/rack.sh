@@ -19,8 +19,8 @@
 #
 # Use as a command:
 #   scripts/rack.sh up RACK N [mtu M]      create (and tear down a stale one)
-#   scripts/rack.sh xdp RACK N [PINDIR]    attach xina: XDP on the ports,
-#                                          the pass program on worker eth0
+#   scripts/rack.sh xdp RACK N [PINDIR]    attach xina: XDP and the TC
+#                                          fan-out on the switch's ports
 #   scripts/rack.sh impair RACK N PERMILLE add loss in both directions
 #   scripts/rack.sh down RACK              delete everything of RACK
 # or source it and call the rack_* functions.
