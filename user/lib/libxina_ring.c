@@ -610,7 +610,6 @@ static void xring_fold(uint32_t *dst, const uint32_t *src, size_t n,
 	}
 }
 
-
 /*
  * The tag of a message: SipHash-2-4 under the session key of its head
  * (header and done bytes, @hlen bytes, zero-padded to whole words) and of
@@ -672,26 +671,19 @@ static void xring_words(const struct xring_call *c, size_t b0, size_t b1,
 	*w0 = b0 * c->bw < *w1 ? b0 * c->bw : *w1;
 }
 
-/* Payload bytes of the message of blocks [@b0, @b1): done bytes, words. */
-static size_t xring_msg_len(const struct xring_call *c, size_t b0, size_t b1)
-{
-	size_t w0, w1;
-
-	xring_words(c, b0, b1, &w0, &w1);
-	return ((b1 - b0 + 3) & ~(size_t)3) + (w1 - w0) * 4;
-}
-
 /*
  * One direction of a step: the segment's blocks [b0, b1) as @nmsg
  * messages (at least one, empty for an empty segment), @msg of them done,
  * @off bytes of the current one moved (@len in all, 0 while none is
- * framed).  A message is its head (@hl bytes: header, done bytes), its
- * words (@wl bytes at @w) and its tag: the words go out of the call's own
- * and come into them (or, to be folded, into r->rx after the head), never
- * through a copy of their own.
+ * framed).  The current message holds blocks [m0, m1), from word @w0 on;
+ * it is its head (@hl bytes: header, done bytes), its words (@wl bytes at
+ * @w) and its tag: the words go out of the call's own and come into them
+ * (or, to be folded, into r->rx after the head), never through a copy of
+ * their own.
  */
 struct xring_dir {
-	size_t		b0, b1, nmsg, msg, off, len, hl, wl;
+	size_t		b0, b1, nmsg, msg, off, len;
+	size_t		m0, m1, w0, hl, wl;
 	uint32_t	*w;
 	uint64_t	tag;	/* network order */
 };
@@ -707,31 +699,24 @@ static void xring_dir_init(const struct xina_ring *r,
 		d->nmsg = 1;
 }
 
-/* Blocks [*m0, *m1) of @d's current message. */
-static void xring_dir_blocks(const struct xring_call *c,
-			     const struct xring_dir *d, size_t *m0, size_t *m1)
-{
-	*m0 = d->b0 + d->msg * c->mb;
-	*m1 = *m0 + c->mb < d->b1 ? *m0 + c->mb : d->b1;
-	if (*m0 > d->b1)
-		*m0 = d->b1;
-}
-
-/* The lengths and places of @d's current message; @head its buffer. */
+/* @d's current message: its blocks, lengths and places (@head its buffer). */
 static void xring_dir_msg(const struct xring_call *c, struct xring_dir *d,
 			  uint8_t *head, bool in_place)
 {
-	size_t m0, m1, w0, w1;
+	size_t w1;
 
-	xring_dir_blocks(c, d, &m0, &m1);
-	xring_words(c, m0, m1, &w0, &w1);
-	d->hl = sizeof(struct xring_dh) + ((m1 - m0 + 3) & ~(size_t)3);
-	d->wl = (w1 - w0) * 4;
+	d->m0 = d->b0 + d->msg * c->mb;
+	d->m1 = d->m0 + c->mb < d->b1 ? d->m0 + c->mb : d->b1;
+	if (d->m0 > d->b1)
+		d->m0 = d->b1;
+	xring_words(c, d->m0, d->m1, &d->w0, &w1);
+	d->hl = sizeof(struct xring_dh) + ((d->m1 - d->m0 + 3) & ~(size_t)3);
+	d->wl = (w1 - d->w0) * 4;
 	/* 4-byte aligned: the header is 16 bytes, the done bytes padded */
 	if (!in_place)
 		d->w = (uint32_t *)(head + d->hl);
 	else	/* a call of no words may come with no buffer */
-		d->w = c->words ? c->words + w0 : NULL;
+		d->w = c->words ? c->words + d->w0 : NULL;
 	d->len = d->hl + d->wl + 8;
 	d->off = 0;
 }
@@ -741,12 +726,10 @@ static void xring_frame(struct xina_ring *r, const struct xring_call *c,
 			struct xring_dir *d)
 {
 	struct xring_dh *dh = (struct xring_dh *)r->tx;
-	size_t m0, m1;
 
 	xring_dir_msg(c, d, r->tx, true);
-	xring_dir_blocks(c, d, &m0, &m1);
 	memset(r->tx + sizeof(*dh), 0, d->hl - sizeof(*dh));
-	memcpy(r->tx + sizeof(*dh), r->dn + m0, m1 - m0);
+	memcpy(r->tx + sizeof(*dh), r->dn + d->m0, d->m1 - d->m0);
 	dh->magic = htonl(XRING_MAGIC);
 	dh->seq = htonl(r->next.seq++);
 	dh->len = htobe64(d->hl - sizeof(*dh) + d->wl);
@@ -766,7 +749,7 @@ static int xring_take(struct xina_ring *r, const struct xring_call *c,
 {
 	const struct xring_dh *dh = (const struct xring_dh *)r->rx;
 	const uint8_t *p = r->rx + sizeof(*dh);
-	size_t m0, m1, w0, w1, b, e0, e1;
+	size_t b, e0, e1;
 
 	if (ntohl(dh->magic) != XRING_MAGIC ||
 	    ntohl(dh->seq) != r->prev.seq ||
@@ -780,19 +763,17 @@ static int xring_take(struct xina_ring *r, const struct xring_call *c,
 				 (unsigned long long)be64toh(dh->len),
 				 d->len - 8 - sizeof(*dh));
 	r->prev.seq++;
-	xring_dir_blocks(c, d, &m0, &m1);
-	xring_words(c, m0, m1, &w0, &w1);
-	for (b = m0; b < m1; b++) {
-		e0 = b * c->bw - w0;
+	for (b = d->m0; b < d->m1; b++) {
+		e0 = b * c->bw - d->w0;
 		e1 = ((b + 1) * c->bw < c->nwords ? (b + 1) * c->bw :
-		      c->nwords) - w0;
+		      c->nwords) - d->w0;
 		if (replace) {
-			r->dn[b] |= p[b - m0];
-		} else if (!r->dn[b] && p[b - m0]) {
-			memcpy(c->words + w0 + e0, d->w + e0, (e1 - e0) * 4);
-			r->dn[b] = p[b - m0];
+			r->dn[b] |= p[b - d->m0];
+		} else if (!r->dn[b] && p[b - d->m0]) {
+			memcpy(c->words + d->w0 + e0, d->w + e0, (e1 - e0) * 4);
+			r->dn[b] = p[b - d->m0];
 		} else if (!r->dn[b]) {
-			xring_fold(c->words + w0 + e0, d->w + e0, e1 - e0,
+			xring_fold(c->words + d->w0 + e0, d->w + e0, e1 - e0,
 				   c->dtype, c->op);
 		}
 	}
@@ -927,13 +908,14 @@ static int xring_pass(struct xina_ring *r, const struct xring_call *c,
 /* Room for the largest message of the call, and its done bytes. */
 static int xring_bufs(struct xina_ring *r, struct xring_call *c)
 {
+	struct xring_dir first = { .b1 = c->nb };	/* no message is longer */
 	size_t need;
 
 	c->mb = XRING_MSG_BYTES / 4 / c->bw;
 	if (!c->mb)
 		c->mb = 1;
-	need = sizeof(struct xring_dh) + 8 +
-	       xring_msg_len(c, 0, c->mb < c->nb ? c->mb : c->nb);
+	xring_dir_msg(c, &first, NULL, true);
+	need = first.len;
 	if (need > r->buf_sz) {
 		free(r->tx);
 		free(r->rx);
