@@ -874,7 +874,7 @@ static int xring_pass(struct xina_ring *r, const struct xring_call *c,
 	uint64_t deadline = xring_now_ms() + r->cfg.timeout_ms, now;
 	struct xring_dir tx, rx;
 	struct pollfd p[2];
-	int e;
+	int e, wait;
 
 	xring_dir_init(r, c, send_seg, &tx);
 	xring_dir_init(r, c, recv_seg, &rx);
@@ -897,8 +897,8 @@ static int xring_pass(struct xina_ring *r, const struct xring_call *c,
 					.events = POLLOUT };
 		p[1] = (struct pollfd){ .fd = rx.msg < rx.nmsg ? r->prev.fd : -1,
 					.events = POLLIN };
-		if (poll(p, 2, deadline - now < 200 ? (int)(deadline - now) : 200) < 0 &&
-		    errno != EINTR)
+		wait = deadline - now < 200 ? (int)(deadline - now) : 200;
+		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			return xring_err(err, errlen, -errno, "poll: %s",
 					 strerror(errno));
 	}
