@@ -257,15 +257,23 @@ for f in up rack0 rack1 rack2; do
 done
 racks_spine_xdp "$RACK" "$NR" "$SPIN" && racks_xdp "$RACK" 2 "$N"
 check_err $? "xina could not be attached to the spine and to rack 2"
-# the upper job: a member per rack, where its partials come from
-upm=()
-for ((r = 0; r < NR; r++)); do
-	a=$(racks_uplink_ip "$r")
-	[ "$r" -eq "$AR" ] && a=$(racks_switch_ip "$r")
-	upm+=(member "$r" "$a:${XINA_PORT:-9277}")
-done
-sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
-	keyfile "$TMP/up.key" "${upm[@]}" >/dev/null
+# upper_job KEYFILE AGENT_RACKS: the spine's upper job UJOB, a member per
+# rack where its partials come from: the address its agent binds (the
+# rack switch's) for a rack in AGENT_RACKS, its uplink's for the others.
+upper_job()
+{
+	local key=$1 agents=" $2 " r a upm=()
+
+	for ((r = 0; r < NR; r++)); do
+		a=$(racks_uplink_ip "$r")
+		[[ "$agents" == *" $r "* ]] && a=$(racks_switch_ip "$r")
+		upm+=(member "$r" "$a:${XINA_PORT:-9277}")
+	done
+	sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
+		keyfile "$key" "${upm[@]}" >/dev/null
+}
+
+upper_job "$TMP/up.key" "$AR"
 check_err $? "upper job $UJOB of $NR members could not be added at the spine"
 
 # rack_job R ID ARGS...: rack R's job ID of its N workers (global ranks).
@@ -563,12 +571,7 @@ for r in 0 2; do
 done
 [ -z "$bad" ]
 check_err $? "racks 0 and 2 could not give up their XDP switches:$bad"
-upm=()
-for ((r = 0; r < NR; r++)); do
-	upm+=(member "$r" "$(racks_switch_ip "$r"):${XINA_PORT:-9277}")
-done
-sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
-	keyfile "$TMP/up2.key" "${upm[@]}" >/dev/null
+upper_job "$TMP/up2.key" "$(seq -s ' ' 0 $((NR - 1)))"
 check_err $? "upper job $UJOB of $NR agents could not be added at the spine"
 bad=""
 for ((r = 0; r < NR; r++)); do
