@@ -28,7 +28,9 @@
 # Two levels (issue 12), with the upper job on an XDP switch: either at
 # the spine (racks_spine_xdp attaches xina to the spine's ends of the
 # inter-rack links, the upper switch at racks_spine_ip R for rack R), or on
-# a rack's switch.  A rack with an XDP switch hands its partial up itself
+# a rack's switch; or with the upper job at the spine in user space
+# (racks_spine_swagg: xina-swagg in the spine namespace, an agent in every
+# rack as its members).  A rack with an XDP switch hands its partial up itself
 # ("xinactl job add ... up": its rack job's uplink leaves by up0, from
 # racks_uplink_ip R); racks_agent runs xina-swagg --up in the switch
 # namespace of a rack without one, at the rack's switch address: the
@@ -214,6 +216,38 @@ racks_spine_xdp()
 		ip netns exec "$sp" "$XINACTL" -P "$pin" dev attach "r$r" ||
 			return 1
 	done
+}
+
+# racks_bound NS PORT PID: true once PID lives and something in NS
+# listens on UDP PORT.
+racks_bound()
+{
+	kill -0 "$3" 2>/dev/null || return 1
+	[ -n "$(ip netns exec "$1" ss -Hunl "sport = :$2")" ]
+}
+
+# racks_spine_swagg NAME R OUT UPJOB UPKEY [ARGS...]: the upper switch at
+# the spine in user space: xina-swagg in the spine namespace, listening on
+# every inter-rack link, the upper job UPJOB of R members, member r the
+# agent of rack r at its switch's address (an agent in every rack: no XDP
+# program anywhere).  ARGS go to xina-swagg (--slots, --elems, ...); its
+# counters go to OUT at exit, its log to OUT.err; its pid in
+# RACKS_SPINE_PID once its socket is bound.
+racks_spine_swagg()
+{
+	local name=$1 nr=$2 out=$3 upjob=$4 upkey=$5 r port=${XINA_PORT:-9277}
+	local -a members
+
+	shift 5
+	for ((r = 0; r < nr; r++)); do
+		members+=(--member "$r=$(racks_switch_ip "$r"):$port")
+	done
+	ip netns exec "$name-spine" "$XINA_O/xina-swagg" --port "$port" \
+		--job "$upjob" --key-file "$upkey" --workers "$nr" --json \
+		"${members[@]}" "$@" >"$out" 2>"$out.err" &
+	RACKS_SPINE_PID=$!
+	rack_wait 10 racks_bound "$name-spine" "$port" "$RACKS_SPINE_PID" ||
+		{ rack_die "the spine's xina-swagg did not come up: $(cat "$out.err")"; return 1; }
 }
 
 # racks_uplink_bytes NAME R: "UP DOWN", the bytes rack R's inter-rack link

@@ -41,7 +41,10 @@
 #   (jobs deleted, programs detached) for agents, the spine's upper job is
 #   made again with the three agents as its members: bit-exact, the flat
 #   job's bits, 1..1.05 bytes per tensor byte on every link, a result for
-#   every partial of every agent.
+#   every partial of every agent;
+# - the spine's XDP switch given up for xina-swagg (the upper switch in
+#   user space): bit-exact with and without 1% loss on the wire, a
+#   completed round at the spine for every partial.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -198,7 +201,7 @@ rack_key()
 	echo "--job $((RJOB + $1 / N)) --key-file $TMP/rack$(($1 / N)).key"
 }
 
-tap_begin 15
+tap_begin 16
 
 racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" wire && racks_xdp "$RACK" 0 "$N" "$PIN"
 check_err $? "racks of racks could not be set up"
@@ -386,10 +389,12 @@ hier()
 		--timeout-ms 10000
 	check_err $? "$? of $W workers failed: $(failed_workers "$dir")"
 	check_workers "$W" "$dir"
-	CTL=sctl check_switch "$UJOB" "$NR"
 	check_uplinks
 	uplink_check "two levels $label" $((bytes * ITERS)) "$min" "$max"
 	HIER_SUM=$(jq -r .checksum "$dir/w0.json")
+	# xina-swagg at the spine: its counters are read when it stops
+	[ -n "${SPINE_SWAGG:-}" ] && return
+	CTL=sctl check_switch "$UJOB" "$NR"
 	# the racks' joins of the upper job name the workers' run; with
 	# UPPER_RUN0, none did: agents alone, the first run since they
 	# joined at start naming none (bpf/xina_join.h), an epoch they keep
@@ -613,5 +618,76 @@ for ((r = 0; r < NR; r++)); do
 	check_err $? "rack $r's agent: sent $sent results $results bad_tag $bad contrib $contrib complete $complete"
 done
 log_test "every rack through an agent (racks 0 and 2 gave up their XDP switches), the upper switch at the spine: i32 and f32 bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte on every link, a result for every partial"
+
+# ---- the upper switch at the spine in user space -------------------------
+# The spine gives its XDP switch up for xina-swagg (racks_spine_swagg):
+# aggregation in user space on both levels, no XDP program anywhere.  The
+# same bits as the flat job, with and without 1% loss on the wire, and the
+# spine's own counts: a round completed for every partial of every agent
+# (a contribution from each), resends answered from the kept results.
+sctl job del "$UJOB"
+check_err $? "the upper job could not be deleted at the spine"
+bad=""
+for ((r = 0; r < NR; r++)); do
+	sctl dev detach "r$r" || bad="$bad r$r"
+done
+[ -z "$bad" ]
+check_err $? "the spine's XDP switch could not be detached from:$bad"
+UJOB=$((UJOB + 1))
+racks_spine_swagg "$RACK" "$NR" "$TMP/spine.json" "$UJOB" "$TMP/up2.key" \
+	--slots "$SLOTS" --elems "$ELEMS"
+check_err $? "xina-swagg did not come up at the spine"
+SPINE=$RACKS_SPINE_PID
+bad=""
+for ((r = 0; r < NR; r++)); do
+	if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
+		"$TMP/swagg-agent$r.json" "$r" "$TMP/up2.key" "$UJOB" \
+		--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
+		--workers "$W" --slots "$SLOTS" --elems "$ELEMS"; then
+		AGENT="$AGENT $RACKS_AGENT_PID"
+	else
+		bad="$bad $r"
+	fi
+done
+[ -z "$bad" ]
+check_err $? "the agents of racks$bad did not join the spine's xina-swagg"
+progs=$(ip -n "$RACK-spine" -j link show | jq '[.[] | select(.xdp)] | length')
+[ "$progs" = 0 ]
+check_err $? "the spine has $progs interfaces with XDP, want none"
+SPINE_SWAGG=1 hier i32 "$BYTES" i32-swagg
+[ "$HIER_SUM" = "${FLAT[i32]}" ]
+check_err $? "xina-swagg at the spine, i32: checksum $HIER_SUM, the flat job's ${FLAT[i32]}"
+SPINE_SWAGG=1 hier f32 "$BYTES" f32-swagg 100 105
+[ "$HIER_SUM" = "${FLAT[f32]}" ]
+check_err $? "xina-swagg at the spine, f32: checksum $HIER_SUM, the flat job's ${FLAT[f32]}"
+racks_loss "$RACK" "$LOSS_PERMILLE"
+check_err $? "nftables loss on the wire could not be set up"
+read -r seen0 drop0 <<<"$(racks_loss_counts "$RACK")"
+SPINE_SWAGG=1 hier i32 "$LOSS_BYTES" i32-swagg-loss
+read -r seen drop <<<"$(racks_loss_counts "$RACK")"
+racks_loss_off "$RACK"
+log_info "xina-swagg at the spine, i32: the wire judged $((seen - seen0)) xina packets, dropped $((drop - drop0))"
+[ "$drop" -gt "$drop0" ]
+check_err $? "under loss: the wire dropped nothing ($drop0 before, $drop after)"
+stop_agents
+kill -INT "$SPINE" && wait "$SPINE"
+check_err $? "the spine's xina-swagg did not stop cleanly: $(cat "$TMP/spine.json.err")"
+log_info "the spine's xina-swagg: $(jq -c . "$TMP/spine.json")"
+ups=0 resent=0
+for ((r = 0; r < NR; r++)); do
+	a=$TMP/swagg-agent$r.json
+	read -r sent results rs bad <<<"$(jq -r \
+		'"\(.up.sent) \(.up.results) \(.up.resent) \(.up.bad_tag)"' "$a")"
+	[ "$sent" -gt 0 ] && [ "$results" = "$sent" ] && [ "$bad" = 0 ]
+	check_err $? "rack $r's agent: sent $sent results $results bad_tag $bad"
+	ups=$((ups + sent)) resent=$((resent + rs))
+done
+read -r contrib complete dup answered bad <<<"$(jq -r \
+	'"\(.contrib) \(.complete) \(.dup) \(.retrans_answered) \(.drop_auth + .malformed + .drop_member)"' \
+	"$TMP/spine.json")"
+[ "$contrib" = "$ups" ] && [ "$contrib" = $((NR * complete)) ] &&
+	[ "$resent" -gt 0 ] && [ $((dup + answered)) -gt 0 ] && [ "$bad" = 0 ]
+check_err $? "the spine's xina-swagg: contrib $contrib (the agents sent $ups partials), complete $complete, dup $dup, answered $answered, dropped $bad; the agents resent $resent"
+log_test "xina-swagg at the spine, an agent in every rack (no XDP anywhere): i32 and f32 bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte on every link; under 1% loss on the wire bit-exact, resends answered; a completed round for every partial"
 
 tap_end

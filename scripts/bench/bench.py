@@ -71,11 +71,11 @@ JOB = 1
 LINK_RATE_BPS = 400_000_000
 
 # Racks of racks (issue 12): RACKS_NR racks of RACKS_N workers
-# (scripts/racks.sh, the layout of selftests/xina_racks.sh), xina on rack
-# 0's switch only.  Two levels: the upper job on rack 0's XDP switch holds
-# rack 0's workers and one agent (xina-swagg --up) per other rack, each
-# standing for its rack's workers.  Flat: one job of all the workers on
-# rack 0's switch.
+# (scripts/racks.sh, the layout of selftests/xina_racks.sh).  Two levels:
+# the upper job on rack 0's XDP switch holds rack 0's workers and one agent
+# (xina-swagg --up) per other rack, each standing for its rack's workers;
+# or the upper job at the spine (an XDP switch, or xina-swagg), one member
+# per rack.  Flat: one job of all the workers on rack 0's switch.
 RACKS_NR, RACKS_N = 3, 3
 RACKS_HJOB = 600
 RACKS_FLAT_JOB = 601
@@ -397,6 +397,15 @@ class Racks:
         self.sh(f"racks_spine_xdp {self.name} {self.nr}")
         for r in racks_xdp:
             self.sh(f"racks_xdp {self.name} {r} {self.n}")
+
+    def spine_swagg(self, out, upjob, upkey, args):
+        """The upper switch at the spine in user space (racks_spine_swagg:
+        xina-swagg in the spine namespace, rack r's agent its member r);
+        its pid."""
+        pid = self.sh(f"racks_spine_swagg {self.name} {self.nr} {out} "
+                      f"{upjob} {upkey} {' '.join(args)} && "
+                      "echo $RACKS_SPINE_PID")
+        return int(pid.split()[-1])
 
     def sctl(self, *args):
         """xinactl on the spine's switch."""
@@ -1024,8 +1033,9 @@ class Bench:
         flat (every worker a member of one job on rack 0's switch), then
         two levels with the upper switch at the spine (racks 0 and 2
         handing up from their XDP switches, rack 1 through an agent).
-        The layout at the spine with an agent in every rack runs first,
-        on racks without any other XDP program (made anew after it)."""
+        The layouts at the spine with an agent in every rack (the upper
+        switch xina-swagg, then XDP) run first, on racks without any other
+        XDP program (made anew after them)."""
         q = self.plan()["racks"]
         sizes, iters = q["sizes"], q["iters"]
         rs = Racks(f"{self.rack.name}k", self.o, RACKS_NR, RACKS_N)
@@ -1061,7 +1071,7 @@ class Bench:
         the racks made anew (no XDP program anywhere), then the flat peers
         and xina's layouts (two levels on rack 0's switch, flat, two levels
         at the spine), xina first in odd rounds and the peers first in even
-        ones (the first pass had the peers first); the layout at the spine
+        ones (the first pass had the peers first); the layouts at the spine
         with agents in every rack before XDP on rack 0.  report.py takes each
         system's median over its launches."""
         first = len(self.results)
@@ -1173,17 +1183,21 @@ class Bench:
                         log(f"rack {r}'s agent: {f.read().strip()[-400:]}")
 
     def racks_spine_agents(self, rs, sizes, iters, regimes):
-        """The upper switch at the spine, an agent in every rack
-        (xina-spine-agents): no XDP program in any rack, so rack 0 has none
-        yet when this runs; the racks are made anew after it, without the
-        spine's."""
+        """An agent in every rack, the upper switch at the spine in user
+        space (xina-spine-swagg: xina-swagg), then as an XDP switch
+        (xina-spine-agents): no XDP program in any rack, so rack 0 has
+        none yet when this runs; the racks are made anew after it, without
+        the spine's."""
+        self.racks_spine(rs, sizes, iters, regimes, agent_racks=range(rs.nr),
+                         system="xina-spine-swagg", spine="swagg")
         self.racks_spine(rs, sizes, iters, regimes,
                          agent_racks=range(rs.nr), system="xina-spine-agents")
         rs.down()
         rs.up()
 
     def racks_spine(self, rs, sizes, iters, regimes,
-                    agent_racks=(RACKS_AGENT_RACK,), system="xina-spine"):
+                    agent_racks=(RACKS_AGENT_RACK,), system="xina-spine",
+                    spine="xdp"):
         """xina two levels with the upper switch at the spine (xina-spine):
         xina on the spine's ends of the inter-rack links holds the upper
         job, one member per rack; the racks with an XDP switch (all but
@@ -1192,7 +1206,9 @@ class Bench:
         selftests/xina_racks.sh).  Every rack's job has the same id, on its
         own switch or agent.  The switches' CPU: the run time of the XDP
         and TC programs of the spine and of the XDP racks; the agents
-        apart."""
+        apart.  With @spine "swagg" the upper job is xina-swagg's in the
+        spine namespace (every rack through its agent) and the switch's
+        CPU that process's."""
         keydir = os.path.dirname(self.keyfile)
         upkey = os.path.join(keydir, "spine.key")
         keys = [os.path.join(keydir, f"spine-rack{r}.key")
@@ -1200,13 +1216,21 @@ class Bench:
         for k in [upkey] + keys:
             self.genkey(k)
         xdp_racks = [r for r in range(rs.nr) if r not in agent_racks]
-        rs.spine_xdp([r for r in xdp_racks if r != 0])
-        upm = sum((["member", str(r),
-                    f"{rs.switch_ip(r) if r in agent_racks else rs.uplink_ip(r)}:9277"]
-                   for r in range(rs.nr)), [])
-        rs.sctl("job", "add", str(RACKS_SPINE_JOB), "workers", str(rs.nr),
-                "slots", str(SLOTS), "elems", str(ELEMS), "keyfile", upkey,
-                *upm)
+        spine_pid = None
+        if spine == "swagg":
+            assert not xdp_racks
+            spine_out = os.path.join(keydir, "spine-swagg.json")
+            spine_pid = rs.spine_swagg(spine_out, RACKS_SPINE_JOB, upkey,
+                                       ["--slots", str(SLOTS), "--elems",
+                                        str(ELEMS)])
+        else:
+            rs.spine_xdp([r for r in xdp_racks if r != 0])
+            upm = sum((["member", str(r),
+                        f"{rs.switch_ip(r) if r in agent_racks else rs.uplink_ip(r)}:9277"]
+                       for r in range(rs.nr)), [])
+            rs.sctl("job", "add", str(RACKS_SPINE_JOB), "workers",
+                    str(rs.nr), "slots", str(SLOTS), "elems", str(ELEMS),
+                    "keyfile", upkey, *upm)
         for r in xdp_racks:
             m = sum((["member", str(r * rs.n + i),
                       f"{rs.ip(r * rs.n + i)}:{WORKER_PORT}"]
@@ -1225,19 +1249,29 @@ class Bench:
                     ["--job", str(RACKS_RACK_JOB), "--key-file", keys[ar],
                      "--workers", str(rs.w), "--slots", str(SLOTS),
                      "--elems", str(ELEMS)], up_addr=rs.spine_ip(ar))
-            progs = sum((["--switch-prog", str(p)] for p in rs.prog_ids(
-                [f"{rs.name}-spine"] + [rs.sw(r) for r in xdp_racks])), [])
+            if spine_pid:
+                progs = ["--switch-pid", str(spine_pid)]
+                method = ("the spine's xina-swagg process CPU; the agents "
+                          "apart")
+            else:
+                progs = sum((["--switch-prog", str(p)] for p in rs.prog_ids(
+                    [f"{rs.name}-spine"] + [rs.sw(r) for r in xdp_racks])),
+                    [])
+                method = ("the XDP and TC programs' run time (bpf_stats) of "
+                          "the spine and of the XDP racks; the agents apart")
             for regime in regimes:
                 self.set_regime(regime, rs.n, rs.racks)
                 self.racks_two_level(
                     system, rs, sizes, iters, RACKS_RACK_JOB, keys,
-                    list(agents.values()), progs,
-                    "the XDP and TC programs' run time (bpf_stats) of the "
-                    "spine and of the XDP racks; the agents apart")
+                    list(agents.values()), progs, method)
             self.set_regime("cpu", rs.n, rs.racks)
         finally:
             for p in agents.values():
                 stop_pid(p)
+            if spine_pid:
+                stop_pid(spine_pid)
+                with open(spine_out) as f:
+                    log(f"the spine's xina-swagg: {f.read().strip()[-400:]}")
             for r in xdp_racks:
                 log(f"rack {r}'s uplink: " + rs.racks[r].xctl(
                     "-j", "job", "show", str(RACKS_RACK_JOB)).strip()[-600:])

@@ -29,14 +29,16 @@ TITLES = {"xina-xdp": "xina (XDP switch)", "xina-swagg": "xina-swagg (user space
 SHORT = {"xina-xdp": "xina", "xina-swagg": "swagg", "openmpi": "OpenMPI",
          "gloo": "Gloo"}
 # The racks of racks (issue 12): xina in two levels and flat, the peers flat.
-RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-spine-agents", "xina-flat",
-                 "openmpi", "gloo"]
+RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-spine-agents",
+                 "xina-spine-swagg", "xina-flat", "openmpi", "gloo"]
 TITLES.update({"xina-hier": "xina, two levels (rack agents)",
                "xina-spine": "xina two-level, upper switch at the spine",
                "xina-spine-agents": "xina, spine switch, agent in every rack",
+               "xina-spine-swagg": "xina, xina-swagg at the spine, agent in every rack",
                "xina-flat": "xina, flat (one job on rack 0's switch)"})
 SHORT.update({"xina-hier": "xina 2 levels", "xina-spine": "xina spine",
               "xina-spine-agents": "xina spine+agents",
+              "xina-spine-swagg": "xina swagg spine+agents",
               "xina-flat": "xina flat"})
 REGIMES = {"cpu": "CPU-bound", "link": "link-bound"}
 # The projection: a 100 Gbit/s port, frames of the largest element count
@@ -839,11 +841,12 @@ class Report:
     def racks_agents(self):
         """The agents' CPU in each regime, of each layout with agents:
         two levels on rack 0's switch, and at the spine with an agent in
-        every rack."""
+        every rack (the upper switch XDP or xina-swagg)."""
         out = []
         for system, what in (("xina-hier", "rack 0's XDP programs"),
                              ("xina-spine-agents", "the spine's XDP and "
-                              "TC programs")):
+                              "TC programs"),
+                             ("xina-spine-swagg", "the spine's xina-swagg")):
             for regime in REGIMES:
                 r = self.racks_get(system, "f32", regime) or \
                     self.racks_get(system, "i32", regime)
@@ -872,6 +875,8 @@ class Report:
         for system, how in (("xina-spine", "upper switch at the spine"),
                             ("xina-spine-agents", "upper switch at the "
                              "spine, an agent in every rack"),
+                            ("xina-spine-swagg", "xina-swagg at the spine, "
+                             "an agent in every rack"),
                             ("xina-hier", "upper job on rack 0's switch")):
             for regime in REGIMES:
                 for dtype in ("f32", "i32"):
@@ -932,7 +937,14 @@ class Report:
                 "through its agent (`xina-swagg --up` in the rack's switch "
                 "namespace) and no XDP program in any rack: in-network "
                 "aggregation at the spine only, the racks as they are.  "
-                if "xina-spine-agents" in self.racks_systems() else "") +
+                if "xina-spine-agents" in self.racks_systems() else "") + (
+                "**xina, xina-swagg at the spine, agent in every rack**: "
+                "the same, with the upper job held by `xina-swagg` (the "
+                "user-space xina switch, AVX2 adds and tags) in the spine "
+                "namespace instead of XDP on its ports: aggregation in user "
+                "space on both levels, the workers' and agents' datagrams "
+                "crossing every link as GSO trains.  "
+                if "xina-spine-swagg" in self.racks_systems() else "") +
             "For the other two xina rows, xina runs on "
             "rack 0's switch only (XDP on its ports and its uplink); racks 1 "
             "and 2 have no XDP program.  **xina, two levels**: the upper job on rack 0's "
@@ -959,7 +971,8 @@ class Report:
             "other work there competes for the same CPUs).  CPU seconds per "
             "GiB of tensor: host-wide busy time, the worker processes' time, "
             "for xina the switch's (the XDP and TC programs' run time, "
-            "rack 0's or the spine's) and the agents' (their processes' "
+            "rack 0's or the spine's, or the spine's xina-swagg process "
+            "time) and the agents' (their processes' "
             "time over the launch, warm-up and barriers included, per GiB "
             "of the launch's calls).  The columns are not to be added: "
             "a switch's programs run in the softirq of whoever sent to it, "
