@@ -17,8 +17,8 @@
 #
 # SECTIONS=racks (or rack; bench.py --sections) runs only those: 3 racks
 # of 3 workers (scripts/racks.sh; xina in four two-level layouts and
-# flat, Gloo and OpenMPI flat, both regimes; 11-12 min with QUICK=1, 13.5
-# without, before the fourth layout), or everything else.  Such a partial run writes
+# flat, Gloo and OpenMPI flat, both regimes; 14.5 min, 11-12 with QUICK=1
+# before the fourth layout), or everything else.  Such a partial run writes
 # $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves
 # Documentation/benchmarks.md to the full run.
 #
