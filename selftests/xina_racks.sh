@@ -560,6 +560,27 @@ hier i32 "$BYTES" i32-rekey
 check_err $? "after the new upper secret: checksum $HIER_SUM (the flat job's ${FLAT[i32]}), rack 0 sent $(up_of 0 sent) partials up ($sent0 before)"
 log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): a rack on the old key refused (BAD_KEY echoing its join, join_refused), then bit-exact through the two levels"
 
+# agents_up PREFIX WHAT: an agent in every rack, each joined to the spine's
+# upper job UJOB (key up2.key) at its end of the rack's link; agent r's
+# counters in $TMP/PREFIX$r.json.  A failure says which racks' agents WHAT.
+agents_up()
+{
+	local r bad=""
+
+	for ((r = 0; r < NR; r++)); do
+		if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
+			"$TMP/$1$r.json" "$r" "$TMP/up2.key" "$UJOB" \
+			--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
+			--workers "$W" --slots "$SLOTS" --elems "$ELEMS"; then
+			AGENT="$AGENT $RACKS_AGENT_PID"
+		else
+			bad="$bad $r"
+		fi
+	done
+	[ -z "$bad" ]
+	check_err $? "the agents of racks$bad $2"
+}
+
 # ---- the upper switch at the spine, an agent in every rack ---------------
 # Racks 0 and 2 give their XDP switches up for agents (README, "Racks of
 # racks"): no XDP program in any rack, the spine's upper job made again
@@ -578,19 +599,7 @@ done
 check_err $? "racks 0 and 2 could not give up their XDP switches:$bad"
 upper_job "$TMP/up2.key" "$(seq -s ' ' 0 $((NR - 1)))"
 check_err $? "upper job $UJOB of $NR agents could not be added at the spine"
-bad=""
-for ((r = 0; r < NR; r++)); do
-	if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
-		"$TMP/agents-$r.json" "$r" "$TMP/up2.key" "$UJOB" \
-		--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
-		--workers "$W" --slots "$SLOTS" --elems "$ELEMS"; then
-		AGENT="$AGENT $RACKS_AGENT_PID"
-	else
-		bad="$bad $r"
-	fi
-done
-[ -z "$bad" ]
-check_err $? "the agents of racks$bad did not come up"
+agents_up agents- "did not come up"
 progs=0
 for ((r = 0; r < NR; r++)); do
 	progs=$((progs + $(xdp_count "$r")))
@@ -638,19 +647,7 @@ racks_spine_swagg "$RACK" "$NR" "$TMP/spine.json" "$UJOB" "$TMP/up2.key" \
 	--slots "$SLOTS" --elems "$ELEMS"
 check_err $? "xina-swagg did not come up at the spine"
 SPINE=$RACKS_SPINE_PID
-bad=""
-for ((r = 0; r < NR; r++)); do
-	if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
-		"$TMP/swagg-agent$r.json" "$r" "$TMP/up2.key" "$UJOB" \
-		--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
-		--workers "$W" --slots "$SLOTS" --elems "$ELEMS"; then
-		AGENT="$AGENT $RACKS_AGENT_PID"
-	else
-		bad="$bad $r"
-	fi
-done
-[ -z "$bad" ]
-check_err $? "the agents of racks$bad did not join the spine's xina-swagg"
+agents_up swagg-agent "did not join the spine's xina-swagg"
 progs=$(ip -n "$RACK-spine" -j link show | jq '[.[] | select(.xdp)] | length')
 [ "$progs" = 0 ]
 check_err $? "the spine has $progs interfaces with XDP, want none"
