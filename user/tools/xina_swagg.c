@@ -86,7 +86,10 @@ static void sw_usage(FILE *f)
 		"--up: a rack agent: the members given (any subset of the job's --workers ranks)\n"
 		"      are the rack's; their aggregate goes to the upper switch as rank R of the\n"
 		"      upper job (--up-job, default --job, secret in --up-key-file), and its result\n"
-		"      comes back down to them.\n");
+		"      comes back down to them.\n"
+		"Without --up it can be the upper switch of such jobs: its members are then the\n"
+		"racks' agents or the uplinks of racks whose XDP switches hand up, each standing\n"
+		"for its rack (Documentation/protocol.md, \"Two levels\").\n");
 }
 
 int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
