@@ -229,18 +229,23 @@ racks_bound()
 # racks_spine_swagg NAME R OUT UPJOB UPKEY [ARGS...]: the upper switch at
 # the spine in user space: xina-swagg in the spine namespace, listening on
 # every inter-rack link, the upper job UPJOB of R members, member r the
-# agent of rack r at its switch's address (an agent in every rack: no XDP
-# program anywhere).  ARGS go to xina-swagg (--slots, --elems, ...); its
-# counters go to OUT at exit, its log to OUT.err; its pid in
-# RACKS_SPINE_PID once its socket is bound.
+# agent of rack r at its switch's address, or, for the racks listed in
+# RACKS_SPINE_XDP (e.g. "0 2"), rack r's XDP switch handing up from its
+# uplink's address.  An XDP uplink redirects into up0, which on veth needs
+# NAPI at the link's far end: the wire's bridge gives it (racks_up ...
+# wire), else the spine's end needs GRO on.  ARGS go to xina-swagg
+# (--slots, --elems, ...); its counters go to OUT at exit, its log to
+# OUT.err; its pid in RACKS_SPINE_PID once its socket is bound.
 racks_spine_swagg()
 {
-	local name=$1 nr=$2 out=$3 upjob=$4 upkey=$5 r port=${XINA_PORT:-9277}
+	local name=$1 nr=$2 out=$3 upjob=$4 upkey=$5 r a port=${XINA_PORT:-9277}
 	local -a members
 
 	shift 5
 	for ((r = 0; r < nr; r++)); do
-		members+=(--member "$r=$(racks_switch_ip "$r"):$port")
+		a=$(racks_switch_ip "$r")
+		[[ " ${RACKS_SPINE_XDP:-} " == *" $r "* ]] && a=$(racks_uplink_ip "$r")
+		members+=(--member "$r=$a:$port")
 	done
 	ip netns exec "$name-spine" "$XINA_O/xina-swagg" --port "$port" \
 		--job "$upjob" --key-file "$upkey" --workers "$nr" --json \

@@ -44,7 +44,9 @@
 #   every partial of every agent;
 # - the spine's XDP switch given up for xina-swagg (the upper switch in
 #   user space): bit-exact with and without 1% loss on the wire, a
-#   completed round at the spine for every partial.
+#   completed round at the spine for every partial;
+# - rack 0's XDP switch handing up to that xina-swagg, racks 1 and 2
+#   through agents: bit-exact, the flat job's bits.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -201,7 +203,7 @@ rack_key()
 	echo "--job $((RJOB + $1 / N)) --key-file $TMP/rack$(($1 / N)).key"
 }
 
-tap_begin 16
+tap_begin 17
 
 racks_up "$RACK" "$NR" "$N" mtu "$RACK_FAST_MTU" wire && racks_xdp "$RACK" 0 "$N" "$PIN"
 check_err $? "racks of racks could not be set up"
@@ -560,14 +562,15 @@ hier i32 "$BYTES" i32-rekey
 check_err $? "after the new upper secret: checksum $HIER_SUM (the flat job's ${FLAT[i32]}), rack 0 sent $(up_of 0 sent) partials up ($sent0 before)"
 log_test "upper secret rotated in place (job set keyfile at the spine, upkeyfile at the racks): a rack on the old key refused (BAD_KEY echoing its join, join_refused), then bit-exact through the two levels"
 
-# agents_up PREFIX WHAT: an agent in every rack, each joined to the spine's
-# upper job UJOB (key up2.key) at its end of the rack's link; agent r's
-# counters in $TMP/PREFIX$r.json.  A failure says which racks' agents WHAT.
+# agents_up PREFIX WHAT [RACKS]: an agent in each of RACKS (default every
+# rack), each joined to the spine's upper job UJOB (key up2.key) at its
+# end of the rack's link; agent r's counters in $TMP/PREFIX$r.json.  A
+# failure says which racks' agents WHAT.
 agents_up()
 {
 	local r bad=""
 
-	for ((r = 0; r < NR; r++)); do
+	for r in ${3:-$(seq 0 $((NR - 1)))}; do
 		if RACKS_UP_ADDR=$(racks_spine_ip "$r") racks_agent "$RACK" "$r" \
 			"$TMP/$1$r.json" "$r" "$TMP/up2.key" "$UJOB" \
 			--job $((RJOB + r)) --key-file "$TMP/rack$r.key" \
@@ -686,5 +689,41 @@ read -r contrib complete dup answered bad <<<"$(jq -r \
 	[ "$resent" -gt 0 ] && [ $((dup + answered)) -gt 0 ] && [ "$bad" = 0 ]
 check_err $? "the spine's xina-swagg: contrib $contrib (the agents sent $ups partials), complete $complete, dup $dup, answered $answered, dropped $bad; the agents resent $resent"
 log_test "xina-swagg at the spine, an agent in every rack (no XDP anywhere): i32 and f32 bit-exact, the flat job's bits, 1..1.05 bytes per tensor byte on every link; under 1% loss on the wire bit-exact, resends answered; a completed round for every partial"
+
+# ---- an XDP rack handing up to xina-swagg at the spine -------------------
+# Rack 0 gets its XDP switch back, its rack job with an uplink to a new
+# upper job at the spine's xina-swagg (member 0 its uplink's address);
+# racks 1 and 2 keep their agents.  The wire's bridge gives the uplink's
+# redirect into up0 the NAPI context veth needs.
+UJOB=$((UJOB + 1))
+racks_xdp "$RACK" 0 "$N" "$PIN" &&
+	rack_job 0 "$RJOB" $(uplink 0 "$TMP/up2.key")
+check_err $? "rack 0's XDP switch and its uplink could not be set up again"
+RACKS_SPINE_XDP=0 racks_spine_swagg "$RACK" "$NR" "$TMP/spine-x.json" \
+	"$UJOB" "$TMP/up2.key" --slots "$SLOTS" --elems "$ELEMS"
+check_err $? "xina-swagg did not come up at the spine"
+SPINE=$RACKS_SPINE_PID
+agents_up mixed-agent "did not join the spine's xina-swagg" "1 2"
+UP_RACKS=0 BAD0[0]=0
+# the first run after the joins unbounded, as in check 15
+for dtype in i32 f32; do
+	bound=""
+	[ "$dtype" = f32 ] && bound="100 105"
+	# shellcheck disable=SC2086 # bound: none, or MIN MAX
+	SPINE_SWAGG=1 hier "$dtype" "$BYTES" "$dtype-xdp-swagg" $bound
+	[ "$HIER_SUM" = "${FLAT[$dtype]}" ]
+	check_err $? "rack 0's XDP switch under xina-swagg, $dtype: checksum $HIER_SUM, the flat job's ${FLAT[$dtype]}"
+done
+stop_agents
+kill -INT "$SPINE" && wait "$SPINE"
+check_err $? "the spine's xina-swagg did not stop cleanly: $(cat "$TMP/spine-x.json.err")"
+read -r contrib complete bad <<<"$(jq -r \
+	'"\(.contrib) \(.complete) \(.drop_auth + .malformed + .drop_member)"' \
+	"$TMP/spine-x.json")"
+sent=$(up_of 0 sent)
+[ "$complete" -gt 0 ] && [ "$contrib" = $((NR * complete)) ] &&
+	[ "$sent" = "$complete" ] && [ "$bad" = 0 ]
+check_err $? "the spine's xina-swagg: contrib $contrib, complete $complete, dropped $bad; rack 0's uplink sent $sent partials"
+log_test "rack 0's XDP switch hands up to xina-swagg at the spine, racks 1 and 2 through agents: i32 and f32 bit-exact, the flat job's bits (f32: 1..1.05 bytes per tensor byte on every link), a completed round for every partial of the uplink"
 
 tap_end
