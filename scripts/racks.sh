@@ -226,6 +226,18 @@ racks_bound()
 	[ -n "$(ip netns exec "$1" ss -Hunl "sport = :$2")" ]
 }
 
+# racks_spine_member R XDP_RACKS: "IP:PORT", where rack R's partials reach
+# an upper job at the spine from: its uplink's address if R is in
+# XDP_RACKS (its XDP switch hands up), else its switch's (its agent's).
+racks_spine_member()
+{
+	local a
+
+	a=$(racks_switch_ip "$1")
+	[[ " $2 " == *" $1 "* ]] && a=$(racks_uplink_ip "$1")
+	echo "$a:${XINA_PORT:-9277}"
+}
+
 # racks_spine_swagg NAME R OUT UPJOB UPKEY [ARGS...]: the upper switch at
 # the spine in user space: xina-swagg in the spine namespace, listening on
 # every inter-rack link, the upper job UPJOB of R members, member r the
@@ -238,14 +250,12 @@ racks_bound()
 # OUT.err; its pid in RACKS_SPINE_PID once its socket is bound.
 racks_spine_swagg()
 {
-	local name=$1 nr=$2 out=$3 upjob=$4 upkey=$5 r a port=${XINA_PORT:-9277}
+	local name=$1 nr=$2 out=$3 upjob=$4 upkey=$5 r port=${XINA_PORT:-9277}
 	local -a members
 
 	shift 5
 	for ((r = 0; r < nr; r++)); do
-		a=$(racks_switch_ip "$r")
-		[[ " ${RACKS_SPINE_XDP:-} " == *" $r "* ]] && a=$(racks_uplink_ip "$r")
-		members+=(--member "$r=$a:$port")
+		members+=(--member "$r=$(racks_spine_member "$r" "${RACKS_SPINE_XDP:-}")")
 	done
 	ip netns exec "$name-spine" "$XINA_O/xina-swagg" --port "$port" \
 		--job "$upjob" --key-file "$upkey" --workers "$nr" --json \

@@ -262,23 +262,23 @@ for f in up rack0 rack1 rack2; do
 done
 racks_spine_xdp "$RACK" "$NR" "$SPIN" && racks_xdp "$RACK" 2 "$N"
 check_err $? "xina could not be attached to the spine and to rack 2"
-# upper_job KEYFILE AGENT_RACKS: the spine's upper job UJOB, a member per
-# rack where its partials come from: the address its agent binds (the
-# rack switch's) for a rack in AGENT_RACKS, its uplink's for the others.
+# upper_job KEYFILE XDP_RACKS: the spine's upper job UJOB, a member per
+# rack where its partials come from (racks_spine_member): its uplink's
+# address for a rack in XDP_RACKS, its agent's (the rack switch's) for the
+# others.
 upper_job()
 {
-	local key=$1 agents=" $2 " r a upm=()
+	local key=$1 r upm=()
 
 	for ((r = 0; r < NR; r++)); do
-		a=$(racks_uplink_ip "$r")
-		[[ "$agents" == *" $r "* ]] && a=$(racks_switch_ip "$r")
-		upm+=(member "$r" "$a:${XINA_PORT:-9277}")
+		upm+=(member "$r" "$(racks_spine_member "$r" "$2")")
 	done
 	sctl job add "$UJOB" workers "$NR" slots "$SLOTS" elems "$ELEMS" \
 		keyfile "$key" "${upm[@]}" >/dev/null
 }
 
-upper_job "$TMP/up.key" "$AR"
+UP_RACKS="0 2"	# the racks that hand up from an XDP switch
+upper_job "$TMP/up.key" "$UP_RACKS"
 check_err $? "upper job $UJOB of $NR members could not be added at the spine"
 
 # rack_job R ID ARGS...: rack R's job ID of its N workers (global ranks).
@@ -352,7 +352,6 @@ log_test "two levels: the upper job on the spine's XDP switch; racks 0 and 2 han
 # completed, had a result for every one (more with resends), and dropped
 # nothing of the upper switch's (beyond BAD0[r], the forged packets).
 declare -A BAD0=([0]=0 [2]=0)
-UP_RACKS="0 2"	# the racks that hand up from an XDP switch
 check_uplinks()
 {
 	local r sent results complete bad
@@ -600,7 +599,7 @@ for r in 0 2; do
 done
 [ -z "$bad" ]
 check_err $? "racks 0 and 2 could not give up their XDP switches:$bad"
-upper_job "$TMP/up2.key" "$(seq -s ' ' 0 $((NR - 1)))"
+upper_job "$TMP/up2.key" ""
 check_err $? "upper job $UJOB of $NR agents could not be added at the spine"
 agents_up agents- "did not come up"
 progs=0
