@@ -942,8 +942,7 @@ class Report:
                 "the same, with the upper job held by `xina-swagg` (the "
                 "user-space xina switch, AVX2 adds and tags) in the spine "
                 "namespace instead of XDP on its ports: aggregation in user "
-                "space on both levels, the workers' and agents' datagrams "
-                "crossing every link as GSO trains.  "
+                "space on both levels, no XDP program anywhere.  "
                 if "xina-spine-swagg" in self.racks_systems() else "") +
             "For the other two xina rows, xina runs on "
             "rack 0's switch only (XDP on its ports and its uplink); racks 1 "
