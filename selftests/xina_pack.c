@@ -16,8 +16,8 @@
  * arithmetic (frexp, ldexp, rint), for every headroom L = 0..8, every
  * block exponent E a type can have, random elements, and sums built to be
  * ties and near-ties of the final rounding; blocks of every length modulo
- * 8 (the vector loops' tails).  float16 both ways: by F16C, when the CPU
- * has it, and by the portable loops.
+ * 16 (the vector loops' tails).  float16 both ways: by F16C, when the CPU
+ * has it, and by the portable loops; bfloat16 by AVX2 and by them.
  */
 #include <arpa/inet.h>
 #include <math.h>
@@ -184,9 +184,9 @@ static void fill_sums(unsigned int bits)
 static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
 		  unsigned int bits, unsigned int reps)
 {
-	unsigned int bad = 0, L, r, div;
+	unsigned int bad = 0, blk = 0, L, r, div;
+	size_t i, len;
 	int E, own;
-	size_t i;
 
 	for (L = 0; L <= 8; L++) {
 		x.headroom = L;
@@ -198,23 +198,34 @@ static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
 				own = own < f->emin ? f->emin : own;
 				for (i = 0; i < N; i++)
 					in[i] = rnd_below(f, own);
-				check_pack(f, bits, E, N - r % 8, &bad);
+				len = N - blk++ % 16;	/* every tail */
+				check_pack(f, bits, E, len, &bad);
 				fill_sums(bits);
 				for (div = 1; div <= 3; div += 2)
-					check_unpack(f, bits, E, div,
-						     N - r % 8, &bad);
+					check_unpack(f, bits, E, div, len,
+						     &bad);
 			}
 		}
 	}
 	EXPECT_TRUE(!bad) {
-		TH_LOG("%u elements of %s in %u-bit lanes differ from the scheme (F16C %s)",
-		       bad, f->name, bits, xina_f16c ? "on" : "off");
+		TH_LOG("%u elements of %s in %u-bit lanes differ from the scheme (F16C %s, AVX2 %s)",
+		       bad, f->name, bits, xina_f16c ? "on" : "off",
+		       xina_avx2 ? "on" : "off");
 	}
 }
 
+/* bfloat16 in INT16 lanes: by AVX2 where the CPU has it, then without. */
 TEST(bfloat16_int16_lanes)
 {
+	xina_avx2 = -1;
 	sweep(_metadata, &bf16, 16, 2);
+	TH_LOG("bfloat16 in 16-bit lanes: AVX2 %s", xina_avx2 == 1 ?
+	       "used and checked" : "not on this CPU");
+	if (xina_avx2 != 1)
+		return;
+	xina_avx2 = 0;
+	sweep(_metadata, &bf16, 16, 2);
+	xina_avx2 = -1;
 }
 
 /*
