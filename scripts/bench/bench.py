@@ -119,7 +119,12 @@ ROUND_SYSTEMS = ["xina-xdp", "openmpi", "gloo", "xina-swagg"]
 SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
                     "types, sparse, fallback, training",
             "racks": "3 racks of 3 workers: xina in two levels and flat, "
-                     "Gloo and OpenMPI flat, both regimes"}
+                     "Gloo and OpenMPI flat, both regimes",
+            "types": "of the rack's runs, only the element types (4 workers)",
+            "sparse": "of the rack's runs, only sparse (4 workers)",
+            "fallback": "of the rack's runs, only the fallback (4 workers)"}
+# The sections that are parts of "rack", each on its own rack of 4 workers.
+RACK_PARTS = ("types", "sparse", "fallback")
 
 
 
@@ -1426,6 +1431,8 @@ class Bench:
         load0 = os.getloadavg()[0]
         if "rack" in self.sections:
             self.run_rack(p)
+        elif self.sections & set(RACK_PARTS):
+            self.run_parts([s for s in RACK_PARTS if s in self.sections])
         if "racks" in self.sections:
             self.racks()
         self.write(p, t0, load0)
@@ -1478,6 +1485,16 @@ class Bench:
                 self.rounds(n, cpu)
             self.rack.down()
         self.train()
+
+    def run_parts(self, parts):
+        """Some of the rack's runs at 4 workers (SECTIONS=types, ...),
+        each as in the whole rack's run, to measure a change in minutes."""
+        self.rack.up(4)
+        log(f"rack {self.rack.name}: 4 workers, {', '.join(parts)} only")
+        self.rack.attach_xdp()
+        for part in parts:
+            getattr(self, part)(4)
+        self.rack.down()
 
     def write(self, p, t0, load0):
         elapsed = time.monotonic() - t0
