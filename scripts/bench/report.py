@@ -1206,14 +1206,28 @@ class Report:
         SECTIONS=...): its tables and targets, for the terminal and
         $O/bench; Documentation/benchmarks.md is the full run's."""
         m = self.meta
+        secs = m.get("sections", [])
+        targets = list(self.racks_targets())
+        tables = []
+        # the rack's parts (SECTIONS=types,sparse,fallback): each its own
+        for sec, rows, title, table in (
+                ("types", self.types_targets, "Element types through the "
+                 "XDP switch", self.types_table),
+                ("sparse", self.sparse_targets, "Sparse", self.sparse_table),
+                ("fallback", self.fallback_targets, "Fallback",
+                 self.fallback_table)):
+            if sec in secs:
+                targets += rows()
+                tables += [f"## {title}", "", table() or "not in this run",
+                           ""]
         return "\n".join([
-            f"# Benchmarks: sections {', '.join(m.get('sections', []))} only",
+            f"# Benchmarks: sections {', '.join(secs)} only",
             "", f"Run of {m['date']} ({m['elapsed_s']:.0f} s): {m['cpus']} CPUs "
             f"({m['cpu_model']}), kernel {m['kernel']}, MTU {m['mtu']}, "
             f"{m['openmpi']}, {m['torch']}, 1-minute load average "
             f"{' -> '.join(str(x) for x in m.get('loadavg_1min', []))}.", "",
             "## Targets", "", "| target | measured | verdict |", "|---|---|---|",
-            *self.racks_targets(), "", *self.racks_section(plots), ""])
+            *targets, "", *tables, *self.racks_section(plots), ""])
 
     def page(self, plots, plotdir):
         if not self.runs:
@@ -1464,7 +1478,7 @@ def main():
     a = ap.parse_args()
     with open(a.results) as f:
         rep = Report(json.load(f))
-    if not rep.runs and not rep.racks_rows:
+    if not rep.runs and not rep.racks_rows and not rep.micro:
         print("report: no measurements in " + a.results, file=sys.stderr)
         return 1
     os.makedirs(a.plots, exist_ok=True)
