@@ -564,7 +564,7 @@ class Bench:
                 "loss_size": 64 * MIB,
                 "loss_iters": 3, "fastpath_packets": 20000,
                 "addloop_packets": 2000000,
-                "types_size": 64 * MIB, "types_iters": 9,
+                "types_size": 64 * MIB, "types_iters": 25,
                 "sparse_size": 64 * MIB, "sparse_iters": 9,
                 "racks": {"sizes": [64 * MIB], "iters": [5],
                           "regimes": ["cpu", "link"]}}
