@@ -9,7 +9,8 @@ BENCH_BIN := $(O)/bench/bin
 BENCH_SRC := user/bench
 BENCH_PROGS := $(BENCH_BIN)/xina-nsrun $(BENCH_BIN)/xina-bench-mpi \
 	       $(BENCH_BIN)/xina-bench-addloop $(BENCH_BIN)/xina-bench-addloop-simd \
-	       $(BENCH_BIN)/xina-bench-fastpath $(BENCH_BIN)/xina-bench-xina
+	       $(BENCH_BIN)/xina-bench-fastpath $(BENCH_BIN)/xina-bench-xina \
+	       $(BENCH_BIN)/xina-bench-packloop
 BENCH_CFLAGS := $(CFLAGS) $(XCFLAGS)
 
 .PHONY: bench bench-progs
@@ -55,3 +56,11 @@ $(BENCH_BIN)/xina-bench-fastpath: $(BENCH_SRC)/fastpath.c $(BENCH_BIN)/bench_uti
 $(BENCH_BIN)/xina-bench-xina: $(BENCH_SRC)/xina_bench.c $(BENCH_BIN)/bench_util.o $(O)/libxina.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -o $@ $^ $(LIBXINA_LIBS)
+
+# The worker's element loops per type (user/bench/packloop.c), on
+# libxina_pack.c built with libxina's flags for it (user/lib/build.mk).
+$(BENCH_BIN)/xina-bench-packloop: $(BENCH_SRC)/packloop.c user/lib/libxina_pack.c \
+				  $(BENCH_BIN)/bench_util.o $(LIBXINA_HDRS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) -O3 -ffp-contract=off -o $@ \
+		$(filter %.c %.o,$^) -lm

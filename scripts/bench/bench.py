@@ -552,7 +552,7 @@ class Bench:
                     "link": {"workers": [4], "sizes": [64 * MIB], "iters": [3]},
                     "loss_size": 64 * MIB,
                     "loss_iters": 2, "fastpath_packets": 3000,
-                    "addloop_packets": 200000,
+                    "addloop_packets": 200000, "packloop_blocks": 5000,
                     "types_size": 16 * MIB, "types_iters": 3,
                     "sparse_size": 64 * MIB, "sparse_iters": 3,
                     "racks": {"sizes": [64 * MIB], "iters": [3],
@@ -563,7 +563,7 @@ class Bench:
                 "link": {"workers": [2, 4, 8], "sizes": [64 * MIB], "iters": [3]},
                 "loss_size": 64 * MIB,
                 "loss_iters": 3, "fastpath_packets": 20000,
-                "addloop_packets": 2000000,
+                "addloop_packets": 2000000, "packloop_blocks": 40000,
                 "types_size": 64 * MIB, "types_iters": 25,
                 "sparse_size": 64 * MIB, "sparse_iters": 9,
                 "racks": {"sizes": [64 * MIB], "iters": [5],
@@ -1331,6 +1331,14 @@ class Bench:
                              capture_output=True)
         if out.returncode:
             raise BenchError(f"xina-bench-fastpath: {out.stderr.strip()}")
+        for j in self.json_lines(out.stdout):
+            self.keep(j)
+        # the worker's element loops per type (in cache, pinned to CPU 0)
+        out = subprocess.run([f"{self.bin}/xina-bench-packloop", "-n",
+                              str(p["packloop_blocks"])], text=True,
+                             capture_output=True)
+        if out.returncode:
+            raise BenchError(f"xina-bench-packloop: {out.stderr.strip()}")
         for j in self.json_lines(out.stdout):
             self.keep(j)
         # The wire types at xina's packet size (in 32-bit words), in one run:

@@ -120,6 +120,11 @@ def vs_best(x, peers):
     return xm / bm, f"{xm / bm:.2f}x ({mb(xm)} vs {name} {mb(bm)} MB/s{more})"
 
 
+
+# How xina-bench-packloop's paths are shown.
+PACK_PATH = {("float32", "vector"): "AVX2", ("bfloat16", "vector"): "AVX2",
+             ("float16", "vector"): "F16C and AVX2"}
+
 class Report:
     def __init__(self, data):
         self.meta = data["meta"]
@@ -426,6 +431,35 @@ class Report:
                 f"{mb(r['goodput_Bps'])} | " +
                 (f"{r['eps'] / ref['eps']:.2f}x" if ref else "–") +
                 f" | {r['worker_cpu_s'] / r['workers'] / gib:.2f} |")
+        return "\n".join(out)
+
+    def packloop_table(self):
+        """The worker's element loops per type (xina-bench-packloop): ns
+        per packet of 2048 32-bit words' worth of elements, in cache."""
+        rows = {(r["dtype"], r["loop"], r["path"]): r for r in self.micro
+                if r["bench"] == "packloop"}
+        if not rows:
+            return None
+        out = ["| type | path | pack, ns per packet | unpack | scan for the "
+               "block's exponent | together | / int32's |",
+               "|---|---|---:|---:|---:|---:|---:|"]
+        ref = None
+        for t in ("int32", "int16", "float32", "float16", "bfloat16"):
+            for path in ("compiler", "vector", "portable"):
+                pk, up = rows.get((t, "pack", path)), rows.get((t, "unpack", path))
+                if not (pk and up):
+                    continue
+                sc = rows.get((t, "scan", "compiler"))
+                tot = pk["ns_median"] + up["ns_median"] + \
+                    (sc["ns_median"] if sc else 0)
+                if t == "int32":
+                    ref = tot
+                scan = f"{sc['ns_median']:.0f}" if sc else "–"
+                out.append(
+                    f"| {t} | {PACK_PATH.get((t, path), path)} | "
+                    f"{pk['ns_median']:.0f} | {up['ns_median']:.0f} | "
+                    f"{scan} | {tot:.0f} | " +
+                    (f"{tot / ref:.2f}x |" if ref else "– |"))
         return "\n".join(out)
 
     def fast_types(self):
@@ -1359,7 +1393,7 @@ class Report:
                       "ran minutes earlier); runs without that reference "
                       "use the main row.", "", self.loss_table(), ""]
         types, fast_types = self.types_table(), self.fast_types_table()
-        if types or fast_types:
+        if types or fast_types or self.packloop_table():
             parts += ["## Types", ""]
         if types:
             r0 = next(iter(self.type_runs().values()))
@@ -1377,6 +1411,20 @@ class Report:
                 "lanes, after an int32 max "
                 "call of the blocks' exponents.  Ratios are against int32 "
                 "of the same launch.", "", types, ""]
+        packloop = self.packloop_table()
+        if packloop:
+            parts += [
+                "The worker's own work on the elements, per packet "
+                "(`xina-bench-packloop`: libxina's loops on 2048 32-bit "
+                "words' worth of elements, 4096 of a 16-bit type, in "
+                "cache, one CPU): pack into the packet's lanes in network "
+                "order (for floats the block floating point quantisation), "
+                "unpack the result, and for floats the scan of the block "
+                "for its largest magnitude before the exponents' call.  "
+                "\"vector\" is libxina's own vector path (AVX2; float16 "
+                "by F16C), \"portable\" the loops it falls back to without "
+                "them; the integer loops are the compiler's.", "",
+                packloop, ""]
         if fast_types:
             parts += [
                 "The fast path alone per wire type (`xina-bench-fastpath -T`, "
@@ -1496,7 +1544,8 @@ def main():
     with open(a.doc, "w") as f:
         f.write(text)
     # the per-type rows on the terminal too: a QUICK run's page is not kept
-    for table in (rep.types_table(), rep.fast_types_table()):
+    for table in (rep.types_table(), rep.fast_types_table(),
+                  rep.packloop_table()):
         if table:
             print("report: types:\n" + table, file=sys.stderr)
     for regime in REGIMES:

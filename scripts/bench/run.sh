@@ -54,7 +54,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 for f in xinactl xina-swagg libxina-mpi.so bench/bin/xina-bench-xina \
-	 bench/bin/xina-bench-mpi bench/bin/xina-bench-fastpath; do
+	 bench/bin/xina-bench-mpi bench/bin/xina-bench-fastpath \
+	 bench/bin/xina-bench-packloop; do
 	[ -e "$O/$f" ] || { echo "bench: $O/$f is missing: run make bench" >&2; exit 1; }
 done
 mkdir -p "$OUT"
