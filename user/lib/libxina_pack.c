@@ -525,6 +525,14 @@ static bool xina_has_f16c(void)
 #define XINA_SWAP16	_mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, \
 				      13, 12, 15, 14)
 
+/* Eight lanes to the nearest integers, ties to even, clamped to [@lo, @hi]. */
+__attribute__((target("avx2"), always_inline))
+static inline __m256i xina_rint_clamp(__m256 v, __m256 lo, __m256 hi)
+{
+	v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+}
+
 __attribute__((target("avx2,f16c")))
 static size_t xina_q16_f16c(uint16_t *restrict dst,
 			    const uint16_t *restrict src, size_t cnt,
@@ -538,10 +546,7 @@ static size_t xina_q16_f16c(uint16_t *restrict dst,
 
 	for (i = 0; i + 8 <= cnt; i += 8) {
 		v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(src + i)));
-		v = _mm256_round_ps(_mm256_mul_ps(v, sc),
-				    _MM_FROUND_TO_NEAREST_INT |
-				    _MM_FROUND_NO_EXC);
-		q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+		q = xina_rint_clamp(_mm256_mul_ps(v, sc), lo, hi);
 		_mm_storeu_si128((void *)(dst + i),
 				 _mm_shuffle_epi8(_mm_packs_epi32(
 					_mm256_castsi256_si128(q),
@@ -599,14 +604,10 @@ static size_t xina_q16_bf16_avx2(uint16_t *restrict dst,
 		h = _mm256_loadu_si256((const void *)(src + i));
 		vl = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, h));
 		vh = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, h));
-		vl = _mm256_mul_ps(_mm256_mul_ps(vl, a), b);
-		vh = _mm256_mul_ps(_mm256_mul_ps(vh, a), b);
-		vl = _mm256_round_ps(vl, _MM_FROUND_TO_NEAREST_INT |
-					 _MM_FROUND_NO_EXC);
-		vh = _mm256_round_ps(vh, _MM_FROUND_TO_NEAREST_INT |
-					 _MM_FROUND_NO_EXC);
-		ql = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(vl, lo), hi));
-		qh = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(vh, lo), hi));
+		ql = xina_rint_clamp(_mm256_mul_ps(_mm256_mul_ps(vl, a), b),
+				     lo, hi);
+		qh = xina_rint_clamp(_mm256_mul_ps(_mm256_mul_ps(vh, a), b),
+				     lo, hi);
 		_mm256_storeu_si256((void *)(dst + i),
 				    _mm256_shuffle_epi8(_mm256_packs_epi32(ql, qh),
 							swap));
