@@ -407,6 +407,19 @@ class Report:
         """dtype -> its goodput record through the XDP switch."""
         return {r["dtype"]: r for r in self.micro if r["bench"] == "types_xdp"}
 
+    @staticmethod
+    def paired(r, ref):
+        """@r's elements per second against @ref's (int32's, same launch)
+        as the median of the per-iteration ratios: each iteration ran every
+        type in turn, so load from elsewhere on the machine, which comes
+        and goes over seconds, weighs on a type and on int32 alike within
+        one iteration (the ratio of the medians pairs calls minutes
+        apart).  None if the two are not of the same iterations."""
+        if len(r.get("t", [])) != len(ref.get("t", [])) or not r.get("t"):
+            return None
+        k = r["elems"] / ref["elems"]
+        return statistics.median(k * a / b for a, b in zip(ref["t"], r["t"]))
+
     def types_table(self):
         """Elements per second of each type through the XDP switch, and
         against int32's of the same launch."""
@@ -416,8 +429,9 @@ class Report:
         ref = runs.get("int32")
         out = ["| type | bytes per element | SUM elements per packet | "
                "elements/s (millions) | goodput MB/s per worker | "
-               "elements/s / int32's | worker CPU s per GiB |",
-               "|---|---:|---:|---:|---:|---:|---:|"]
+               "elements/s / int32's | / int32's, paired | "
+               "worker CPU s per GiB |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|"]
         epp = self.meta.get("xina", {}).get("elems_per_packet")
         for t in TYPES:
             r = runs.get(t)
@@ -429,7 +443,9 @@ class Report:
             out.append(
                 f"| {t} | {size} | {per_pkt} | {r['eps'] / 1e6:.1f} | "
                 f"{mb(r['goodput_Bps'])} | " +
-                (f"{r['eps'] / ref['eps']:.2f}x" if ref else "–") +
+                (f"{r['eps'] / ref['eps']:.2f}x" if ref else "–") + " | " +
+                (f"{self.paired(r, ref):.2f}x"
+                 if ref and self.paired(r, ref) else "–") +
                 f" | {r['worker_cpu_s'] / r['workers'] / gib:.2f} |")
         return "\n".join(out)
 
@@ -602,10 +618,17 @@ class Report:
             if not (r and ref):
                 rows.append(f"| {what} | not in this run | – |")
                 continue
-            ratio = r["eps"] / ref["eps"]
-            rows.append(f"| {what} | {ratio:.2f}x ({r['eps'] / 1e6:.0f} M vs "
+            ratio, paired = r["eps"] / ref["eps"], self.paired(r, ref)
+            if paired is None:
+                rows.append(f"| {what} | {ratio:.2f}x ({r['eps'] / 1e6:.0f} M "
+                            f"vs {ref['eps'] / 1e6:.0f} M elements/s) | "
+                            f"{verdict(ratio, 1.8)} |")
+                continue
+            rows.append(f"| {what} | {paired:.2f}x, the median of the "
+                        f"{len(r['t'])} iterations' ratios (ratio of the "
+                        f"medians {ratio:.2f}x: {r['eps'] / 1e6:.0f} M vs "
                         f"{ref['eps'] / 1e6:.0f} M elements/s) | "
-                        f"{verdict(ratio, 1.8)} |")
+                        f"{verdict(paired, 1.8)} |")
         f = self.fast_types()
         r, ref = f.get(("int16", "inf")), f.get(("int32", "inf"))
         if r and ref:
