@@ -20,7 +20,7 @@
  * One JSON line per (type, loop, path): the median over REPEATS of ns per
  * block (each repeat times chunks of 64 blocks and takes the median
  * chunk, so that a chunk in which the thread was preempted does not
- * count), and elements per ns.  Pinned to CPU 0.  The packed blocks are
+ * count), with the block's element count.  Pinned to CPU 0.  The packed blocks are
  * unpacked again and compared with the input, so that a loop that does
  * nothing cannot look fast.
  */

@@ -627,6 +627,18 @@ static size_t xina_q16_bf16_avx2(uint16_t *restrict dst,
 	return i;
 }
 
+/* Eight floats to the nearest bfloat16, as xina_f2bf(), in 32-bit lanes. */
+__attribute__((target("avx2"), always_inline))
+static inline __m256i xina_f2bf8(__m256 f)
+{
+	__m256i u = _mm256_castps_si256(f);
+
+	u = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+			     _mm256_and_si256(_mm256_srli_epi32(u, 16),
+					      _mm256_set1_epi32(1)));
+	return _mm256_srli_epi32(u, 16);
+}
+
 /* Sums back: sign-extended by an arithmetic shift, rounded as xina_f2bf. */
 __attribute__((target("avx2")))
 static size_t xina_dq16_bf16_avx2(uint16_t *restrict dst,
@@ -636,8 +648,6 @@ static size_t xina_dq16_bf16_avx2(uint16_t *restrict dst,
 	const __m256 sc = _mm256_set1_ps(scale);
 	const __m256i zero = _mm256_setzero_si256();
 	const __m256i swap = _mm256_broadcastsi128_si256(XINA_SWAP16);
-	const __m256i half = _mm256_set1_epi32(0x7fff);
-	const __m256i one = _mm256_set1_epi32(1);
 	__m256i q, ul, uh;
 	size_t i;
 
@@ -646,19 +656,10 @@ static size_t xina_dq16_bf16_avx2(uint16_t *restrict dst,
 					swap);
 		ul = _mm256_srai_epi32(_mm256_unpacklo_epi16(zero, q), 16);
 		uh = _mm256_srai_epi32(_mm256_unpackhi_epi16(zero, q), 16);
-		ul = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(ul),
-						       sc));
-		uh = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(uh),
-						       sc));
-		ul = _mm256_add_epi32(_mm256_add_epi32(ul, half),
-				      _mm256_and_si256(_mm256_srli_epi32(ul, 16),
-						       one));
-		uh = _mm256_add_epi32(_mm256_add_epi32(uh, half),
-				      _mm256_and_si256(_mm256_srli_epi32(uh, 16),
-						       one));
+		ul = xina_f2bf8(_mm256_mul_ps(_mm256_cvtepi32_ps(ul), sc));
+		uh = xina_f2bf8(_mm256_mul_ps(_mm256_cvtepi32_ps(uh), sc));
 		_mm256_storeu_si256((void *)(dst + i),
-				    _mm256_packus_epi32(_mm256_srli_epi32(ul, 16),
-							_mm256_srli_epi32(uh, 16)));
+				    _mm256_packus_epi32(ul, uh));
 	}
 	return i;
 }
