@@ -440,12 +440,12 @@ class Report:
             size = TYPE_BYTES[t]
             per_pkt = f"{epp * 32 // SUM_LANE_BITS[t]}" if epp else "–"
             gib = r["iters"] * r["bytes"] / GIB
+            paired = self.paired(r, ref) if ref else None
             out.append(
                 f"| {t} | {size} | {per_pkt} | {r['eps'] / 1e6:.1f} | "
                 f"{mb(r['goodput_Bps'])} | " +
                 (f"{r['eps'] / ref['eps']:.2f}x" if ref else "–") + " | " +
-                (f"{self.paired(r, ref):.2f}x"
-                 if ref and self.paired(r, ref) else "–") +
+                (f"{paired:.2f}x" if paired else "–") +
                 f" | {r['worker_cpu_s'] / r['workers'] / gib:.2f} |")
         return "\n".join(out)
 
