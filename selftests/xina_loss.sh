@@ -32,16 +32,68 @@ PROBE_PORT=9400
 PROBE=$O/selftests/xina_probe
 [ -x "$PROBE" ] || PROBE=$(command -v xina_probe)
 
-rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
-	rack_impair "$RACK" "$N" "$PERMILLE"
+rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN"
 setup=$?
 netem=0
 [ $setup -eq 0 ] && rack_have_netem "$RACK-w0" && netem=1
-# Per dtype: the allreduce, the answers; then the rate; the netem probe.
-tap_begin $((2 * 2 + 1 + netem))
+# The tail probe; per dtype: the allreduce, the answers; then the rate;
+# the netem probe.
+tap_begin $((1 + 2 * 2 + 1 + netem))
 if [ $setup -ne 0 ]; then
-	check_err 1 "impaired rack could not be set up"
+	check_err 1 "rack could not be set up"
 	log_test "rack"
+	tap_end
+fi
+
+# tail_probe: the last block of a call lost once, on the otherwise
+# lossless rack.  No later result can fast-retransmit it; the retransmission
+# timer's floor is set far above the call's time (--rto-us), so the
+# resend that completes the call must be the tail probe's (libxina.c,
+# xina_probe()), after two round trips without a result.  The drop is
+# deterministic: worker 0's first contribution (type 1) with offset 768,
+# the fourth and last block of 256 elements, at its device's egress, one
+# datagram per skb (--no-gso).
+tail_probe()
+{
+	local dir=$TMP/tail job=1 w0=$RACK-w0 drops i st
+
+	ip netns exec "$w0" nft -f - <<-EOF
+	table netdev xina_tail {
+		counter tail_drop { }
+		chain out {
+			type filter hook egress device eth0 priority 0; policy accept;
+			udp dport ${XINA_PORT:-9277} @th,72,8 1 @th,352,32 768 numgen inc mod 1000000000 0 counter name tail_drop drop
+		}
+	}
+	EOF
+	check_err $? "the drop of the last block could not be set up"
+	rack_job_add "$RACK" "$N" "$job" "$KEYFILE" 64 256 "$PIN"
+	check_err $? "job add failed"
+	rack_allreduce "$RACK" "$N" "$dir" --job "$job" --key-file "$KEYFILE" --slots 64 \
+		--elems 256 --dtype i32 --bytes 4096 --iters 3 --no-gso --no-gro \
+		--rto-us 5000000 --timeout-ms 20000
+	check_err $? "workers failed: $(cat "$dir"/w*.err | sort -u | head -n3 | tr '\n' ' ')"
+	drops=$(ip netns exec "$w0" nft -j list counter netdev xina_tail tail_drop |
+		jq '.nftables[] | select(.counter) | .counter.packets')
+	[ "$drops" = 1 ]
+	check_err $? "the rule dropped ${drops:-no} packets, want the one last block"
+	for ((i = 0; i < N; i++)); do
+		st=$(jq -c '{verified, timeouts, probes, retrans}' "$dir/w$i.json" 2>&1)
+		jq -e '.verified == true and .timeouts == 0' "$dir/w$i.json" >/dev/null
+		check_err $? "worker $i: $st (want verified, no timer expiry)"
+		log_info "worker $i: $st"
+	done
+	jq -e '.probes >= 1' "$dir/w0.json" >/dev/null
+	check_err $? "worker 0 lost its last block and sent no tail probe: $(jq -c '{probes, retrans}' "$dir/w0.json" 2>&1)"
+	ip netns exec "$w0" nft delete table netdev xina_tail
+	xctl job del "$job"
+	log_test "a call's lost last block resent by the tail probe, not the timer"
+}
+tail_probe
+
+if ! rack_impair "$RACK" "$N" "$PERMILLE"; then
+	check_err 1 "impairment could not be set up"
+	log_test "impairment"
 	tap_end
 fi
 if [ $netem -eq 1 ]; then

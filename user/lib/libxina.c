@@ -338,6 +338,7 @@ struct xina_call {
 	uint64_t	done;
 	uint64_t	seen;		/* datagrams handed to xina_on_result() */
 	uint64_t	progress_ns;	/* last time a result was accepted */
+	uint64_t	probed_ns;	/* last tail probe (xina_probe()) */
 	uint64_t	join_ns;	/* timeout until the first result */
 	struct xina_worker_stats st0;	/* handle counters at the start */
 	const int32_t	*exps;		/* XINA_K_BFP: per block; else NULL */
@@ -540,6 +541,63 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		xina_fill(x, c, s, block + x->o.slots);
 }
 
+/*
+ * Tail loss probe, as TCP's (RFC 8985, 7): fast retransmit needs the
+ * results of later blocks, and the tail of a call has none: its last
+ * window of blocks, the few blocks of the float exponents' call, a
+ * one-element call's only one.  A loss there waited for the timer, whose
+ * floor (opts.rto_us, 5 ms) is many round trips on a rack.  So once every
+ * block left is in flight, when no result has come for two smoothed round
+ * trips (at least XINA_PTO_MIN_US), each block sent at least that long
+ * ago and not resent since is sent again, once per transmission; the
+ * timer stays the backstop.  Where a peer is late rather than a packet
+ * lost, a probe costs the switch a tag check and a drop as a duplicate:
+ * at most a window of them per call, as the probe waits for the tail.
+ */
+#define XINA_PTO_MIN_US	500
+
+static uint64_t xina_pto_ns(const struct xina *x)
+{
+	uint64_t us = 2ull * x->rtt.srtt_us;
+
+	return (us < XINA_PTO_MIN_US ? XINA_PTO_MIN_US : us) * 1000;
+}
+
+/* When to probe the tail of call @c: never before it is in its tail. */
+static uint64_t xina_probe_at(const struct xina *x, const struct xina_call *c)
+{
+	uint64_t from = c->progress_ns > c->probed_ns ? c->progress_ns :
+							c->probed_ns;
+
+	if (!x->rtt.srtt_us || c->nblocks - c->done > x->o.slots)
+		return UINT64_MAX;
+	return from + xina_pto_ns(x);
+}
+
+static void xina_probe(struct xina *x, struct xina_call *c, uint64_t now)
+{
+	uint64_t pto = xina_pto_ns(x);
+	struct xina_slot *sl;
+	struct xina_hdr *h;
+	uint32_t s;
+
+	c->probed_ns = now;
+	for (s = 0; s < x->o.slots; s++) {
+		sl = &x->slot[s];
+		if (!sl->busy || sl->queued || sl->fast || !sl->sent_ns ||
+		    now - sl->sent_ns < pto)
+			continue;
+		h = (struct xina_hdr *)xina_tx_pkt(x, s);
+		h->flags |= XINA_F_RETRANS;
+		xina_tx_tag(x, s);
+		sl->resent = true;
+		sl->fast = true;
+		x->st.retrans++;
+		x->st.probes++;
+		xina_txq_push(x, s);
+	}
+}
+
 /* Queue a resend for every slot whose timer expired; back off. */
 static void xina_timers(struct xina *x, uint64_t now)
 {
@@ -670,9 +728,12 @@ static int xina_rx_queued(struct xina *x, struct xina_call *c)
 static int xina_wait_ms(struct xina *x, struct xina_call *c, uint64_t now)
 {
 	uint64_t until = c->progress_ns + xina_call_timeout_ns(x, c);
+	uint64_t probe = xina_probe_at(x, c);
 
 	if (x->next_timer_ns < until)
 		until = x->next_timer_ns;
+	if (probe < until)
+		until = probe;
 	if (until <= now)
 		return 0;
 	/* Round up: waking before the deadline just loops once more. */
@@ -781,7 +842,7 @@ static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
 		now = xina_now_ns();
 		/* What is queued already is not late: read it first. */
 		if (c.done < c.nblocks &&
-		    (now >= x->next_timer_ns ||
+		    (now >= x->next_timer_ns || now >= xina_probe_at(x, &c) ||
 		     now - c.progress_ns >= xina_call_timeout_ns(x, &c))) {
 			err = xina_rx_queued(x, &c);
 			if (err < 0)
@@ -794,6 +855,8 @@ static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
 				       xina_timeout_error(x, &c);
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);
+		if (c.done < c.nblocks && now >= xina_probe_at(x, &c))
+			xina_probe(x, &c, now);
 	}
 	xina_log_call(x, &c, t0);
 	return 0;

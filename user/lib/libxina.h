@@ -275,7 +275,8 @@ extern "C" {
  * at 5 ms none, and 1% loss still keeps 0.9 of the lossless goodput
  * because fast retransmit, not the timer, recovers nearly every loss; at
  * 10 ms the calls' last blocks, which no later result can fast-retransmit,
- * wait longer.
+ * wait longer (the tail probe, libxina.c's xina_probe(), now resends them
+ * after two round trips without a result).
  */
 #define XINA_DEF_RTO_US		5000
 #define XINA_DEF_RTO_MAX_US	200000
@@ -497,6 +498,10 @@ struct xina_worker_stats {
 	/* Appended with block-sparse calls: */
 	uint64_t	sparse_blocks;	/* blocks that travelled */
 	uint64_t	sparse_skipped;	/* blocks of zeros that did not */
+	/* Appended with the tail loss probe: */
+	uint64_t	probes;		/* resends of a call's last blocks after
+					 * two round trips without a result
+					 * (counted in retrans too) */
 };
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )

@@ -1237,7 +1237,8 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"sent\":%llu,\"retrans\":%llu,\"results\":%llu,\"ignored\":%llu,"
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu,"
-	       "\"bad_tag\":%llu,\"epoch\":%u,\"run\":%u,\"joins\":%llu,\"join_busy\":%u",
+	       "\"bad_tag\":%llu,\"epoch\":%u,\"run\":%u,\"joins\":%llu,\"join_busy\":%u,"
+	       "\"probes\":%llu",
 	       c->o.rank, c->o.workers,
 	       c->type == XINA_TYPE_INT32 ? "i32" :
 	       c->type == XINA_TYPE_FLOAT32 ? "f32" : xina_type_name(c->type),
@@ -1254,7 +1255,8 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.rx_syscalls,
 	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs,
 	       (unsigned long long)st.bad_tag, st.epoch, c->o.run,
-	       (unsigned long long)st.joins, st.join_busy);
+	       (unsigned long long)st.joins, st.join_busy,
+	       (unsigned long long)st.probes);
 	ar_json_io(x, &st);
 	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_mixed\":%s,"
 	       "\"sparse_blocks\":%llu,\"sparse_skipped\":%llu,"

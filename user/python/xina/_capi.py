@@ -110,6 +110,7 @@ class XinaWorkerStats(ctypes.Structure):
         ("fallback_rx_bytes", ctypes.c_uint64),
         ("sparse_blocks", ctypes.c_uint64),
         ("sparse_skipped", ctypes.c_uint64),
+        ("probes", ctypes.c_uint64),
     ]
 
 
