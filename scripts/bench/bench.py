@@ -122,9 +122,10 @@ SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
                      "Gloo and OpenMPI flat, both regimes",
             "types": "of the rack's runs, only the element types (4 workers)",
             "sparse": "of the rack's runs, only sparse (4 workers)",
-            "fallback": "of the rack's runs, only the fallback (4 workers)"}
+            "fallback": "of the rack's runs, only the fallback (4 workers)",
+            "loss": "of the rack's runs, only the loss rounds (4 workers)"}
 # The sections that are parts of "rack", each on its own rack of 4 workers.
-RACK_PARTS = ("types", "sparse", "fallback")
+RACK_PARTS = ("types", "sparse", "fallback", "loss")
 
 
 
@@ -550,7 +551,7 @@ class Bench:
             return {"cpu": {"workers": [2, 4], "sizes": [1 * MIB, 64 * MIB],
                             "iters": [8, 3]},
                     "link": {"workers": [4], "sizes": [64 * MIB], "iters": [3]},
-                    "loss_size": 64 * MIB,
+                    "loss_size": 64 * MIB, "loss_rounds": 3,
                     "loss_iters": 2, "fastpath_packets": 3000,
                     "addloop_packets": 200000, "packloop_blocks": 5000,
                     "types_size": 16 * MIB, "types_iters": 3,
@@ -561,7 +562,7 @@ class Bench:
                         "sizes": [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB],
                         "iters": [10, 8, 5, 3, 2]},
                 "link": {"workers": [2, 4, 8], "sizes": [64 * MIB], "iters": [3]},
-                "loss_size": 64 * MIB,
+                "loss_size": 64 * MIB, "loss_rounds": 6,
                 "loss_iters": 3, "fastpath_packets": 20000,
                 "addloop_packets": 2000000, "packloop_blocks": 40000,
                 "types_size": 64 * MIB, "types_iters": 25,
@@ -760,6 +761,7 @@ class Bench:
                                sent=sum(p["sent"] for p in per),
                                retrans=sum(p["retrans"] for p in per),
                                timeouts=sum(p["timeouts"] for p in per),
+                               probes=sum(p.get("probes", 0) for p in per),
                                switch_cpu_method=switch_cpu_method))
         return recs
 
@@ -1475,24 +1477,42 @@ class Bench:
                 self.xdp(n, link["sizes"], link["iters"])
                 self.set_regime("cpu", n)
             if n == 4:
-                # The loss runs' lossless reference, right before them:
-                # the machine is shared, and the main rows ran minutes
-                # earlier (report.py compares each loss run with this).
-                self.xdp(n, [p["loss_size"]], [p["loss_iters"]])
-                for r in self.results[-2:]:
-                    r["bench"] = "loss_ref"
-                for permille in (1, 10):
-                    self.rack.impair(permille)
-                    self.xdp(n, [p["loss_size"]], [p["loss_iters"]],
-                             loss=permille / 1000)
-                    self.results[-1]["impair_drops"] = self.rack.impair_drops()
-                    self.results[-2]["impair_drops"] = self.results[-1]["impair_drops"]
-                    self.rack.unimpair()
+                self.loss(n)
             if n in cpu["workers"] and n in (4, 8) and \
                ROUND_SIZE in cpu["sizes"]:
                 self.rounds(n, cpu)
             self.rack.down()
         self.train()
+
+    def loss(self, n):
+        """xina through the XDP switch at 0.1% and 1% loss, against lossless
+        launches of the same calls, in rounds: each round one launch of
+        each (lossless, 0.1%, 1%), the order turned by one per round, so
+        that each loss launch has a lossless one within a minute of it and
+        a drift of the shared machine's speed over the rounds weighs on
+        every kind alike.  report.py takes each loss launch's ratio to its
+        round's lossless one, and the median over the rounds."""
+        p = self.plan()
+        kinds = [0, 1, 10]  # permille
+        for rnd in range(p["loss_rounds"]):
+            for permille in kinds[rnd % 3:] + kinds[:rnd % 3]:
+                drops = None
+                if permille:
+                    self.rack.impair(permille)
+                try:
+                    self.xdp(n, [p["loss_size"]], [p["loss_iters"]],
+                             loss=permille / 1000)
+                    if permille:
+                        drops = self.rack.impair_drops()
+                finally:
+                    if permille:
+                        self.rack.unimpair()
+                for r in self.results[-len(self.dtypes):]:
+                    r["loss_round"] = rnd
+                    if permille:
+                        r["impair_drops"] = drops
+                    else:
+                        r["bench"] = "loss_ref"
 
     def run_parts(self, parts):
         """Some of the rack's runs at 4 workers (SECTIONS=types, ...),

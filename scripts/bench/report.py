@@ -143,15 +143,36 @@ class Report:
 
     def loss_base(self, r):
         """The lossless run a loss run @r is measured against: the
-        reference run right before the loss runs ("loss_ref"), else the
-        main run of the same system, workers, dtype and size."""
+        lossless launch of its round of the loss runs ("loss_ref", the same
+        "loss_round"), else the main run of the same system, workers, dtype
+        and size."""
         for q in self.res:
             if q.get("bench") == "loss_ref" and \
-               (q["system"], q["workers"], q["dtype"], q["bytes"]) == \
-               (r["system"], r["workers"], r["dtype"], r["bytes"]):
+               (q["system"], q["workers"], q["dtype"], q["bytes"],
+                q.get("loss_round")) == \
+               (r["system"], r["workers"], r["dtype"], r["bytes"],
+                r.get("loss_round")):
                 return q
         return self.get(r["system"], r["workers"], r["dtype"], r["bytes"],
                         regime=r["regime"])
+
+    def loss_groups(self):
+        """The loss runs by (workers, dtype, size, loss rate), each as
+        [(run, its lossless reference or None)] in round order."""
+        groups = {}
+        for r in sorted((r for r in self.runs if r["loss"] > 0),
+                        key=lambda r: (r["dtype"], r["loss"],
+                                       r.get("loss_round", 0))):
+            key = (r["workers"], r["dtype"], r["bytes"], r["loss"])
+            groups.setdefault(key, []).append((r, self.loss_base(r)))
+        return groups
+
+    @staticmethod
+    def loss_ratio(pairs):
+        """(the median over the rounds of each loss run's goodput over its
+        reference's, the rounds' ratios); (None, []) without references."""
+        fs = [r["goodput_Bps"] / b["goodput_Bps"] for r, b in pairs if b]
+        return (statistics.median(fs) if fs else None), fs
 
     def get(self, system, workers, dtype, nbytes, loss=0.0, regime="cpu"):
         for r in self.runs:
@@ -341,22 +362,53 @@ class Report:
     # ---- tables: CPU, loss, fast path -----------------------------------
 
     def loss_table(self):
-        out = ["| workers | dtype | size | loss | goodput MB/s | lossless MB/s "
-               "(run before) | of lossless | "
-               "retransmissions | sent | dropped batches (both dtypes) |",
-               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in sorted((r for r in self.runs if r["loss"] > 0),
-                        key=lambda r: (r["dtype"], r["loss"])):
-            base = self.loss_base(r)
-            frac = pct(r['goodput_Bps'] / base['goodput_Bps']) if base else "–"
-            ref = (mb(base['goodput_Bps']) +
-                   ("" if base.get("bench") == "loss_ref" else " (main row)")
-                   if base else "–")
-            out.append(f"| {r['workers']} | {r['dtype']} | {size_str(r['bytes'])} | "
-                       f"{r['loss'] * 100:.1f}% | {mb(r['goodput_Bps'])} | {ref} | {frac} | "
-                       f"{r.get('retrans', 0)} | {r.get('sent', 0)} | "
-                       f"{r.get('impair_drops', '–')} |")
+        groups = self.loss_groups()
+        if not groups:
+            return ""
+        out = ["| workers | dtype | size | loss | rounds | goodput MB/s | "
+               "lossless MB/s (the same rounds) | of lossless | each round | "
+               "retransmissions | of them on timeout | by tail probe | sent | "
+               "dropped batches (both dtypes) |",
+               "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+        for (n, dtype, nbytes, loss), pairs in groups.items():
+            runs = [r for r, _ in pairs]
+            bases = [b for _, b in pairs if b]
+            f, fs = self.loss_ratio(pairs)
+            ref = "–"
+            if bases:
+                ref = mb(statistics.median(b["goodput_Bps"] for b in bases))
+                if any(b.get("bench") != "loss_ref" for b in bases):
+                    ref += " (main row)"
+            drops = [r["impair_drops"] for r in runs
+                     if r.get("impair_drops") is not None]
+            out.append(
+                f"| {n} | {dtype} | {size_str(nbytes)} | {loss * 100:.1f}% | "
+                f"{len(runs)} | "
+                f"{mb(statistics.median(r['goodput_Bps'] for r in runs))} | "
+                f"{ref} | {pct(f) if f is not None else '–'} | "
+                f"{', '.join(pct(x) for x in fs) or '–'} | "
+                f"{sum(r.get('retrans', 0) for r in runs)} | "
+                f"{sum(r.get('timeouts', 0) for r in runs)} | "
+                f"{sum(r['probes'] for r in runs) if all('probes' in r for r in runs) else '–'} | "
+                f"{sum(r.get('sent', 0) for r in runs)} | "
+                f"{sum(drops) if drops else '–'} |")
         return "\n".join(out)
+
+    def loss_targets(self):
+        rows = []
+        for (n, dtype, nbytes, loss), pairs in self.loss_groups().items():
+            f, fs = self.loss_ratio(pairs)
+            if loss < 0.01 or f is None:
+                continue
+            how = ""
+            if len(fs) > 1:
+                how = (f", the median of {len(fs)} rounds' ratios, each a "
+                       f"loss launch against its round's lossless one: "
+                       f"{', '.join(pct(x) for x in fs)}")
+            rows.append(f"| at 1% loss ≥ 80% of lossless, {n} workers "
+                        f"{size_str(nbytes)} {dtype} | {pct(f)}{how} | "
+                        f"{'met' if f >= 0.8 else 'missed'} |")
+        return rows
 
     def cpu_table(self):
         out = ["| regime | workers | system | host-wide f32 | host-wide i32 | "
@@ -818,13 +870,7 @@ class Report:
                 rows.append(f"| fast path ≥ 2e9 int32 per second per core at K=inf | "
                             f"{eps / 1e9:.2f}e9 ({e} elements per packet) | "
                             f"{verdict(eps, 2e9)} |")
-        for r in (r for r in self.runs if r["loss"] >= 0.01):
-            base = self.loss_base(r)
-            if base:
-                f = r["goodput_Bps"] / base["goodput_Bps"]
-                rows.append(f"| at 1% loss ≥ 80% of lossless, {r['workers']} workers "
-                            f"{size_str(r['bytes'])} {r['dtype']} | {pct(f)} | "
-                            f"{'met' if f >= 0.8 else 'missed'} |")
+        rows += self.loss_targets()
         rows += self.types_targets()
         rows += self.sparse_targets()
         rows += self.fallback_targets()
@@ -1095,7 +1141,7 @@ class Report:
 
     def plots(self, outdir):
         made = self.racks_plots(outdir)
-        if not self.runs:
+        if self.partial():
             return made
         ws = self.values("workers")
         n_ref = self.n_ref()
@@ -1258,6 +1304,12 @@ class Report:
 
     # ---- the page -----------------------------------------------------
 
+    def partial(self):
+        """A run of some sections only, without the rack's whole run (its
+        parts' runs, SECTIONS=loss's included, have no main rows)."""
+        return not self.runs or \
+            "rack" not in self.meta.get("sections", ["rack"])
+
     def partial_page(self, plots):
         """The page of a run of some sections only (make bench
         SECTIONS=...): its tables and targets, for the terminal and
@@ -1272,7 +1324,9 @@ class Report:
                  "XDP switch", self.types_table),
                 ("sparse", self.sparse_targets, "Sparse", self.sparse_table),
                 ("fallback", self.fallback_targets, "Fallback",
-                 self.fallback_table)):
+                 self.fallback_table),
+                ("loss", self.loss_targets, "xina under loss",
+                 self.loss_table)):
             if sec in secs:
                 targets += rows()
                 tables += [f"## {title}", "", table() or "not in this run",
@@ -1287,7 +1341,7 @@ class Report:
             *targets, "", *tables, *self.racks_section(plots), ""])
 
     def page(self, plots, plotdir):
-        if not self.runs:
+        if self.partial():
             return self.partial_page(plots)
         m = self.meta
         big = self.big()
@@ -1410,11 +1464,17 @@ class Report:
         ]
         if loss_runs:
             parts += ["## xina under loss", "",
-                      "Each loss run against a lossless run of the same "
-                      "size, iterations and dtype made right before the "
-                      "loss runs (the machine is shared, and the main rows "
-                      "ran minutes earlier); runs without that reference "
-                      "use the main row.", "", self.loss_table(), ""]
+                      "In rounds: each round one lossless launch and one "
+                      "at each loss rate, of the same size, iterations and "
+                      "dtypes, the order turned by one each round (the "
+                      "machine is shared, and its speed drifts over "
+                      "minutes).  Each loss launch is measured against the "
+                      "lossless launch of its own round; \"of lossless\" is "
+                      "the median of the rounds' ratios, the goodputs are "
+                      "medians over the rounds, the counts sums over them.  "
+                      "Runs of earlier versions of bench.py took one round, "
+                      "the lossless launch first; runs without a lossless "
+                      "launch use the main row.", "", self.loss_table(), ""]
         types, fast_types = self.types_table(), self.fast_types_table()
         if types or fast_types or self.packloop_table():
             parts += ["## Types", ""]

@@ -18,10 +18,10 @@
 # SECTIONS=racks (or rack; bench.py --sections) runs only those: 3 racks
 # of 3 workers (scripts/racks.sh; xina in four two-level layouts and
 # flat, Gloo and OpenMPI flat, both regimes; 14.5 min, 11-12 with QUICK=1
-# before the fourth layout), or everything else; SECTIONS=types, sparse or
-# fallback (any of them, comma-separated) only those runs of the rack's,
-# at 4 workers through the XDP switch, in 3-5 minutes each, to measure a
-# change to libxina's element loops.  Such a partial run writes
+# before the fourth layout), or everything else; SECTIONS=types, sparse,
+# fallback or loss (any of them, comma-separated) only those runs of the
+# rack's, at 4 workers through the XDP switch, in 1-5 minutes each, to
+# measure a change to libxina.  Such a partial run writes
 # $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves
 # Documentation/benchmarks.md to the full run.
 #
