@@ -582,13 +582,20 @@ class Report:
         workers, CPU-bound, in this run."""
         return self.get("gloo", r["workers"], "f32", r["bytes"])
 
+    @staticmethod
+    def sparse_counts(r):
+        """Blocks sent / skipped per call, rank 0's (its handle's counts
+        over the timed calls, which are all its calls)."""
+        return (f"{r.get('sparse_blocks', 0) / r['iters']:.1f} / "
+                f"{r.get('sparse_skipped', 0) / r['iters']:.1f}")
+
     def sparse_table(self):
         runs = self.sparse_runs()
         dense = runs.get((0.0, False, False))
         if not runs:
             return None
         out = ["| density per worker | blocks | found by | blocks sent / "
-               "skipped (rank 0) | dense-equivalent MB/s per worker | "
+               "skipped per call (rank 0) | dense-equivalent MB/s per worker | "
                "/ dense xina | / Gloo dense |",
                "|---|---|---|---:|---:|---:|---:|"]
         for d, same, known in sorted(runs):
@@ -598,7 +605,7 @@ class Report:
                 f"| {'dense' if not d else pct(d)} | "
                 f"{'–' if not d else 'the same on every worker' if same else 'independent per worker'} | "
                 f"{'–' if not d else self.SPARSE_BY[known]} | "
-                f"{r.get('sparse_blocks', 0)} / {r.get('sparse_skipped', 0)} | "
+                f"{self.sparse_counts(r) if d else '–'} | "
                 f"{mb(r['goodput_Bps'])} | " +
                 (f"{r['goodput_Bps'] / dense['goodput_Bps']:.2f}x"
                  if dense else "–") + " | " +
