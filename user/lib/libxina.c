@@ -426,6 +426,21 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 }
 
 /*
+ * Queue slot @s's packet again, flagged as a resend (re-tagged: the flags
+ * are under the tag); no RTT sample from it (Karn).
+ */
+static void xina_resend(struct xina *x, uint32_t s)
+{
+	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
+
+	h->flags |= XINA_F_RETRANS;
+	xina_tx_tag(x, s);
+	x->slot[s].resent = true;
+	x->st.retrans++;
+	xina_txq_push(x, s);
+}
+
+/*
  * Fast retransmit, as TCP's after three duplicate ACKs: results come back
  * in about the order the blocks went out, so a block still waiting when
  * the result of a block XINA_REORDER places later arrived was most likely
@@ -451,7 +466,6 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block,
 {
 	uint64_t young = ((uint64_t)x->rtt.srtt_us + 2ull * x->rtt.rttvar_us) * 1000;
 	struct xina_slot *sl;
-	struct xina_hdr *h;
 	uint32_t s;
 
 	if (block < XINA_REORDER)
@@ -462,13 +476,8 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block,
 		    sl->block + XINA_REORDER > block ||
 		    now - sl->sent_ns < young)
 			continue;
-		h = (struct xina_hdr *)xina_tx_pkt(x, s);
-		h->flags |= XINA_F_RETRANS;
-		xina_tx_tag(x, s);
-		sl->resent = true;
 		sl->fast = true;
-		x->st.retrans++;
-		xina_txq_push(x, s);
+		xina_resend(x, s);
 	}
 }
 
@@ -578,7 +587,6 @@ static void xina_probe(struct xina *x, struct xina_call *c, uint64_t now)
 {
 	uint64_t pto = xina_pto_ns(x);
 	struct xina_slot *sl;
-	struct xina_hdr *h;
 	uint32_t s;
 
 	c->probed_ns = now;
@@ -587,14 +595,9 @@ static void xina_probe(struct xina *x, struct xina_call *c, uint64_t now)
 		if (!sl->busy || sl->queued || sl->fast || !sl->sent_ns ||
 		    now - sl->sent_ns < pto)
 			continue;
-		h = (struct xina_hdr *)xina_tx_pkt(x, s);
-		h->flags |= XINA_F_RETRANS;
-		xina_tx_tag(x, s);
-		sl->resent = true;
 		sl->fast = true;
-		x->st.retrans++;
 		x->st.probes++;
-		xina_txq_push(x, s);
+		xina_resend(x, s);
 	}
 }
 
@@ -602,7 +605,6 @@ static void xina_probe(struct xina *x, struct xina_call *c, uint64_t now)
 static void xina_timers(struct xina *x, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
-	struct xina_hdr *h;
 	struct xina_slot *sl;
 	uint32_t s;
 
@@ -615,17 +617,12 @@ static void xina_timers(struct xina *x, uint64_t now)
 				next = sl->deadline_ns;
 			continue;
 		}
-		h = (struct xina_hdr *)xina_tx_pkt(x, s);
-		h->flags |= XINA_F_RETRANS;
-		xina_tx_tag(x, s);
-		sl->resent = true;
 		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
 			     x->o.rto_max_us : sl->rto_us * 2;
 		x->st.timeouts++;
-		x->st.retrans++;
 		if (x->backoff < 8)
 			x->backoff++;
-		xina_txq_push(x, s);
+		xina_resend(x, s);
 	}
 	x->next_timer_ns = next;
 }
