@@ -17,7 +17,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODDIR=/lib/modules/$KVER
 
 # Modules the guest tests need besides xina.ko, in load order.
-GUEST_MODULES="veth bridge sch_netem ifb sch_ingress cls_u32 cls_bpf act_mirred"
+GUEST_MODULES="veth bridge sch_netem ifb sch_ingress cls_u32 cls_bpf act_mirred act_gact"
 
 mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,tmp,run,etc}
 mkdir -p "$R/xina/bin" "$R/xina/bpf" "$R/xina/selftests" "$R/xina/modules" \
