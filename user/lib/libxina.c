@@ -557,9 +557,10 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
  * one-element call's only one.  A loss there waited for the timer, whose
  * floor (opts.rto_us, 5 ms) is many round trips on a rack.  So once every
  * block left is in flight, when no result has come for two smoothed round
- * trips (at least XINA_PTO_MIN_US), each block sent at least that long
- * ago and not resent since is sent again, once per transmission; the
- * timer stays the backstop.  Where a peer is late rather than a packet
+ * trips (at least XINA_PTO_MIN_US), each block first sent at least that
+ * long ago that neither fast retransmit nor a probe has resent yet is
+ * sent again: once per transmission (a timer's resend does not count);
+ * the timer stays the backstop.  Where a peer is late rather than a packet
  * lost, a probe costs the switch a tag check and a drop as a duplicate:
  * at most a window of them per call, as the probe waits for the tail.
  */
