@@ -12,7 +12,8 @@
  * retransmission to a completed version gets the kept result.  A join
  * (the handshake that gives a worker the job's epoch, xina_join()) is
  * answered with its own frame made the reply.  All three leave
- * xina_xdp with XDP_PASS and a struct xina_mark in the XDP metadata, and
+ * xina_xdp with XDP_PASS and a struct xina_mark over the frame's first
+ * bytes (its Ethernet and IPv4 headers, which the fan-out writes anew), and
  * xina_fanout, on the TC ingress hook of the same port, sends one copy to
  * each member the frame is for, addressed to it, out of the port it is
  * behind (bpf_clone_redirect: the copies share the payload).  The kernel's
@@ -49,6 +50,7 @@
 #include "xina_maps.h"
 #include "xina_lanes.h"
 
+#define IP_DF		0x4000	/* do not fragment */
 #define IP_MF		0x2000	/* more fragments */
 #define IP_OFFSET	0x1fff	/* fragment offset, in 8-byte units */
 
@@ -59,6 +61,7 @@
 /* Load-time knobs, set through the skeleton before load. */
 const volatile __u16 xina_port = XINA_UDP_PORT;	/* host order */
 const volatile __u32 nr_cpus = XINA_MAX_CPUS;	/* possible CPUs */
+const volatile __u64 xina_cookie;	/* struct xina_mark; xinactl's, random */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -215,6 +218,7 @@ struct xina_pkt {
 	struct xina_hdr *xh;
 	__u32 count;		/* elements, host order */
 	__u32 lin;		/* of them, in the frame's first buffer */
+	__u32 zero;		/* XINA_F_ZERO: count words, none in the frame */
 };
 
 enum xina_class {
@@ -267,7 +271,8 @@ static __always_inline int xina_check_join_reply(struct xina_pkt *pkt)
 {
 	struct xina_hdr *xh = pkt->xh;
 
-	if (xh->count || xh->op || xh->flags || xh->exp)
+	/* flags: what the upper switch takes (this switch sends no ZERO) */
+	if (xh->count || xh->op || (xh->flags & ~XINA_F_ZERO) || xh->exp)
 		return XINA_MALFORMED;
 	if (ntohs_bounded(pkt->udp->len) !=
 	    sizeof(struct udphdr) + sizeof(*xh))
@@ -309,8 +314,20 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
 		return XINA_MALFORMED;
-	/* count is in 32-bit words for every dtype (checked per job) */
 	ulen = ntohs_bounded(pkt->udp->len);
+	if (xh->flags & XINA_F_ZERO) {
+		/* a contribution of count zero words, none in the frame */
+		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS) ||
+		    ulen != sizeof(struct udphdr) + sizeof(*xh) ||
+		    ulen + sizeof(struct iphdr) >
+		    ntohs_bounded(pkt->iph->tot_len))
+			return XINA_MALFORMED;
+		pkt->count = count;
+		pkt->lin = 0;
+		pkt->zero = 1;
+		return XINA_WELL_FORMED;
+	}
+	/* count is in 32-bit words for every dtype (checked per job) */
 	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
 		return XINA_MALFORMED;
 	if (ulen + sizeof(struct iphdr) > ntohs_bounded(pkt->iph->tot_len))
@@ -1068,6 +1085,21 @@ __noinline int xina_part_fold(struct xina_part *dst,
 	return xina_loop_run(&l, count, xina_mode_of(how), 1);
 }
 
+/* The first @count values of @part zero (a round of ZERO contributions). */
+__noinline int xina_part_zero(struct xina_part *part, __u32 count)
+{
+	__u32 i;
+
+	if (!part || count > XINA_MAX_ELEMS)
+		return -1;
+	for (i = 0; i < XINA_MAX_ELEMS / 2; i++) {
+		if (2 * i >= count)
+			break;
+		part->q[i] = 0;
+	}
+	return 0;
+}
+
 /*
  * The first @count elements of @part into the frame's first buffer.  The
  * payload is 2-byte aligned only: the 64-bit stores need no alignment
@@ -1226,13 +1258,16 @@ static __always_inline int xina_tag_check(struct xdp_md *ctx,
 					  struct xina_scratch *s)
 {
 	__u32 lin = pkt->count;
-	__u64 nh;
+	__u64 nh = 0;
 
+	if (pkt->zero)
+		goto tag;	/* no payload: its NH is 0, nothing staged */
 	if (pkt->lin < pkt->count)
 		lin = pkt->lin & ~1U;
 	nh = xina_stage_lin(ctx, nhk, s, lin);
 	if (lin < pkt->count)
 		nh += xina_stage_frags(ctx, nhk, s, lin, pkt->count);
+tag:
 	return bpf_cpu_to_be64(xina_tag_words(k[0], k[1],
 					      (const __u64 *)pkt->xh, nh)) !=
 	       pkt->xh->tag;
@@ -1338,7 +1373,8 @@ static __always_inline int xina_check_job(struct xdp_md *ctx,
 		return XINA_STAT_DROP_EPOCH;
 	if (bpf_ntohl(xh->slot) >= job->slots || pkt->count > job->elems)
 		return XINA_STAT_DROP_RANGE;
-	if (!xina_dtype_op_ok(xh->dtype, xh->op, pkt->count))
+	if (!xina_dtype_op_ok(xh->dtype, xh->op, pkt->count) ||
+	    (pkt->zero && !xina_op_zero_ok(xh->op)))
 		return XINA_STAT_DROP_OP;
 	*memberp = member;
 	return -1;
@@ -1576,20 +1612,21 @@ static __always_inline void xina_fold(__u32 idx, __u32 me,
 	}
 }
 
-/* A new mark, zeroed, in the frame's XDP metadata (NULL: no room). */
+/*
+ * A new mark over the frame's first bytes, zeroed but for the cookie and
+ * the EtherType (NULL: the frame is shorter, which cannot be: its headers
+ * were parsed).
+ */
 static __always_inline struct xina_mark *xina_mark_new(struct xdp_md *ctx)
 {
-	struct xina_mark *mark;
-	void *data;
+	void *end = (void *)(long)ctx->data_end;
+	struct xina_mark *mark = (void *)(long)ctx->data;
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*mark)))
-		return NULL;
-	mark = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(mark + 1) > data)
+	if ((void *)(mark + 1) > end)
 		return NULL;
 	__builtin_memset(mark, 0, sizeof(*mark));
-	mark->magic = XINA_MARK_MAGIC;
+	mark->cookie = xina_cookie;
+	mark->proto = bpf_htons(ETH_P_IP);
 	return mark;
 }
 
@@ -1608,6 +1645,29 @@ static __always_inline int xina_pass_marked(struct xdp_md *ctx, __u32 job,
 		return XDP_DROP;
 	mark->job = job;
 	mark->to = to;
+	return XDP_PASS;
+}
+
+/*
+ * A result completed by a ZERO contribution, its header alone in the
+ * frame: xina_fanout grows it to @c->count words and writes them from
+ * part @cpu of slot version @idx before it sends the copies.
+ */
+static __always_inline int xina_pass_fill(struct xdp_md *ctx, __u32 job,
+					  __u32 idx, __u32 cpu,
+					  const struct xina_contrib *c)
+{
+	struct xina_mark *mark = xina_mark_new(ctx);
+
+	if (!mark)
+		return XDP_DROP;
+	mark->job = job;
+	mark->to = XINA_MARK_ALL;
+	mark->fill = c->count;
+	mark->idx = idx;
+	mark->cpu = cpu;
+	mark->epoch = c->epoch;
+	mark->round = c->round;
 	return XDP_PASS;
 }
 
@@ -1699,7 +1759,7 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	xina_fold(idx, me, mine, c);
 	tag = xina_result_hdr(pkt->xh, j, c->exp,
 			      xina_nh_part(mine, nhk, c->count));
-	if (xina_put(ctx, pkt, mine, c->count))
+	if (!pkt->zero && xina_put(ctx, pkt, mine, c->count))
 		return XDP_DROP;	/* cannot happen: length was checked */
 
 	bpf_spin_lock(&m->lock);
@@ -1714,6 +1774,8 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	if (active)
 		*active = bpf_ktime_get_ns();
 	stat_inc(ctr, XINA_STAT_COMPLETE);
+	if (pkt->zero)
+		return xina_pass_fill(ctx, job, idx, me, c);
 	return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 }
 
@@ -1830,13 +1892,14 @@ static __always_inline int xina_up_neigh(struct xdp_md *ctx,
 					 const struct bpf_fib_lookup *fib,
 					 struct xina_up_counters *uc)
 {
-	struct xina_mark *mark = xina_mark_new(ctx);
+	void *end = (void *)(long)ctx->data_end;
+	struct xina_mark *mark = (void *)(long)ctx->data;
 
-	if (!mark)
+	/* the MAC addresses alone: the IPv4 and UDP headers are the hop's */
+	if ((void *)&mark->proto > end)
 		return XDP_DROP;
-	mark->to = XINA_MARK_UP;
-	mark->ifindex = fib->ifindex;
-	mark->nh = fib->ipv4_dst;
+	mark->cookie = xina_cookie ^ XINA_MARK_UP;
+	mark->job = fib->ifindex;
 	upstat_inc(uc, XINA_UPSTAT_NO_NEIGH);
 	return XDP_PASS;
 }
@@ -2329,25 +2392,37 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	 * This CPU's partial: nobody else writes it, no atomics needed for
 	 * the values.  A new (epoch, round) is published before any value of
 	 * it: ->epoch, then ->round with a fully ordered exchange, a full
-	 * barrier before the commit's stores (see xina_answer()).
+	 * barrier before the commit's stores (see xina_answer()).  A ZERO
+	 * contribution adds nothing (zero is its op's identity): the partial
+	 * keeps whatever round it holds, and the fold skips it if that is
+	 * not this one.
 	 */
-	if (mine->epoch != c.epoch || mine->round != c.round) {
-		mine->epoch = c.epoch;
-		__sync_lock_test_and_set(&mine->round, c.round);
-		how = XINA_HOW_COPY;
-	} else {
-		how = xina_how(c.dtype, c.op);
+	if (!pkt->zero) {
+		if (mine->epoch != c.epoch || mine->round != c.round) {
+			mine->epoch = c.epoch;
+			__sync_lock_test_and_set(&mine->round, c.round);
+			how = XINA_HOW_COPY;
+		} else {
+			how = xina_how(c.dtype, c.op);
+		}
+		/*
+		 * Cannot fail (the payload length was checked); and the
+		 * claim is made, so done must be bumped in any case or the
+		 * round would hang.
+		 */
+		xina_commit(mine, s, c.count, how);
 	}
-	/*
-	 * Cannot fail (the payload length was checked); and the claim is
-	 * made, so done must be bumped in any case or the round would hang.
-	 */
-	xina_commit(mine, s, c.count, how);
 	stat_inc(ctr, XINA_STAT_CONTRIB);
 
 	if (!xina_done(m, kept.gen, job->members ? job->members :
 						  job->workers))
 		return XDP_DROP;	/* consumed */
+	/* the last add, a ZERO on a CPU that had none of the round: zeros */
+	if (mine->epoch != c.epoch || mine->round != c.round) {
+		mine->epoch = c.epoch;
+		__sync_lock_test_and_set(&mine->round, c.round);
+		xina_part_zero(mine, c.count);
+	}
 	if (up)
 		return xina_up_complete(ctx, job, up, upnh, pkt, m, idx, me,
 					mine, &c, ctr, uc);
@@ -2496,6 +2571,11 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 	if (nonce)
 		return xina_up_join(ctx, job, up, nonce, run, uc);
 	xina_join_reply_hdr(xh, job, status, epoch);
+	/*
+	 * ZERO contributions: a job with an uplink builds its partial in
+	 * the frame of the round's last contribution, which must hold it.
+	 */
+	xh->flags = up ? 0 : XINA_F_ZERO;
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(member->key[0],
 						 member->key[1],
 						 (const __u64 *)xh, 0));
@@ -2532,8 +2612,8 @@ int xina_xdp(struct xdp_md *ctx)
 #ifdef XINA_KFUNC
 	/* xina.ko has no uplinks: what an upper switch sends is malformed */
 	if (xina_kf_on()) {
-		if (pkt.xh->type != XINA_T_CONTRIB &&
-		    pkt.xh->type != XINA_T_JOIN) {
+		if ((pkt.xh->type != XINA_T_CONTRIB &&
+		     pkt.xh->type != XINA_T_JOIN) || pkt.zero) {
 			gstat_inc(XINA_GSTAT_MALFORMED);
 			return XDP_DROP;
 		}
@@ -2556,6 +2636,11 @@ int xina_xdp(struct xdp_md *ctx)
 	up = xina_up_of(job->idx);
 	if (up)
 		uc = bpf_map_lookup_elem(&xina_upstats, &job->idx);
+	if (pkt.zero && up) {
+		/* not offered to the job's members: see xina_join() */
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
 	if (pkt.xh->type == XINA_T_JOIN)
 		return xina_join(ctx, job, ep, &pkt, ctr, up, uc);
 
@@ -2571,8 +2656,8 @@ int xina_xdp(struct xdp_md *ctx)
 
 /* ---- result fan-out (TC) -------------------------------------------------
  *
- * A frame xina_xdp marked is a result (or an answer) whose addresses are
- * still those of the contribution it was made from.  For each member it is
+ * A frame xina_xdp marked is a result (or an answer) whose Ethernet and
+ * IPv4 headers the mark took (struct xina_mark).  For each member it is
  * for, xina_fanout writes that member's headers and hands a clone to the
  * member's port: bpf_clone_redirect() shares the payload between the
  * copies; only the first buffer of the frame (headers included) is
@@ -2591,7 +2676,7 @@ struct xina_l2l4 {
 
 struct xina_fan {
 	struct __sk_buff	*skb;
-	struct xina_l2l4	hdr;	/* as the frame arrived */
+	struct xina_l2l4	hdr;	/* xina_fan_hdr() */
 	__u32			job;	/* job id */
 	__u32			idx;	/* job index (map backend) */
 	__u32			to;	/* rank, or XINA_MARK_ALL */
@@ -2642,32 +2727,82 @@ static long xina_fan_one(__u32 rank, struct xina_fan *f)
 #include "xina_kf_tc.bpf.h"
 #endif
 
+/*
+ * A result whose last contribution was a ZERO one (xina_pass_fill()):
+ * grow the packet from its header to the @mark->fill words of the result
+ * and write them, as xina_put() would have, from the part that holds
+ * them.  bpf_skb_change_tail() makes the packet linear and its own, once,
+ * before any copy goes out.  The part cannot move on before every member
+ * had this result (round r + 2 opens only then); a restart's new epoch
+ * can, and a torn copy is dropped, as xina_put_kept() drops one.
+ */
+static __always_inline int xina_fan_fill(struct xina_fan *f,
+					 const struct xina_mark *mark)
+{
+	struct xina_scratch *s = xina_scratch_get();
+	__u32 count = mark->fill, c, i, n, len;
+	struct xina_part *part;
+
+	part = xina_part_of(mark->idx, mark->cpu);
+	if (!s || !part || count > XINA_MAX_ELEMS)
+		return -1;
+	len = XINA_PAYLOAD_OFF + count * 4;
+	if (bpf_skb_change_tail(f->skb, len, 0))
+		return -1;
+	for (c = 0; c <= XINA_MAX_ELEMS / XINA_CHUNK; c++) {
+		n = xina_chunk_len(0, count, c, &i);
+		if (!n)
+			break;
+		if (xina_chunk_out(part, s, i, n))
+			return -1;
+		if (bpf_skb_store_bytes(f->skb, XINA_PAYLOAD_OFF + i * 4,
+					s->w, n * 4, 0))
+			return -1;
+	}
+	if (__sync_fetch_and_add(&part->round, 0) != mark->round ||
+	    *(volatile __u32 *)&part->epoch != mark->epoch)
+		return -1;
+	return 0;
+}
+
+/*
+ * The headers every copy starts from (xina_fan_send() writes each
+ * member's addresses and ports over them): the mark took the frame's own.
+ */
+static __always_inline void xina_fan_hdr(struct xina_fan *f, __u32 len)
+{
+	f->hdr.eth.h_proto = bpf_htons(ETH_P_IP);
+	f->hdr.ip.version = 4;
+	f->hdr.ip.ihl = 5;
+	f->hdr.ip.tot_len = bpf_htons(len - sizeof(struct ethhdr));
+	f->hdr.ip.frag_off = bpf_htons(IP_DF);
+	f->hdr.ip.ttl = 64;
+	f->hdr.ip.protocol = IPPROTO_UDP;
+	f->hdr.udp.len = bpf_htons(len - sizeof(struct ethhdr) -
+				   sizeof(struct iphdr));
+}
+
 SEC("tc")
 int xina_fanout(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	struct xina_mark *mark = (void *)(long)skb->data_meta;
 	struct xina_fan f = { .skb = skb };
 	struct xina_counters *ctr;
+	struct xina_mark mk;
 	struct xina_job *job;
 
-	if ((void *)(mark + 1) > data || mark->magic != XINA_MARK_MAGIC)
-		return TC_ACT_OK;
-	if (mark->to == XINA_MARK_UP) {
-		struct bpf_redir_neigh nh = {
-			.nh_family = 2,		/* AF_INET */
-			.ipv4_nh = mark->nh,
-		};
-
-		return bpf_redirect_neigh(mark->ifindex, &nh, sizeof(nh), 0);
-	}
-	f.to = mark->to;
-	f.job = mark->job;
-	if (bpf_skb_load_bytes(skb, 0, &f.hdr.eth, XINA_L2L4_LEN))
-		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, &mk, sizeof(mk)) ||
+	    !xina_cookie || (mk.cookie | XINA_MARK_UP) !=
+			    (xina_cookie | XINA_MARK_UP))
+		return TC_ACT_OK;	/* not a frame xina_xdp marked */
+	if (mk.cookie != xina_cookie)	/* XINA_MARK_UP */
+		return bpf_redirect_neigh(mk.job, NULL, 0, 0);
+	f.to = mk.to;
+	f.job = mk.job;
 #ifdef XINA_KFUNC
-	if (xina_kf_on())
+	if (xina_kf_on()) {
+		xina_fan_hdr(&f, skb->len);
 		return xina_kf_fanout(&f);
+	}
 #endif
 	job = xina_job_find(f.job);
 	if (!job || job->idx >= XINA_MAX_JOBS)
@@ -2676,6 +2811,11 @@ int xina_fanout(struct __sk_buff *skb)
 	ctr = bpf_map_lookup_elem(&xina_stats, &f.idx);
 	if (!ctr)
 		return TC_ACT_SHOT;
+	if (mk.fill && xina_fan_fill(&f, &mk)) {
+		ctr->c[XINA_STAT_STALE]++;
+		return TC_ACT_SHOT;
+	}
+	xina_fan_hdr(&f, skb->len);
 	if (f.to != XINA_MARK_ALL)
 		xina_fan_one(f.to, &f);
 	else

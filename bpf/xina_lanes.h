@@ -44,6 +44,16 @@ static __always_inline int xina_dtype_op_ok(__u32 dtype, __u32 op,
 	return dtype != XINA_DTYPE_INT64 || !(count & 1);
 }
 
+/*
+ * May a contribution of @op be XINA_F_ZERO (no words: all zero)?  Only if
+ * the zero word is the op's identity, so that adding nothing is combining
+ * zeros: SUM, OR and XOR, on every lane width.
+ */
+static __always_inline int xina_op_zero_ok(__u32 op)
+{
+	return op == XINA_OP_SUM || op == XINA_OP_OR || op == XINA_OP_XOR;
+}
+
 /* Lane-wise wrapping sum; @m is the lanes' top bits. */
 static __always_inline __u32 xina_swar_add(__u32 a, __u32 b, __u32 m)
 {

@@ -55,7 +55,7 @@
  *
  * Programs: xina_xdp (XDP, multi-buffer) aggregates on every switch port;
  * a result, and the answer to a retransmission, leave it with XDP_PASS and
- * a struct xina_mark in the XDP metadata, and xina_fanout (TC ingress of
+ * a struct xina_mark over its first bytes, and xina_fanout (TC ingress of
  * the same port) sends one copy to each member it is for, out of the port
  * that member is behind (bpf_clone_redirect).
  *
@@ -254,27 +254,45 @@ struct xina_addrs {
 };
 
 /*
- * What xina_xdp hands to xina_fanout in the XDP metadata of a frame it
- * passes: the frame is a result (or an answer) of job @job, for every
- * member (@to == XINA_MARK_ALL) or for rank @to alone; or (@to ==
- * XINA_MARK_UP) a frame for the upper switch whose next hop @nh, out of
- * @ifindex, has no neighbour entry: xina_fanout hands it to the kernel's
- * neighbour resolution (bpf_redirect_neigh()), which XDP cannot reach.
- * Only an XDP program writes metadata, so a frame from the wire cannot
- * carry a mark.
+ * What xina_xdp hands to xina_fanout, written over the first bytes of a
+ * frame it passes (not in XDP metadata: some kernels refuse
+ * bpf_xdp_adjust_meta(), 6.18 builds among them).  The frame is a result
+ * (or an answer) of job @job, for every member (@to == XINA_MARK_ALL) or
+ * for rank @to alone; xina_fanout writes every header below the xina
+ * header anew for each copy, so the mark may take the Ethernet header and
+ * most of the IPv4 header (only the EtherType is left, so that the stack
+ * sees IPv4 up to xina_fanout).  A result whose last contribution was a
+ * XINA_F_ZERO one is its header alone (XDP cannot grow a frame past its
+ * buffer's tailroom): @fill gives its words, and xina_fanout grows the
+ * packet and writes them from part @cpu of slot version @idx, which holds
+ * round @round of epoch @epoch.
+ *
+ * A frame for the upper switch whose next hop has no neighbour entry
+ * keeps its IPv4 and UDP headers (to the upper switch): its mark is the
+ * first 12 bytes alone (the MAC addresses, which the kernel's neighbour
+ * resolution writes anew), with XINA_MARK_UP in the cookie's low bit and
+ * the device to the next hop in @job.
+ *
+ * @cookie is xina_cookie, a random number xinactl gives the programs when
+ * it loads them: a frame from the wire that xina_xdp passes (anything not
+ * for the xina port) cannot carry a mark without guessing it, and the
+ * cookie never leaves the box (every copy's headers are written anew).
  */
-#define XINA_MARK_MAGIC		0x78696e61	/* "xina" */
 #define XINA_MARK_ALL		0xffff
-#define XINA_MARK_UP		0xfffe
+#define XINA_MARK_UP		1ULL	/* in the cookie */
 
 struct xina_mark {
-	__u32	magic;
-	__u32	job;		/* job id */
-	__u16	to;		/* rank, XINA_MARK_ALL or XINA_MARK_UP */
-	__u16	pad;
-	__u32	ifindex;	/* XINA_MARK_UP: the device to the next hop */
-	__be32	nh;		/* XINA_MARK_UP: the next hop */
+	__u64	cookie;		/* xina_cookie, or xina_cookie ^ XINA_MARK_UP */
+	__u32	job;		/* job id; XINA_MARK_UP: ifindex to the hop */
+	__be16	proto;		/* the EtherType, untouched (ETH_P_IP) */
+	__u16	to;		/* rank or XINA_MARK_ALL */
+	__u16	fill;		/* words for xina_fanout to write, or 0 */
+	__u16	cpu;		/* @fill: the part that holds them */
+	__u32	idx;		/* @fill: the result's slot version */
+	__u32	epoch;		/* @fill: its round, to tell a torn copy */
+	__u32	round;
 };
+_Static_assert(sizeof(struct xina_mark) == 32, "a mark ends in the IPv4 header");
 
 /*
  * Two levels (Documentation/protocol.md, "Two levels"): a job with an

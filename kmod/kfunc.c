@@ -736,7 +736,8 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 	if (!len || len > sizeof(struct xina_kf_buf) ||
 	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
-	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_ALL) ||
+	/* no XINA_F_ZERO: xina.ko does not offer it (its join replies) */
+	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_RETRANS) ||
 	    h->weight || h->aux)
 		return XINA_KF_MALFORMED;
 

@@ -53,7 +53,8 @@
 #define WK_PORT(r)	(40000 + (r))
 #define FRAME_MAX	(14 + 20 + 8 + (int)sizeof(struct xina_hdr) + \
 			 4 * XINA_MAX_ELEMS)
-#define META_MAX	64	/* XDP metadata BPF_PROG_TEST_RUN hands back */
+#define META_MAX	64	/* room to spare behind a frame */
+#define COOKIE		0x78696e61636f6f6bULL	/* xina_cookie: "xinacook" */
 #define HDRS_LEN	(14 + 20 + 8)
 #define PAYLOAD_OFF	(HDRS_LEN + (int)sizeof(struct xina_hdr))
 #define EPOCH0		0x5eed0001U	/* the job's epoch as "job add" set it */
@@ -115,6 +116,7 @@ static int fx_open(void)
 		return -1;
 	}
 	s->rodata->nr_cpus = F.ncpus;
+	s->rodata->xina_cookie = COOKIE;
 	bpf_map__set_max_entries(s->maps.xina_meta, NR_VERSIONS);
 	bpf_map__set_max_entries(s->maps.xina_vals, NR_VERSIONS);
 	/* members of job indexes 0..JOB_IDX only */
@@ -342,9 +344,9 @@ static size_t build_frame(__u8 *buf, const struct contrib *c)
 
 /*
  * One run of xina_xdp.  A result or an answer is handed to the TC fan-out
- * with XDP_PASS and a struct xina_mark in the XDP metadata, which
- * BPF_PROG_TEST_RUN returns in front of the frame: @mark holds it (magic
- * 0 when there was none) and @out the frame alone.
+ * with XDP_PASS and a struct xina_mark over the frame's first bytes (its
+ * Ethernet and IPv4 headers): @mark holds a copy (cookie 0 when there was
+ * none) and @out the frame.
  */
 struct run {
 	int err;
@@ -385,11 +387,8 @@ static void run_on(const void *in, __u32 len, struct run *r, int ifindex)
 	r->len = o.data_size_out;
 	memset(&r->mark, 0, sizeof(r->mark));
 	if (!r->err && r->retval == XDP_PASS && r->len >= sizeof(r->mark) &&
-	    ((struct xina_mark *)r->out)->magic == XINA_MARK_MAGIC) {
+	    ((struct xina_mark *)r->out)->cookie == COOKIE)
 		memcpy(&r->mark, r->out, sizeof(r->mark));
-		r->len -= sizeof(r->mark);
-		memmove(r->out, r->out + sizeof(r->mark), r->len);
-	}
 }
 
 
@@ -410,7 +409,7 @@ static int verdict(const struct run *r)
 {
 	if (r->err)
 		return r->err;
-	if (!r->mark.magic)
+	if (!r->mark.cookie)
 		return r->retval;
 	if (r->mark.job != JOB_ID) {
 		LOG("marked for job %u, not %u", r->mark.job, JOB_ID);
@@ -698,6 +697,184 @@ TEST_F(fp, next_round_other_version)
 	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 2, 32), 0);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
 	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 1);
+}
+
+/* @c as XINA_F_ZERO: its header alone, count words of zero. */
+static struct contrib zero_of(struct contrib c)
+{
+	c.flags |= XINA_F_ZERO;
+	c.nvals = 0;
+	return c;
+}
+
+/*
+ * Are the @count words at @out + PAYLOAD_OFF the SUM of ranks @mask's
+ * val() of @slot, @round, and the result's tag right for them?
+ */
+static int zero_sum_errors(const __u8 *out, unsigned int mask, __u32 slot,
+			   __u32 round, unsigned int count)
+{
+	const __be32 *v = (const void *)(out + PAYLOAD_OFF);
+	unsigned int i, w, bad = 0;
+	__u32 want;
+
+	for (i = 0; i < count; i++) {
+		for (want = 0, w = 0; w < 8; w++)
+			if (mask >> w & 1)
+				want += (__u32)val(w, slot, round, i);
+		if (ntohl(v[i]) != want && !bad++)
+			LOG("slot %u round %u elem %u: 0x%08x, want 0x%08x",
+			    slot, round, i, ntohl(v[i]), want);
+	}
+	return bad + !result_tag_ok(out);
+}
+
+/*
+ * XINA_F_ZERO: a member whose block is zero words sends its header alone;
+ * it counts as contributed and adds nothing.  The last contribution of a
+ * round may be such a header: the frame cannot hold the result, so it is
+ * passed marked to be filled (xina_fanout grows it), tagged for the
+ * result, and the kept result answers resends as any other.
+ */
+TEST_F(fp, zero_contrib)
+{
+	__u8 hdr[PAYLOAD_OFF];
+	struct contrib c;
+	struct run r;
+	unsigned int i;
+
+	ASSERT_EQ(0, job_add(3, 4, 16, false));
+	/* a ZERO in the middle: rank 2's full frame carries the result */
+	c = contrib(0, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = zero_of(contrib(1, 0, 0, 16, XINA_OP_SUM));
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(2, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	ASSERT_EQ(r.len, PAYLOAD_OFF + 4 * 16);
+	EXPECT_EQ(r.mark.fill, 0);
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 0 | 1 << 2, 0, 0, 16), 0);
+
+	/* a ZERO last: the header alone, marked to be filled from the part */
+	c = contrib(0, 1, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(2, 1, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = zero_of(contrib(1, 1, 0, 16, XINA_OP_SUM));
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	ASSERT_EQ(r.len, PAYLOAD_OFF);
+	EXPECT_EQ(r.mark.to, XINA_MARK_ALL);
+	EXPECT_EQ(r.mark.fill, 16);
+	EXPECT_EQ(r.mark.idx, SLOT_BASE + 2 * 1 + 0);
+	EXPECT_EQ(r.mark.epoch, EPOCH0);
+	EXPECT_EQ(r.mark.round, 0);
+	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
+	EXPECT_EQ(xhdr(r.out)->flags, 0);
+	memcpy(hdr, r.out, sizeof(hdr));
+	/* rank 1 lost it: its resend carries the zero words, and is answered */
+	c = contrib(1, 1, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.words = (const __u32[16]){ 0 };
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 0 | 1 << 2, 1, 0, 16), 0);
+	/* the header passed to be filled is the answer's: tag included */
+	EXPECT_TRUE(!memcmp(hdr + HDRS_LEN, r.out + HDRS_LEN,
+			    sizeof(hdr) - HDRS_LEN)) {
+		TH_LOG("the filled result's header is not the kept one");
+	}
+
+	/* every member ZERO: zeros, a part of no data made on the last CPU */
+	for (i = 0; i < 3; i++) {
+		if (F.ncpus > 1)
+			ASSERT_EQ(0, pin_cpu(i == 2));
+		c = zero_of(contrib(i, 2, 0, 16, XINA_OP_SUM));
+		ASSERT_EQ(send_c(&c, &r), i < 2 ? XDP_DROP : V_RESULT);
+	}
+	EXPECT_EQ(r.mark.fill, 16);
+	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(zero_sum_errors(r.out, 0, 2, 0, 16), 0);
+
+	/* a full one on CPU 0, the ZEROs on CPU 1: the last CPU folds it */
+	if (F.ncpus > 1) {
+		ASSERT_EQ(0, pin_cpu(0));
+		c = contrib(0, 3, 0, 16, XINA_OP_SUM);
+		ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+		ASSERT_EQ(0, pin_cpu(1));
+		for (i = 1; i < 3; i++) {
+			c = zero_of(contrib(i, 3, 0, 16, XINA_OP_SUM));
+			ASSERT_EQ(send_c(&c, &r), i < 2 ? XDP_DROP : V_RESULT);
+		}
+		EXPECT_EQ(r.mark.cpu, 1);
+		c = contrib(2, 3, 0, 16, XINA_OP_SUM);
+		c.flags = XINA_F_RETRANS;
+		ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+		EXPECT_EQ(zero_sum_errors(r.out, 1 << 0, 3, 0, 16), 0);
+	}
+	pin_cpu(0);
+	/* the next round of slot 1 on the same version: nothing left over */
+	for (i = 0; i < 3; i++) {
+		c = i == 1 ? contrib(1, 1, 2, 16, XINA_OP_SUM) :
+			     zero_of(contrib(i, 1, 2, 16, XINA_OP_SUM));
+		ASSERT_EQ(send_c(&c, &r), i < 2 ? XDP_DROP : V_RESULT);
+	}
+	c = contrib(0, 1, 2, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 1, 1, 2, 16), 0);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 3 * 5);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 5);
+}
+
+/*
+ * XINA_F_ZERO that breaks its rules changes nothing: with words, with
+ * XINA_F_RETRANS (malformed), with an op whose identity is not zero
+ * (drop_op), with a tag that does not verify (drop_auth), with another
+ * count than its round's (drop_range).
+ */
+TEST_F(fp, zero_refused)
+{
+	struct snapshot s = {};
+	struct contrib c;
+	struct run r;
+
+	ASSERT_EQ(0, job_add(2, 4, 16, false));
+	c = contrib(0, 0, 0, 16, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	ASSERT_EQ(0, snap_take(&s));
+
+	c = contrib(1, 0, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_ZERO;			/* words follow */
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = zero_of(contrib(1, 0, 0, 16, XINA_OP_SUM));
+	c.flags |= XINA_F_RETRANS;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(gstat(XINA_GSTAT_MALFORMED), 2);
+
+	c = zero_of(contrib(1, 1, 0, 16, XINA_OP_MIN));
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = zero_of(contrib(1, 1, 0, 16, XINA_OP_AND));
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), 2);
+
+	c = zero_of(contrib(1, 0, 0, 16, XINA_OP_SUM));
+	c.tag_xor = 1;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_AUTH), 1);
+
+	c = zero_of(contrib(1, 0, 0, 8, XINA_OP_SUM));
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_RANGE), 1);
+
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 1);
+	EXPECT_TRUE(snap_same(&s)) {
+		TH_LOG("a refused ZERO changed slot state");
+	}
+	free(s.buf);
+	/* and the round still completes on a good one */
+	c = zero_of(contrib(1, 0, 0, 16, XINA_OP_SUM));
+	EXPECT_EQ(send_c(&c, &r), V_RESULT);
 }
 
 /* A retransmission to a completed version gets the result, to itself. */
@@ -1652,13 +1829,17 @@ static void reply_want(struct xina_hdr *w, const struct contrib *c,
 	w->round = htonl(status);
 	w->epoch = htonl(epoch);
 	w->offset = htobe64(c->offset);
+	/* the map backend takes XINA_F_ZERO from a job without an uplink */
+	if (status != XINA_JOIN_BAD_KEY)
+		w->flags = XINA_F_ZERO;
 	w->tag = status == XINA_JOIN_BAD_KEY ? tag :
 		 htobe64(xina_tag_hdr(K[c->rank], w, 0));
 }
 
 /*
  * Is @r the reply @status, @epoch to join @c (sent from join_buf): a bare
- * header, lengths and IPv4 checksum right, every header byte as
+ * header, lengths and IPv4 checksum right (where no mark took the IPv4
+ * header: xina_fanout writes it for each copy), every header byte as
  * reply_want() says?  Returns the number of faults.
  */
 static int reply_check(const struct run *r, const struct contrib *c,
@@ -1673,9 +1854,10 @@ static int reply_check(const struct run *r, const struct contrib *c,
 		LOG("reply of %u bytes, want %d", r->len, PAYLOAD_OFF);
 		return 1;
 	}
-	if (ntohs(iphdr(r->out)->tot_len) != PAYLOAD_OFF - ETH_HLEN ||
-	    ntohs(udphdr(r->out)->len) != PAYLOAD_OFF - ETH_HLEN - 20 ||
-	    ip_csum(iphdr(r->out), sizeof(struct iphdr))) {
+	if (!r->mark.cookie &&
+	    (ntohs(iphdr(r->out)->tot_len) != PAYLOAD_OFF - ETH_HLEN ||
+	     ntohs(udphdr(r->out)->len) != PAYLOAD_OFF - ETH_HLEN - 20 ||
+	     ip_csum(iphdr(r->out), sizeof(struct iphdr)))) {
 		LOG("reply lengths or IPv4 checksum wrong");
 		bad++;
 	}

@@ -46,6 +46,7 @@
 #define OBJ	"/xina/bpf/xina_kfunc.bpf.o"
 #define SYSFS	"/sys/kernel/xina"
 #define JOB	7
+#define KF_COOKIE	0x78696e61636f6f6bULL	/* xina_cookie: "xinacook" */
 /* The job's secret; packets are tagged with the keys derived from it. */
 static const uint8_t SECRET[XINA_SECRET_BYTES] = {
 	0xfe, 0xed, 0xfa, 0xce, 0xca, 0xfe, 0xbe, 0xef,
@@ -861,6 +862,7 @@ static struct xina *fastpath_load(void)
 	if (!skel)
 		return NULL;
 	skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	skel->rodata->xina_cookie = KF_COOKIE;
 	if (xina__load(skel)) {
 		xina__destroy(skel);
 		return NULL;
@@ -1310,7 +1312,8 @@ TEST_F(kf, malformed_and_no_job)
  * so the kfunc gathers the elements across the frame's buffers into its
  * per-CPU buffer and scatters the result, and later the kept result of a
  * retransmission, back into them (xina_xdp_copy()).  The frame comes out
- * behind the fast path's struct xina_mark (XDP metadata).
+ * with the fast path's struct xina_mark over its first bytes (older
+ * versions put it in the XDP metadata, in front of the frame).
  */
 TEST_F(kf, jumbo_frags)
 {
@@ -1684,7 +1687,7 @@ TEST_F(kf, pairs_fastpath)
 		0 * XREF_NOPS + 2, 3 * XREF_NOPS + 5,	/* INT8 MIN, INT64 XOR */
 	};
 	static struct pair_data d;
-	static uint8_t buf[sizeof(struct xina_mark) + sizeof(struct pkt)];
+	static uint8_t buf[sizeof(struct pkt)];
 	const struct pkt *res;
 	struct xina_mark mk;
 	uint32_t words[PWORDS];
@@ -1709,13 +1712,13 @@ TEST_F(kf, pairs_fastpath)
 					  NULL));
 			if (r < PW - 1)
 				continue;
-			ASSERT_EQ(len + sizeof(mk), out_len);
+			ASSERT_EQ(len, out_len);
 			memcpy(&mk, buf, sizeof(mk));
-			EXPECT_EQ(XINA_MARK_MAGIC, mk.magic);
+			EXPECT_EQ(KF_COOKIE, mk.cookie);
 			EXPECT_EQ(JOB, mk.job);
 			EXPECT_EQ(XINA_MARK_ALL, mk.to);
 		}
-		res = (const void *)(buf + sizeof(mk));
+		res = (const void *)buf;
 		EXPECT_EQ(XINA_T_RESULT, res->xh.type);
 		EXPECT_EQ(d.dtype, res->xh.dtype);
 		EXPECT_EQ(d.op, res->xh.op);
@@ -2348,22 +2351,20 @@ static int bench_run(const struct bench *b)
 			return -EIO;
 		}
 		/*
-		 * The fast path hands a result to the TC fan-out behind a
-		 * struct xina_mark in the XDP metadata, which test_run puts
-		 * in front of the frame.
+		 * The fast path hands a result to the TC fan-out with a
+		 * struct xina_mark over the frame's first bytes.
 		 */
 		res = &out;
-		if (c.rank == b->k - 1 && opts.data_size_out > len) {
+		if (c.rank == b->k - 1 && b->want_result == XDP_PASS) {
 			struct xina_mark mk;
 
 			memcpy(&mk, &out, sizeof(mk));
-			if (opts.data_size_out - len != sizeof(mk) ||
-			    mk.magic != XINA_MARK_MAGIC || mk.job != 99) {
+			if (opts.data_size_out != len ||
+			    mk.cookie != KF_COOKIE || mk.job != 99) {
 				fprintf(stderr, "%s K=%d packet %d: no mark for the fan-out\n",
 					b->path, b->k, i);
 				return -EIO;
 			}
-			res = (const void *)((const char *)&out + sizeof(mk));
 		}
 		if (c.rank == b->k - 1 &&
 		    (int32_t)ntohl(res->el[0]) !=
@@ -2406,6 +2407,7 @@ static int bench_all(int packets)
 	if (!obj || !skel)
 		return -ENOENT;
 	skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	skel->rodata->xina_cookie = KF_COOKIE;
 	if (xina__load(skel))
 		return -ENOENT;
 	for (i = 0; i < 4; i++) {

@@ -450,11 +450,12 @@ static int measure(struct xina *x, const struct cfg *c, long long bytes,
 	for (i = 0; i < iters; i++)
 		printf("%s%.6f", i ? "," : "", t[i]);
 	printf("],\"cpu_s\":%.4f,\"sent\":%llu,\"retrans\":%llu,\"timeouts\":%llu,"
-	       "\"probes\":%llu",
+	       "\"probes\":%llu,\"zero_sent\":%llu",
 	       acc.self, (unsigned long long)(s1.sent - s0.sent),
 	       (unsigned long long)(s1.retrans - s0.retrans),
 	       (unsigned long long)(s1.timeouts - s0.timeouts),
-	       (unsigned long long)(s1.probes - s0.probes));
+	       (unsigned long long)(s1.probes - s0.probes),
+	       (unsigned long long)(s1.zero_sent - s0.zero_sent));
 	io_json(x, &s1);
 	if (c->o.rank == 0)
 		printf(",\"host_busy_s\":%.4f,\"host_softirq_s\":%.4f,"

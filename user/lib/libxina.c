@@ -22,6 +22,7 @@
 
 #include "libxina_int.h"
 #include "xina_auth.h"
+#include "../../bpf/xina_lanes.h"
 #include "xina_nh.h"
 #include "xina_keyfile.h"
 
@@ -411,7 +412,21 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->offset = htobe64(off);
 	xina_codec_pack(x, c->k, v, (const uint8_t *)c->buf + off * c->esz,
 			cnt, e);
-	x->slot[s].nh = xina_nh_wire(x->nhk, v, words);
+	/*
+	 * Zero words, for an op whose identity they are, where the switch
+	 * offered it: the header alone says so (a sparse call's blocks this
+	 * worker holds nothing of, or any block of zeros).  The words stay
+	 * in the buffer for a resend, which carries them.
+	 */
+	x->slot[s].zero = x->zero_ok && xina_op_zero_ok(h->op) &&
+			  xina_words_zero(v, words);
+	if (x->slot[s].zero) {
+		h->flags = XINA_F_ZERO;
+		x->slot[s].nh = 0;
+		x->st.zero_sent++;
+	} else {
+		x->slot[s].nh = xina_nh_wire(x->nhk, v, words);
+	}
 	xina_tx_tag(x, s);
 
 	x->slot[s].busy = true;
@@ -427,12 +442,19 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 
 /*
  * Queue slot @s's packet again, flagged as a resend (re-tagged: the flags
- * are under the tag); no RTT sample from it (Karn).
+ * are under the tag); no RTT sample from it (Karn).  A XINA_F_ZERO block
+ * goes with its zero words: the switch answers a resend in its frame.
  */
 static void xina_resend(struct xina *x, uint32_t s)
 {
 	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
 
+	if (x->slot[s].zero) {
+		h->flags &= ~XINA_F_ZERO;
+		x->slot[s].nh = xina_nh_wire(x->nhk, (const uint32_t *)(h + 1),
+					     ntohs(h->count));
+		x->slot[s].zero = false;
+	}
 	h->flags |= XINA_F_RETRANS;
 	xina_tx_tag(x, s);
 	x->slot[s].resent = true;

@@ -502,6 +502,9 @@ struct xina_worker_stats {
 	uint64_t	probes;		/* resends of a call's last blocks after
 					 * two round trips without a result
 					 * (counted in retrans too) */
+	/* Appended with zero blocks (XINA_F_ZERO): */
+	uint64_t	zero_sent;	/* blocks of zero words sent as their
+					 * header alone (counted in sent) */
 };
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )

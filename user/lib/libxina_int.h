@@ -26,6 +26,7 @@ struct xina_slot {
 	bool		resent;		/* no RTT sample from it (Karn) */
 	bool		queued;		/* in the transmit queue */
 	bool		fast;		/* fast-retransmitted since last sent */
+	bool		zero;		/* sent XINA_F_ZERO (its words zero) */
 	uint64_t	nh;		/* NH of the packet's payload: a resend
 					 * (other flags) is tagged again */
 };
@@ -92,6 +93,7 @@ struct xina {
 	bool			gso;	/* UDP_SEGMENT works */
 	bool			gro;	/* UDP_GRO enabled */
 	bool			refused;	/* ICMP port unreachable seen */
+	bool			zero_ok;	/* the switch takes XINA_F_ZERO */
 	uint64_t		next_timer_ns;	/* earliest slot deadline */
 	struct xina_rtt		rtt;		/* RFC 6298 estimator */
 	uint32_t		backoff;	/* shift of the RTO after expiries */
@@ -339,6 +341,15 @@ static inline size_t xina_blk_elems(size_t n, size_t per, uint64_t b)
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
 extern int xina_avx2;	/* float32 quantisation by AVX2: the same */
 bool xina_all_zero(const void *restrict p, size_t len);
+bool xina_words_zero(const uint32_t *w, size_t n);
+
+/* Bytes of the datagram @h heads: a XINA_F_ZERO one is its header alone. */
+static inline size_t xina_wire_len(const struct xina_hdr *h)
+{
+	if (h->flags & XINA_F_ZERO)
+		return sizeof(*h);
+	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
+}
 /*
  * A block's largest float magnitude, as the bits of |x|, and in *@any
  * (unless NULL) the OR of its bits.

@@ -186,9 +186,7 @@ struct xina_txb {
 
 static size_t xina_pkt_len(struct xina *x, uint32_t s)
 {
-	const struct xina_hdr *h = (const struct xina_hdr *)xina_tx_pkt(x, s);
-
-	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
+	return xina_wire_len((const struct xina_hdr *)xina_tx_pkt(x, s));
 }
 
 /*

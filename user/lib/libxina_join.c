@@ -77,6 +77,7 @@ struct xina_jwait {
 	uint32_t	epoch;
 	uint32_t	job_slots;	/* MISMATCH: the job's */
 	uint32_t	job_elems;
+	uint8_t		flags;		/* what the switch takes: XINA_F_ZERO */
 };
 
 /* Build the join with @nonce in slot 0's buffer and queue it. */
@@ -159,6 +160,7 @@ static void xina_on_join_reply(struct xina *x, const uint8_t *p, size_t len,
 	w->epoch = ntohl(h->epoch);
 	w->job_slots = ntohl(h->slot);
 	w->job_elems = ntohl(h->aux);
+	w->flags = h->flags;
 }
 
 static int xina_ms_until(uint64_t until, uint64_t now)
@@ -313,6 +315,7 @@ int xina_join(struct xina *x)
 	}
 	x->epoch = w.epoch;
 	x->st.epoch = w.epoch;
+	x->zero_ok = w.flags & XINA_F_ZERO;
 	xina_log(x, XINA_LOG_DEBUG,
 		 "job %u rank %u: joined epoch %u (%llu joins, %u busy)",
 		 x->o.job, x->o.rank, w.epoch,

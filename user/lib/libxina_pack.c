@@ -211,6 +211,26 @@ bool xina_all_zero(const void *restrict p, size_t len)
 }
 
 /*
+ * Are the @n words at @w zero?  Packed words, just written and in cache:
+ * a line at a time, so that a block that is not zero (a dense call's
+ * every block) costs one line's test, not the block's.
+ */
+bool xina_words_zero(const uint32_t *w, size_t n)
+{
+	uint32_t acc;
+	size_t i, j;
+
+	for (i = 0; i < n; i += 16) {
+		acc = 0;
+		for (j = i; j < n && j < i + 16; j++)
+			acc |= w[j];
+		if (acc)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Adding and subtracting 1.5 * 2^52 rounds a double of magnitude below
  * 2^51 to the nearest integer, ties to even, like rint() in the default
  * rounding mode, but inline and vectorisable: rint()/lrintf() calls

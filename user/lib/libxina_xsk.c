@@ -542,7 +542,7 @@ static void xsk_reap(struct xina_xsk *xs)
 static bool xsk_tx_slot(struct xina *x, uint32_t s)
 {
 	const struct xina_hdr *h = (const struct xina_hdr *)xina_tx_pkt(x, s);
-	size_t len = sizeof(*h) + (size_t)ntohs(h->count) * 4;
+	size_t len = xina_wire_len(h);
 	struct xina_xsk *xs = x->xsk;
 	uint64_t addr = (uint64_t)s * x->tx_stride + XSK_ALIGN;
 	uint32_t flen, ndesc, idx, i, l;

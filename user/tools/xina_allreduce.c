@@ -30,9 +30,13 @@
  *   sparse_*			--sparse P: the workers' density (P/1000), the
  *				blocks that travelled and those skipped
  *   sparse_expect_*		... and what they must be: the blocks of the
- *				sparse calls, and those zero on every
- *				worker (worked out here from every worker's
- *				input), to compare them with
+ *				sparse calls, those zero on every worker
+ *				(worked out here from every worker's
+ *				input), to compare them with, and those
+ *				that travel but are zero on this worker
+ *				(_zero: zero_sent has them, where the op
+ *				and the switch let a block of zeros go as
+ *				its header alone)
  *   fallback, fallback_*	the host fallback ring (--fallback: every
  *				rank's ring address, libxina's opts.fallback)
  *				ran calls, and its bytes
@@ -112,6 +116,7 @@ struct ar_result {
 	uint64_t	checksum;
 	uint64_t	sp_blocks;	/* blocks of the sparse calls */
 	uint64_t	sp_zero;	/* ... zero on every worker */
+	uint64_t	sp_mine_zero;	/* ... not, but zero on this one */
 	double		t_start;	/* CLOCK_REALTIME: first timed call began */
 	double		t_end;		/* ... last timed call returned */
 };
@@ -654,17 +659,21 @@ static void ar_sparse_expect(const struct ar_cfg *c, size_t off, size_t n,
 {
 	size_t esz = xina_type_size(c->type), b, i, end;
 	uint64_t mask = esz < 8 ? (1ull << (esz * 8)) - 1 : ~0ull;
-	bool zero;
+	bool zero, mine;
 	uint32_t w;
 
 	for (b = off; b < off + n; b += ar_blk) {
 		end = b + ar_blk < off + n ? b + ar_blk : off + n;
 		zero = true;
+		for (i = b; zero && i < end; i++)
+			zero = !(ar_elem(c, c->o.rank, i, iter) & mask);
+		mine = zero;
 		for (w = 0; zero && w < c->o.workers; w++)
 			for (i = b; zero && i < end; i++)
 				zero = !(ar_elem(c, w, i, iter) & mask);
 		res->sp_blocks++;
 		res->sp_zero += zero;
+		res->sp_mine_zero += mine && !zero;
 	}
 }
 
@@ -1238,7 +1247,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       "\"malformed\":%llu,\"timeouts\":%llu,\"tx_syscalls\":%llu,"
 	       "\"rx_syscalls\":%llu,\"gso_sends\":%llu,\"gro_segs\":%llu,"
 	       "\"bad_tag\":%llu,\"epoch\":%u,\"run\":%u,\"joins\":%llu,\"join_busy\":%u,"
-	       "\"probes\":%llu",
+	       "\"probes\":%llu,\"zero_sent\":%llu",
 	       c->o.rank, c->o.workers,
 	       c->type == XINA_TYPE_INT32 ? "i32" :
 	       c->type == XINA_TYPE_FLOAT32 ? "f32" : xina_type_name(c->type),
@@ -1256,17 +1265,20 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.gso_sends, (unsigned long long)st.gro_segs,
 	       (unsigned long long)st.bad_tag, st.epoch, c->o.run,
 	       (unsigned long long)st.joins, st.join_busy,
-	       (unsigned long long)st.probes);
+	       (unsigned long long)st.probes,
+	       (unsigned long long)st.zero_sent);
 	ar_json_io(x, &st);
 	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_mixed\":%s,"
 	       "\"sparse_blocks\":%llu,\"sparse_skipped\":%llu,"
-	       "\"sparse_expect_blocks\":%llu,\"sparse_expect_skipped\":%llu",
+	       "\"sparse_expect_blocks\":%llu,\"sparse_expect_skipped\":%llu,"
+	       "\"sparse_expect_zero\":%llu",
 	       ar_sparse_pm / 1000.0, ar_sparse_same ? "true" : "false",
 	       ar_sparse_mixed ? "true" : "false",
 	       (unsigned long long)st.sparse_blocks,
 	       (unsigned long long)st.sparse_skipped,
 	       (unsigned long long)res->sp_blocks,
-	       (unsigned long long)res->sp_zero);
+	       (unsigned long long)res->sp_zero,
+	       (unsigned long long)res->sp_mine_zero);
 	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
 	       "\"fallback_served\":%u,"
 	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",

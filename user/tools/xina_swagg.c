@@ -13,7 +13,11 @@
  * carries another pair, AVG (never on the wire), an unknown pair or an
  * INT64 block of an odd count is dropped (drop_op).  Every pair is
  * combined by bpf/xina_lanes.h, the arithmetic the fast path and xina.ko
- * share.  Packets are authenticated as the switch does it
+ * share.  A contribution flagged XINA_F_ZERO stands for count zero words
+ * and carries none (a bare header): its sender is in, nothing is added
+ * (the first one of a round starts the version from zeros), and only
+ * for SUM, OR and XOR, whose identity is the zero word; the result is
+ * full size as always.  Packets are authenticated as the switch does it
  * (bpf/xina_auth.h): a contribution's tag is verified with its rank's key
  * before it can change anything, results are tagged with the job's result
  * key, and a member's UDP port is learned only from a contribution that
@@ -615,6 +619,7 @@ static void sw_complete_nh(struct swagg *sw, uint32_t vi,
 
 	*r = *h;
 	r->type = XINA_T_RESULT;
+	/* @h may be a RETRANS or a ZERO; the result is neither: full size */
 	r->flags = 0;
 	r->rank = 0;
 	r->op = v->op;
@@ -716,8 +721,9 @@ static __always_inline void sw_fold(uint32_t *restrict a,
 	} while (0)
 
 /*
- * The pair was checked by sw_contrib() (xina_dtype_op_ok()).  An element
- * loop (SW_CLONES): each (dtype, op) pair's loop is vectorised.
+ * The pair was checked by sw_contrib() (xina_dtype_op_ok(), and
+ * xina_op_zero_ok() for a ZERO block).  An element loop (SW_CLONES): each
+ * (dtype, op) pair's loop is vectorised.
  */
 SW_CLONES
 static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
@@ -728,6 +734,15 @@ static void sw_add(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 	struct sw_ver *v = &sw->ver[vi];
 	unsigned int i;
 
+	/*
+	 * A ZERO block has no words to read: the zero words it stands for
+	 * are the op's identity, so only a first contribution writes them.
+	 */
+	if (h->flags & XINA_F_ZERO) {
+		if (init)
+			memset(a, 0, (size_t)v->count * sizeof(*a));
+		return;
+	}
 	if (init) {
 		for (i = 0; i < v->count; i++)
 			a[i] = ntohl(in[i]);
@@ -828,6 +843,7 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	uint16_t rank = ntohs(h->rank), count = ntohs(h->count);
 	struct sw_member *mb;
 	struct sw_ver *v;
+	uint64_t nh = 0;
 	bool start;
 	int st;
 
@@ -839,10 +855,10 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_MEMBER]++;
 		return;
 	}
-	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h,
-					    xina_nh_wire(sw->nhk,
-							 (const uint32_t *)(h + 1),
-							 count))) {
+	/* A ZERO block sends no words: its NH is that of no payload. */
+	if (!(h->flags & XINA_F_ZERO))
+		nh = xina_nh_wire(sw->nhk, (const uint32_t *)(h + 1), count);
+	if (be64toh(h->tag) != xina_tag_hdr(mb->key, h, nh)) {
 		sw->stat[XINA_STAT_DROP_AUTH]++;
 		return;
 	}
@@ -854,8 +870,12 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 		sw->stat[XINA_STAT_DROP_RANGE]++;
 		return;
 	}
-	/* AVG (library only), unknown pairs, an odd INT64 count */
-	if (!xina_dtype_op_ok(h->dtype, h->op, count)) {
+	/*
+	 * AVG (library only), unknown pairs, an odd INT64 count; a ZERO
+	 * block of an op whose identity is not the zero word (MIN, MAX, AND)
+	 */
+	if (!xina_dtype_op_ok(h->dtype, h->op, count) ||
+	    (h->flags & XINA_F_ZERO && !xina_op_zero_ok(h->op))) {
 		sw->stat[XINA_STAT_DROP_OP]++;
 		return;
 	}
@@ -904,6 +924,11 @@ static void sw_join_reply(struct swagg *sw, const struct xina_hdr *h,
 	r.epoch = htonl(m->epoch);
 	r.slot = htonl(sw->slots);
 	r.aux = htonl(sw->elems);
+	/*
+	 * What it takes beyond RETRANS: ZERO blocks, with --up too (the
+	 * partial going up is a full block).  Before the tag, which covers it.
+	 */
+	r.flags = XINA_F_ZERO;
 	/* BAD_KEY: no key of the member's; the join's own tag echoed. */
 	if (key)
 		r.tag = htobe64(xina_tag_hdr(key, &r, 0));
@@ -982,10 +1007,23 @@ static void sw_join_pkt(struct swagg *sw, const struct xina_hdr *h,
 }
 
 /*
+ * The length of contribution @h: a ZERO block's words are not sent, its
+ * count says how many it stands for.
+ */
+static size_t sw_contrib_len(const struct xina_hdr *h)
+{
+	if (h->flags & XINA_F_ZERO)
+		return sizeof(*h);
+	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
+}
+
+/*
  * Well-formedness first, as the XDP fast path and xina.ko check it:
  * anything failing here names no job.  weight is reserved (hierarchical
  * aggregation): until it means something, a weight is malformed.  A join
- * is a bare header; aux carries its elements per slot, epoch its run.
+ * is a bare header; aux carries its elements per slot, epoch its run.  A
+ * ZERO contribution is a bare header too, and never a resend: a resend
+ * carries the zero words, so that the answer to it fits in its frame.
  */
 static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 		      const struct sockaddr_in *from)
@@ -1001,7 +1039,8 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	    (join ? h->count || h->op || h->flags || h->exp || h->round ||
 		    len != sizeof(*h) :
 	     h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
-	     len != sizeof(*h) + (size_t)ntohs(h->count) * 4)) {
+	     (h->flags & XINA_F_ZERO && h->flags & XINA_F_RETRANS) ||
+	     len != sw_contrib_len(h))) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;
 		return;
 	}

@@ -273,6 +273,7 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	struct sw_up *up = sw->up;
 
 	*u = *h;
+	/* never ZERO, even when @h was: the partial is a full block */
 	u->flags = 0;
 	u->op = v->op;
 	u->job = htonl(up->job);

@@ -304,6 +304,7 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 	char path[PATH_MAX];
 	struct bpf_map *map;
 	struct xina *skel;
+	__u64 cookie;
 	int ncpus, ret;
 
 	libbpf_set_print(xm_libbpf_print);
@@ -329,6 +330,15 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 		return ret;
 	}
 	skel->rodata->nr_cpus = ncpus;
+	/* struct xina_mark: a random cookie per load, never 0 */
+	if (getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie)) {
+		ret = -errno;
+		xerr("cannot draw the programs' mark cookie: %s",
+		     strerror(errno));
+		xina__destroy(skel);
+		return ret;
+	}
+	skel->rodata->xina_cookie = cookie | 2;
 	bpf_object__for_each_map(map, skel->obj) {
 		/*
 		 * xina_addrs is not pinned: each port's programs get their

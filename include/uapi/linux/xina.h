@@ -58,6 +58,17 @@
  *	    bitwise the same whatever the arrival order (Documentation/
  *	    protocol.md, "Types and operators").
  * flags:   XINA_F_* bits.  Unknown bits make the packet malformed.
+ *	    XINA_F_ZERO: every word of the sender's block is zero, and none
+ *	    follows: the UDP payload is the header alone, count still gives
+ *	    the block's words (as every contribution to the round must), and
+ *	    the tag's NH is that of no payload (0).  Only for the ops whose
+ *	    identity is the zero word (SUM, OR, XOR: else drop_op), only
+ *	    where the switch's join reply offered it (below), never with
+ *	    XINA_F_RETRANS (malformed): a resend carries the zero words, so
+ *	    that the answer to it fits in its frame.  The switch counts the
+ *	    sender as contributed and adds nothing.  A sparse call's workers
+ *	    send it for the blocks of the union they hold no non-zero of
+ *	    (Documentation/protocol.md, "Sparse tensors").
  * exp:     informational block exponent: the power of two the worker used
  *	    to quantise float data into this block (see Documentation/
  *	    protocol.rst); the switch copies it into the result untouched
@@ -130,7 +141,9 @@
  *	tag	keyed with the member's key K_r
  *
  * In a JOIN_REPLY: dtype, job and rank are those of the join, slot and
- * aux the job's slots and elements per slot, round an enum
+ * aux the job's slots and elements per slot, flags what the switch takes
+ * from the job's members beyond XINA_F_RETRANS (XINA_F_ZERO, or 0: a
+ * worker sends XINA_F_ZERO only where it was offered), round an enum
  * xina_join_status, epoch the epoch granted (XINA_JOIN_OK; 0 otherwise),
  * offset the join's nonce echoed, tag keyed with K_r, except that of
  * XINA_JOIN_BAD_KEY: there the switch has no key the worker shares, and
@@ -236,9 +249,10 @@ enum xina_op {
 
 enum xina_flags {
 	XINA_F_RETRANS = 1 << 0,	/* sender already sent this block */
+	XINA_F_ZERO = 1 << 1,		/* the block is zero words, none sent */
 	/* reserved: XINA_F_SPARSE (index/value pairs), XINA_F_HIER */
 };
-#define XINA_F_ALL	(XINA_F_RETRANS)
+#define XINA_F_ALL	(XINA_F_RETRANS | XINA_F_ZERO)
 
 struct xina_hdr {
 	__u8	version;

@@ -111,6 +111,7 @@ class XinaWorkerStats(ctypes.Structure):
         ("sparse_blocks", ctypes.c_uint64),
         ("sparse_skipped", ctypes.c_uint64),
         ("probes", ctypes.c_uint64),
+        ("zero_sent", ctypes.c_uint64),
     ]
 
 
