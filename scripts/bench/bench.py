@@ -908,6 +908,7 @@ class Bench:
                            "goodput_Bps": nbytes / med,
                            "sparse_blocks": ranks[0].get("sparse_blocks", 0),
                            "sparse_skipped": ranks[0].get("sparse_skipped", 0),
+                           "zero_sent": ranks[0].get("zero_sent", 0),
                            "regime": self.regime, "bg_busy_frac": self.bg_busy})
                 log(f"sparse f32 {nbytes >> 20} MiB density {permille / 10:g}%"
                     f"{' (same blocks)' if same else ''}"

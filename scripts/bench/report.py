@@ -585,9 +585,14 @@ class Report:
     @staticmethod
     def sparse_counts(r):
         """Blocks sent / skipped per call, rank 0's (its handle's counts
-        over the timed calls, which are all its calls)."""
-        return (f"{r.get('sparse_blocks', 0) / r['iters']:.1f} / "
-                f"{r.get('sparse_skipped', 0) / r['iters']:.1f}")
+        over the timed calls, which are all its calls), and of those sent
+        how many went as their header alone (XINA_F_ZERO: zeros on rank 0;
+        runs before it have no such count)."""
+        out = (f"{r.get('sparse_blocks', 0) / r['iters']:.1f} / "
+               f"{r.get('sparse_skipped', 0) / r['iters']:.1f}")
+        if "zero_sent" in r:
+            out += f" ({r['zero_sent'] / r['iters']:.1f} as headers)"
+        return out
 
     def sparse_table(self):
         runs = self.sparse_runs()
@@ -1532,7 +1537,9 @@ class Report:
                 "independently per worker, so the union the workers send is "
                 "1 - (1 - d)^N of the blocks; `xina_allreduce_sparse()`: "
                 "the block exponents' call over the whole tensor, which "
-                "agrees on the union too, then the union's blocks).  "
+                "agrees on the union too, then the union's blocks; a block "
+                "of the union that is zeros on a worker goes as its header "
+                "alone, `XINA_F_ZERO`, counted \"as headers\").  "
                 "Found by \"libxina's pass over the tensor\": the call reads "
                 "the whole tensor for its blocks' exponents; \"each worker's "
                 "map of its blocks\" (`--sparse-map`, "
