@@ -1357,7 +1357,12 @@ TEST_F(kf, jumbo_frags)
 		meta = out_len - len;
 		ASSERT_LE(meta, sizeof(out.meta));
 		res = (struct pkt *)((char *)&out + meta);
-		EXPECT_EQ(0, memcmp(&self->in, res, offsetof(struct pkt, xh)));
+		/* the mark for the fan-out took the headers it covers */
+		EXPECT_EQ(KF_COOKIE, ((struct xina_mark *)res)->cookie);
+		EXPECT_EQ(0, memcmp((char *)&self->in + sizeof(struct xina_mark),
+				    (char *)res + sizeof(struct xina_mark),
+				    offsetof(struct pkt, xh) -
+				    sizeof(struct xina_mark)));
 		expect_result(_metadata, res, 0, want, XINA_MAX_ELEMS);
 	}
 	xina__destroy(skel);
