@@ -1672,6 +1672,17 @@ static __always_inline int xina_pass_fill(struct xdp_md *ctx, __u32 job,
 }
 
 /*
+ * Does part @part still hold round @round of @epoch, after a copy of its
+ * values?  The fully ordered re-check xina_put_kept() explains.
+ */
+static __always_inline int xina_part_still(struct xina_part *part,
+					   __u32 epoch, __u32 round)
+{
+	return __sync_fetch_and_add(&part->round, 0) == round &&
+	       *(volatile __u32 *)&part->epoch == epoch;
+}
+
+/*
  * The kept part @res of round @kept into the frame, as xina_put() does:
  * 0 if the copy holds only that round's values, -1 if it is torn (or the
  * frame too short, which cannot happen: its length was checked).
@@ -1701,10 +1712,7 @@ static __always_inline int xina_put_kept(struct xdp_md *ctx,
 	 * atomic add of 0 changes nothing; it only takes the cache line, on
 	 * the path of a retransmission.
 	 */
-	if (__sync_fetch_and_add(&res->round, 0) != kept->round ||
-	    *(volatile __u32 *)&res->epoch != kept->epoch)
-		return -1;
-	return 0;
+	return xina_part_still(res, kept->epoch, kept->round) ? 0 : -1;
 }
 
 /*
@@ -2312,6 +2320,22 @@ static __always_inline int xina_up_rx(struct xdp_md *ctx,
 	return xina_up_result(ctx, pkt, job, up, uc);
 }
 
+/*
+ * Make this CPU's part @mine @c's round, if it holds another: ->epoch,
+ * then ->round with a fully ordered exchange, before any value of the
+ * round is stored (see xina_put_kept()).  1 if it did (the part's values
+ * are another round's), 0 if it held the round already.
+ */
+static __always_inline int xina_part_open(struct xina_part *mine,
+					  const struct xina_contrib *c)
+{
+	if (mine->epoch == c->epoch && mine->round == c->round)
+		return 0;
+	mine->epoch = c->epoch;
+	__sync_lock_test_and_set(&mine->round, c->round);
+	return 1;
+}
+
 static __always_inline int xina_aggregate(struct xdp_md *ctx,
 					  const struct xina_job *job,
 					  const struct xina_nhkey *nhk,
@@ -2398,13 +2422,8 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	 * not this one.
 	 */
 	if (!pkt->zero) {
-		if (mine->epoch != c.epoch || mine->round != c.round) {
-			mine->epoch = c.epoch;
-			__sync_lock_test_and_set(&mine->round, c.round);
-			how = XINA_HOW_COPY;
-		} else {
-			how = xina_how(c.dtype, c.op);
-		}
+		how = xina_part_open(mine, &c) ? XINA_HOW_COPY :
+						 xina_how(c.dtype, c.op);
 		/*
 		 * Cannot fail (the payload length was checked); and the
 		 * claim is made, so done must be bumped in any case or the
@@ -2418,11 +2437,8 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 						  job->workers))
 		return XDP_DROP;	/* consumed */
 	/* the last add, a ZERO on a CPU that had none of the round: zeros */
-	if (mine->epoch != c.epoch || mine->round != c.round) {
-		mine->epoch = c.epoch;
-		__sync_lock_test_and_set(&mine->round, c.round);
+	if (xina_part_open(mine, &c))
 		xina_part_zero(mine, c.count);
-	}
 	if (up)
 		return xina_up_complete(ctx, job, up, upnh, pkt, m, idx, me,
 					mine, &c, ctr, uc);
@@ -2759,10 +2775,7 @@ static __always_inline int xina_fan_fill(struct xina_fan *f,
 					s->w, n * 4, 0))
 			return -1;
 	}
-	if (__sync_fetch_and_add(&part->round, 0) != mark->round ||
-	    *(volatile __u32 *)&part->epoch != mark->epoch)
-		return -1;
-	return 0;
+	return xina_part_still(part, mark->epoch, mark->round) ? 0 : -1;
 }
 
 /*
