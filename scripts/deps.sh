@@ -42,6 +42,15 @@ for group in "$@"; do
 	esac
 done
 
+# One install at a time: make -j runs the stamps of several groups at
+# once, and a second apt-get would fail on dpkg's lock (exit 100).  The
+# lock is taken before the check, so the second waits, then finds the
+# first's packages installed.  Non-root callers only check.
+if [ "$(id -u)" -eq 0 ] && command -v flock >/dev/null; then
+	exec 9>/run/lock/xina-deps.lock
+	flock 9
+fi
+
 missing=""
 for p in $want; do
 	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -55,6 +64,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps.sh: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
+# Any other apt on the machine (unattended-upgrades) is waited for too.
+apt_wait="-o DPkg::Lock::Timeout=600"
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >&2
+apt-get $apt_wait update -qq >&2
+# shellcheck disable=SC2086
+apt-get $apt_wait install -y -qq --no-install-recommends $missing >&2
