@@ -262,7 +262,11 @@ done
 # 2d. A sparse call whose switch state goes away mid-call: float32 SUM,
 # 32 MiB, each worker's blocks non-zero at 30% (the union of 3, 66%):
 # a bitmap OR call, the exponents' MAX call, the values' call; after 1000
-# completed rounds of job 2 the values' call is under way.
+# completed rounds of job 2 the values' call is under way.  The cut run's
+# workers hand libxina their maps of their blocks (--sparse-map): the
+# union's blocks, where they are in the tensor and those a worker holds
+# none of as zeros, go to the ring as they went to the switch; the
+# reference found its blocks by the pass over the tensor.
 sparse_same_skips()	# sparse_same_skips DIR REF
 {
 	local i
@@ -279,7 +283,7 @@ sparse_same_skips()	# sparse_same_skips DIR REF
 run 1 7001 "$TMP/sref" --type float32 --sparse 300 --bytes $((32 << 20)) --iters 1
 check_err $? "the sparse reference run through the switch failed: $(head -c 300 "$TMP/sref/w0.err")"
 run_cut "$TMP/scut" "sparse: " 1000 cut_job --type float32 --sparse 300 \
-	--bytes $((32 << 20)) --iters 1
+	--sparse-map --bytes $((32 << 20)) --iters 1
 same_bits "$TMP/sref" "$TMP/scut"
 fell_back "$TMP/scut" 1
 sparse_same_skips "$TMP/scut" "$TMP/sref"
@@ -293,11 +297,12 @@ done
 log_info "sparse cut: $(grep -o 'float32 sum: [0-9]* of [0-9]* blocks done' "$TMP/scut/w0.err" | head -1) (worker 0); $(jq -r .sparse_skipped "$TMP/scut/w0.json") of $(jq -r .sparse_expect_blocks "$TMP/scut/w0.json") blocks skipped; $(secs "$TMP/sref") s through the switch, $(secs "$TMP/scut") s cut"
 log_test "a sparse call whose switch stops answering completes on the ring, same bits and blocks skipped"
 
-# 2e. A sparse job the switch has no room for (job 3) runs on the ring.
+# 2e. A sparse job the switch has no room for (job 3) runs on the ring,
+# its workers with their maps (the reference without).
 run 1 7001 "$TMP/sref3" --type int32 --sparse 100 --bytes $((8 << 20)) --iters 2
 check_err $? "the sparse int32 run through the switch failed: $(head -c 300 "$TMP/sref3/w0.err")"
-run 3 7003 "$TMP/sring" --type int32 --sparse 100 --bytes $((8 << 20)) --iters 2 \
-	--fallback "$(ring_addrs 7103)"
+run 3 7003 "$TMP/sring" --type int32 --sparse 100 --sparse-map \
+	--bytes $((8 << 20)) --iters 2 --fallback "$(ring_addrs 7103)"
 check_err $? "the sparse job on the ring failed: $(head -c 300 "$TMP/sring/w0.err")"
 same_bits "$TMP/sref3" "$TMP/sring"
 fell_back "$TMP/sref3" 0

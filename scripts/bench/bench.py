@@ -40,6 +40,7 @@ import re
 import shutil
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -870,7 +871,14 @@ class Bench:
         tensor, and xina_allreduce_sparse_map() with each worker's map of
         its blocks, --sparse-map), and the same tensor dense, in one
         launch each: goodput of the dense-equivalent bytes (the whole
-        tensor over the call's time), the slowest worker's median call."""
+        tensor over the call's time), the slowest worker's median call.
+        Each sparse launch is of pairs (--sparse-paired): every iteration
+        a dense call of the tensor without the sparse zeros, then the
+        sparse call, so the ratio to dense xina is of calls a moment
+        apart on one machine, not of two launches minutes apart (this
+        host's speed drifts by more than the targets' margins): for each
+        pair the slowest worker's dense time over its sparse time, and
+        their median."""
         p = self.plan()
         nbytes, iters = p["sparse_size"], p["sparse_iters"]
         self.job_add(n)
@@ -884,6 +892,7 @@ class Bench:
                     extra += self.new_run()
                     extra += ["--sparse-same"] if same else []
                     extra += ["--sparse-map"] if known else []
+                    extra += ["--sparse-paired"] if permille else []
                     procs = [self.spawn(
                         ["ip", "netns", "exec", self.rack.ns(i)] + pin_cpu(i) +
                         [f"{self.o}/xina-allreduce", "--switch", SWITCH_IP,
@@ -901,6 +910,18 @@ class Bench:
                     raise BenchError(f"sparse {permille}/1000: not verified: "
                                      f"{[r.get('error') for r in ranks]}")
                 med = max(r["seconds_median"] for r in ranks)
+                paired = {}
+                if permille:
+                    pairs = [(max(r["dense_seconds"][k] for r in ranks),
+                              max(r["seconds"][k] for r in ranks))
+                             for k in range(len(ranks[0]["seconds"]))]
+                    ratios = [d / t for d, t in pairs]
+                    paired = {
+                        "dense_t_median_s": max(r["dense_seconds_median"]
+                                                for r in ranks),
+                        "paired_ratios": ratios,
+                        "paired_ratio": statistics.median(ratios),
+                        "zero_sent": ranks[0].get("sparse_zero_sent", 0)}
                 self.keep({"bench": "sparse_xdp", "density": permille / 1000,
                            "same_blocks": same, "caller_map": known,
                            "dtype": "f32", "workers": n, "bytes": nbytes,
@@ -909,11 +930,14 @@ class Bench:
                            "sparse_blocks": ranks[0].get("sparse_blocks", 0),
                            "sparse_skipped": ranks[0].get("sparse_skipped", 0),
                            "zero_sent": ranks[0].get("zero_sent", 0),
-                           "regime": self.regime, "bg_busy_frac": self.bg_busy})
+                           "regime": self.regime, "bg_busy_frac": self.bg_busy,
+                           **paired})
                 log(f"sparse f32 {nbytes >> 20} MiB density {permille / 10:g}%"
                     f"{' (same blocks)' if same else ''}"
                     f"{' (caller map)' if known else ''}: "
-                    f"{nbytes / med / 1e6:.1f} MB/s dense-equivalent per worker")
+                    f"{nbytes / med / 1e6:.1f} MB/s dense-equivalent per worker" +
+                    (f", {paired['paired_ratio']:.2f}x its dense calls"
+                     if paired else ""))
         finally:
             self.rack.xctl("job", "del", str(JOB))
 

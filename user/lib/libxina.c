@@ -216,7 +216,7 @@ void xina_close(struct xina *x)
 	free(x->rx);
 	free(x->exps);
 	free(x->sp_map);
-	free(x->sp_buf);
+	free(x->sp_at);
 	if (x->nhk)
 		explicit_bzero(x->nhk, XINA_MAX_ELEMS * sizeof(*x->nhk));
 	free(x->nhk);
@@ -333,8 +333,9 @@ err_out:
 
 /* State of one call of the engine. */
 struct xina_call {
-	void		*buf;		/* n elements of k->type */
+	void		*buf;		/* n elements of k->type, or see @at */
 	size_t		n;
+	const uint32_t	*at;		/* where each block is in @buf, or NULL */
 	uint64_t	nblocks;
 	uint64_t	done;
 	uint64_t	seen;		/* datagrams handed to xina_on_result() */
@@ -351,6 +352,20 @@ struct xina_call {
 static size_t xina_block_cnt(const struct xina_call *c, uint64_t block)
 {
 	return xina_blk_elems(c->n, c->k->per_pkt, block);
+}
+
+/* Where @block of call @c is in its buffer (xina_reduce_at()). */
+static uint8_t *xina_call_at(const struct xina_call *c, uint64_t block)
+{
+	uint64_t b = c->at ? c->at[block] & ~XINA_AT_ZERO : block;
+
+	return (uint8_t *)c->buf + b * c->k->per_pkt * c->esz;
+}
+
+/* Block @block of call @c is zeros we were told of, not read from @buf. */
+static bool xina_call_zero(const struct xina_call *c, uint64_t block)
+{
+	return c->at && (c->at[block] & XINA_AT_ZERO);
 }
 
 static void xina_txq_push(struct xina *x, uint32_t s)
@@ -410,8 +425,11 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->round = htonl(x->next_round[s]);
 	h->epoch = htonl(x->epoch);
 	h->offset = htobe64(off);
-	xina_codec_pack(x, c->k, v, (const uint8_t *)c->buf + off * c->esz,
-			cnt, e);
+	/* zeros pack as zero words, in every codec */
+	if (xina_call_zero(c, block))
+		memset(v, 0, words * sizeof(*v));
+	else
+		xina_codec_pack(x, c->k, v, xina_call_at(c, block), cnt, e);
 	/*
 	 * Zero words, for an op whose identity they are, where the switch
 	 * offered it: the header alone says so (a sparse call's blocks this
@@ -419,7 +437,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	 * in the buffer for a resend, which carries them.
 	 */
 	x->slot[s].zero = x->zero_ok && xina_op_zero_ok(h->op) &&
-			  xina_words_zero(v, words);
+			  (xina_call_zero(c, block) || xina_words_zero(v, words));
 	if (x->slot[s].zero) {
 		h->flags = XINA_F_ZERO;
 		x->slot[s].nh = 0;
@@ -558,7 +576,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		x->st.bad_tag++;
 		return;
 	}
-	xina_codec_unpack(x, c->k, (uint8_t *)c->buf + off * c->esz, v, cnt,
+	xina_codec_unpack(x, c->k, xina_call_at(c, block), v, cnt,
 			  c->exps ? c->exps[block] : 0);
 	xina_fb_save(x, block, v, words);
 	sl->busy = false;
@@ -774,6 +792,45 @@ static void xina_log_call(struct xina *x, const struct xina_call *c,
 }
 
 /*
+ * Call @c on the host ring, but for the blocks @done marks (NULL: none).
+ * The ring reduces a buffer of the call's blocks one after another: a
+ * call whose blocks are elsewhere (c->at) gets one for the ring's run,
+ * filled from its places and emptied back into them.
+ */
+static int xina_fb_call(struct xina *x, const struct xina_call *c,
+			const uint8_t *done)
+{
+	uint8_t *flat, *p;
+	uint64_t b;
+	size_t len;
+	int err;
+
+	if (!c->at)
+		return xina_fb_run(x, c->buf, c->n, c->k, c->exps, done);
+	flat = malloc(c->n ? c->n * c->esz : 1);
+	if (!flat) {
+		xina_fail(x, "out of memory for the %llu blocks of a call on the host ring",
+			  (unsigned long long)c->nblocks);
+		return -ENOMEM;
+	}
+	for (b = 0, p = flat; b < c->nblocks; b++, p += len) {
+		len = xina_block_cnt(c, b) * c->esz;
+		/* a done block holds its result, zeros or not */
+		if (xina_call_zero(c, b) && !(done && done[b]))
+			memset(p, 0, len);
+		else
+			memcpy(p, xina_call_at(c, b), len);
+	}
+	err = xina_fb_run(x, flat, c->n, c->k, c->exps, done);
+	for (b = 0, p = flat; !err && b < c->nblocks; b++, p += len) {
+		len = xina_block_cnt(c, b) * c->esz;
+		memcpy(xina_call_at(c, b), p, len);
+	}
+	free(flat);
+	return err;
+}
+
+/*
  * The switch stopped answering: the blocks it did answer keep their
  * results (block b went to slot b % slots, and blocks before the slot's
  * current one completed), the rest complete on the host ring.
@@ -801,58 +858,62 @@ static int xina_rescue(struct xina *x, struct xina_call *c)
 		x->slot[b].busy = false;
 	x->txq_len = 0;
 	xina_fb_give_up_switch(x, why);
-	err = xina_fb_run(x, c->buf, c->n, c->k, c->exps, done);
+	err = xina_fb_call(x, c, done);
 	free(done);
 	return err;
 }
 
-static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
-			      const struct xina_codec *k, const int32_t *exps);
+static int xina_switch_blocks(struct xina *x, struct xina_call *c);
 
-int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
-		       const struct xina_codec *k, const int32_t *exps)
+int xina_reduce_at(struct xina *x, void *buf, size_t n,
+		   const struct xina_codec *k, const int32_t *exps,
+		   const uint32_t *at)
 {
+	struct xina_call c = {
+		.buf = buf, .n = n, .at = at, .k = k, .exps = exps,
+		.nblocks = (n + k->per_pkt - 1) / k->per_pkt,
+		.esz = xina_codec_esz(k),
+	};
 	int err = xina_fb_begin(x, n, k);
 
 	if (err)
 		return err;
 	if (xina_fb_ring_only(x))
-		err = xina_fb_run(x, buf, n, k, exps, NULL);
+		err = xina_fb_call(x, &c, NULL);
 	else
-		err = xina_switch_blocks(x, buf, n, k, exps);
+		err = xina_switch_blocks(x, &c);
 	if (!err)
 		xina_fb_end(x);
 	x->idle_since_ns = xina_now_ns();
 	return err;
 }
 
-/* The call through the switch. */
-static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
-			      const struct xina_codec *k, const int32_t *exps)
+int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
+		       const struct xina_codec *k, const int32_t *exps)
 {
-	uint64_t t0 = xina_now_ns();
-	struct xina_call c = {
-		.buf = buf, .n = n, .k = k, .exps = exps,
-		.nblocks = (n + k->per_pkt - 1) / k->per_pkt,
-		.esz = xina_codec_esz(k),
-		.st0 = x->st,
-	};
-	uint64_t now, b;
+	return xina_reduce_at(x, buf, n, k, exps, NULL);
+}
+
+/* Call @c through the switch. */
+static int xina_switch_blocks(struct xina *x, struct xina_call *c)
+{
+	uint64_t t0 = xina_now_ns(), now, b;
 	int err;
 
-	c.progress_ns = t0;
-	c.join_ns = xina_join_ns(x, t0);
+	c->st0 = x->st;
+	c->progress_ns = t0;
+	c->join_ns = xina_join_ns(x, t0);
 	x->next_timer_ns = UINT64_MAX;
-	for (b = 0; b < c.nblocks && b < x->o.slots; b++)
-		xina_fill(x, &c, b, b);
+	for (b = 0; b < c->nblocks && b < x->o.slots; b++)
+		xina_fill(x, c, b, b);
 
-	while (c.done < c.nblocks) {
+	while (c->done < c->nblocks) {
 		err = x->io->tx_flush(x);
 		if (err)
 			return err;
 		now = xina_now_ns();
-		err = x->io->rx_poll(x, xina_wait_ms(x, &c, now),
-				     xina_on_result, &c);
+		err = x->io->rx_poll(x, xina_wait_ms(x, c, now),
+				     xina_on_result, c);
 		if (err < 0)
 			return err;
 		if (xina_stopping(x)) {
@@ -861,24 +922,24 @@ static int xina_switch_blocks(struct xina *x, void *buf, size_t n,
 		}
 		now = xina_now_ns();
 		/* What is queued already is not late: read it first. */
-		if (c.done < c.nblocks &&
-		    (now >= x->next_timer_ns || now >= xina_probe_at(x, &c) ||
-		     now - c.progress_ns >= xina_call_timeout_ns(x, &c))) {
-			err = xina_rx_queued(x, &c);
+		if (c->done < c->nblocks &&
+		    (now >= x->next_timer_ns || now >= xina_probe_at(x, c) ||
+		     now - c->progress_ns >= xina_call_timeout_ns(x, c))) {
+			err = xina_rx_queued(x, c);
 			if (err < 0)
 				return err;
 			now = xina_now_ns();
 		}
-		if (c.done < c.nblocks &&
-		    now - c.progress_ns >= xina_call_timeout_ns(x, &c))
-			return x->fb ? xina_rescue(x, &c) :
-				       xina_timeout_error(x, &c);
+		if (c->done < c->nblocks &&
+		    now - c->progress_ns >= xina_call_timeout_ns(x, c))
+			return x->fb ? xina_rescue(x, c) :
+				       xina_timeout_error(x, c);
 		if (now >= x->next_timer_ns)
 			xina_timers(x, now);
-		if (c.done < c.nblocks && now >= xina_probe_at(x, &c))
-			xina_probe(x, &c, now);
+		if (c->done < c->nblocks && now >= xina_probe_at(x, c))
+			xina_probe(x, c, now);
 	}
-	xina_log_call(x, &c, t0);
+	xina_log_call(x, c, t0);
 	return 0;
 }
 

@@ -122,8 +122,8 @@ struct xina {
 
 	uint32_t		*sp_map;	/* sparse: non-zero blocks */
 	size_t			sp_map_len;	/* words */
-	uint8_t			*sp_buf;	/* sparse: the union's blocks */
-	size_t			sp_buf_len;
+	uint32_t		*sp_at;	/* sparse: the union's blocks */
+	size_t			sp_at_len;
 	int32_t			*exps;	/* float32: agreed exponent per block */
 	size_t			exps_len;
 
@@ -246,6 +246,20 @@ const char *xina_op_name(enum xina_op op);
  */
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
 		       const struct xina_codec *k, const int32_t *exps);
+
+/*
+ * The same on blocks that are not one after another (the union of a
+ * sparse call, in place): block b of the call, of the elements @n counts
+ * as if they were, is block @at[b] of @buf, the tensor's blocks of
+ * k->per_pkt elements; with XINA_AT_ZERO set, it is zeros that are not
+ * read from @buf (a block the caller's map leaves out), and its result is
+ * written there all the same.  Only the last block of the call may be
+ * short, and only as the last block of @buf.
+ */
+#define XINA_AT_ZERO	(1u << 31)
+int xina_reduce_at(struct xina *x, void *buf, size_t n,
+		   const struct xina_codec *k, const int32_t *exps,
+		   const uint32_t *at);
 
 /*
  * libxina_fallback.c: the host fallback ring (opts.fallback; every

@@ -20,7 +20,8 @@
  *   exponents are known and its blocks need no call of their own.  The
  *   dense call gives +0 for every element of a block of zeros, so a worker
  *   writes +0 over such a block where it holds a -0.
- * When the union is every block, the call runs in place, as a dense one.
+ * When the union is every block and the call reads them all, it is a
+ * dense one.
  *
  * xina_allreduce_sparse_map(): the caller's map of its blocks stands for
  * the pass over the tensor: its blocks are the worker's bits, or the only
@@ -28,10 +29,11 @@
  * read, and travels as zeros when another worker puts it in the union.
  *
  * Cost: one pass over the tensor (its zero blocks, or its blocks'
- * exponents; with the caller's map, over the map's blocks), the agreement (nblocks / 32 words, or nblocks exponents),
- * a copy of the union's blocks there and back, and the union's share of
- * a dense call's packets: two calls through the switch for every type
- * and op.
+ * exponents; with the caller's map, over the map's blocks), the agreement
+ * (nblocks / 32 words, or nblocks exponents), and the union's share of a
+ * dense call's packets, read and written in place (xina_reduce_at(): no
+ * copy of the union, no buffer for it): two calls through the switch for
+ * every type and op.
  */
 #include <errno.h>
 #include <string.h>
@@ -44,11 +46,15 @@ static bool xina_sp_mine(const uint8_t *map, size_t b)
 	return !map || (map[b / 8] >> (b % 8) & 1);
 }
 
-/* The call by @k's type and op, dense, on @buf; @exps agreed for BFP. */
+/*
+ * The call by @k's type and op on @buf's blocks @at (NULL: all of them,
+ * dense); @exps agreed for BFP.
+ */
 static int xina_sp_reduce(struct xina *x, void *buf, size_t n,
-			  const struct xina_codec *k, const int32_t *exps)
+			  const struct xina_codec *k, const int32_t *exps,
+			  const uint32_t *at)
 {
-	int err = xina_reduce_blocks(x, buf, n, k, exps);
+	int err = xina_reduce_at(x, buf, n, k, exps, at);
 
 	if (err)
 		x->broken = true;
@@ -77,7 +83,7 @@ static int xina_sp_union_bits(struct xina *x, const uint8_t *src, size_t n,
 			  !xina_all_zero(src + b * bs * esz, len))
 			x->sp_map[b / 32] |= 1u << (b % 32);
 	}
-	return xina_sp_reduce(x, x->sp_map, (nb + 31) / 32, &mk, NULL);
+	return xina_sp_reduce(x, x->sp_map, (nb + 31) / 32, &mk, NULL, NULL);
 }
 
 /*
@@ -116,7 +122,7 @@ static int xina_sp_union_exps(struct xina *x, uint8_t *src, size_t n,
 int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		    const struct xina_codec *k, const uint8_t *map)
 {
-	size_t esz = xina_codec_esz(k), bs = k->per_pkt, nb, words, b, len;
+	size_t bs = k->per_pkt, nb, words, b;
 	bool bfp = k->kind == XINA_K_BFP;
 	size_t used = 0, m = 0;
 	const int32_t *exps;
@@ -124,6 +130,11 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	int err;
 
 	nb = (n + bs - 1) / bs;
+	if (nb >= XINA_AT_ZERO) {
+		xina_fail(x, "%zu blocks: a sparse call takes fewer than 2^31",
+			  nb);
+		return -E2BIG;
+	}
 	words = (nb + 31) / 32;
 	if (xina_grow((void **)&x->sp_map, &x->sp_map_len, words ? words : 1,
 		      sizeof(*x->sp_map))) {
@@ -146,41 +157,23 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 	x->st.sparse_blocks += m;
 	x->st.sparse_skipped += nb - m;
 	exps = bfp ? x->exps : NULL;
-	if (m == nb) {
-		/* in place: what the caller's map leaves out counts as zeros */
-		for (b = 0; map && b < nb; b++)
-			if (!xina_sp_mine(map, b))
-				memset(src + b * bs * esz, 0,
-				       xina_blk_elems(n, bs, b) * esz);
-		return xina_sp_reduce(x, buf, n, k, exps);
-	}
 	if (!m)
 		return 0;
-	if (xina_grow((void **)&x->sp_buf, &x->sp_buf_len, used * esz, 1)) {
+	if (m == nb && !map)	/* every block, each read: a dense call */
+		return xina_sp_reduce(x, buf, n, k, exps, NULL);
+	if (xina_grow((void **)&x->sp_at, &x->sp_at_len, m, sizeof(*x->sp_at))) {
 		xina_fail(x, "out of memory for the %zu non-zero blocks of %zu",
 			  m, nb);
 		return -ENOMEM;
 	}
-	/* Gather, reduce, scatter: the last block may be short, and last. */
-	for (b = 0, used = 0; b < nb; b++) {
-		if (!(x->sp_map[b / 32] >> (b % 32) & 1))
-			continue;
-		len = xina_blk_elems(n, bs, b) * esz;
-		if (xina_sp_mine(map, b))
-			memcpy(x->sp_buf + used, src + b * bs * esz, len);
-		else
-			memset(x->sp_buf + used, 0, len);
-		used += len;
-	}
-	err = xina_sp_reduce(x, x->sp_buf, used / esz, k, exps);
-	if (err)
-		return err;
-	for (b = 0, used = 0; b < nb; b++) {
-		if (!(x->sp_map[b / 32] >> (b % 32) & 1))
-			continue;
-		len = xina_blk_elems(n, bs, b) * esz;
-		memcpy(src + b * bs * esz, x->sp_buf + used, len);
-		used += len;
-	}
-	return 0;
+	/*
+	 * The union's blocks reduced where they are: the engine reads each
+	 * as it packs it and writes its result there (no copy of them);
+	 * the caller's map is what is read: the blocks it leaves out go as
+	 * zeros.  The last block may be short, and last.
+	 */
+	for (b = 0, m = 0; b < nb; b++)
+		if (x->sp_map[b / 32] >> (b % 32) & 1)
+			x->sp_at[m++] = b | (xina_sp_mine(map, b) ? 0 : XINA_AT_ZERO);
+	return xina_sp_reduce(x, buf, used, k, exps, x->sp_at);
 }

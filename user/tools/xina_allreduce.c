@@ -37,6 +37,11 @@
  *				(_zero: zero_sent has them, where the op
  *				and the switch let a block of zeros go as
  *				its header alone)
+ *   dense_seconds, seconds	--sparse-paired: every iteration's dense call
+ *				and sparse call, in iteration order (arrays;
+ *				seconds_median is of the sparse calls),
+ *				and dense_seconds_median; sparse_zero_sent
+ *				is zero_sent of the sparse calls alone
  *   fallback, fallback_*	the host fallback ring (--fallback: every
  *				rank's ring address, libxina's opts.fallback)
  *				ran calls, and its bytes
@@ -55,6 +60,11 @@
  * calls, given each worker's map of its non-zero blocks, which the fill
  * of the tensor records (before the timed call, as an application knows
  * the rows it touched): libxina does not scan the tensor for them.
+ *
+ * --sparse-paired: every iteration is a pair, a dense call of the tensor
+ * with none of the --sparse zeros (the same tensor a run without --sparse
+ * has), then the sparse call: the two time the same machine at nearly
+ * the same moment, so their ratio is not the drift between two launches.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -101,6 +111,8 @@ static uint64_t ar_blk = 1;
 static bool ar_sparse_same;	/* --sparse-same: the same blocks everywhere */
 static bool ar_sparse_mixed;	/* --sparse-mixed: every other call dense */
 static bool ar_sparse_map;	/* --sparse-map: the calls get our maps */
+static bool ar_sparse_paired;	/* --sparse-paired: a dense call, then sparse */
+static bool ar_dense_step;	/* ... and this step is the dense one */
 /* --sparse-map: the map of each call's blocks, as libxina takes it */
 static uint8_t *ar_maps[AR_MAX_INFLIGHT];
 
@@ -117,6 +129,9 @@ struct ar_result {
 	uint64_t	sp_blocks;	/* blocks of the sparse calls */
 	uint64_t	sp_zero;	/* ... zero on every worker */
 	uint64_t	sp_mine_zero;	/* ... not, but zero on this one */
+	uint32_t	bad_iter;	/* the iteration a check failed in */
+	uint64_t	sp_zero_sent;	/* --sparse-paired: zero_sent of the sparse calls */
+	double		*dense_secs;	/* --sparse-paired: each dense call's time */
 	double		t_start;	/* CLOCK_REALTIME: first timed call began */
 	double		t_end;		/* ... last timed call returned */
 };
@@ -132,7 +147,8 @@ static void ar_usage(FILE *f)
 		"                      [--rto-us U] [--run ID]\n"
 		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--f16-wide] [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
-		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed] [--sparse-map]]\n"
+		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed] [--sparse-map]\n"
+		"                       [--sparse-paired]]\n"
 		"--key-file: the job's key file (default $XINA_KEY_FILE)\n"
 		"--run: this run of the job, the same for every worker of it (default\n"
 		"       $XINA_RUN_ID, else 0: none; libxina.h, xina_opts.run)\n");
@@ -187,7 +203,7 @@ enum {
 	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
 	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED, OPT_SPARSE_MAP,
-	OPT_RUN,
+	OPT_SPARSE_PAIRED, OPT_RUN,
 };
 
 static const char *const ar_ops[] = {
@@ -357,6 +373,9 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_SPARSE_MAP:
 		ar_sparse_map = true;
 		break;
+	case OPT_SPARSE_PAIRED:
+		ar_sparse_paired = true;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -395,6 +414,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "sparse-same", no_argument, NULL, OPT_SPARSE_SAME },
 		{ "sparse-mixed", no_argument, NULL, OPT_SPARSE_MIXED },
 		{ "sparse-map", no_argument, NULL, OPT_SPARSE_MAP },
+		{ "sparse-paired", no_argument, NULL, OPT_SPARSE_PAIRED },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -464,6 +484,10 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		fprintf(stderr, "xina-allreduce: --sparse-map without --sparse\n");
 		goto usage;
 	}
+	if (ar_sparse_paired && !ar_sparse_pm) {
+		fprintf(stderr, "xina-allreduce: --sparse-paired without --sparse\n");
+		goto usage;
+	}
 	if (ar_sparse_mixed && (!ar_sparse_pm || c->inflight < 2)) {
 		fprintf(stderr, "xina-allreduce: --sparse-mixed needs --sparse and --inflight 2 or more\n");
 		goto usage;
@@ -490,7 +514,7 @@ static uint64_t ar_hash(uint32_t rank, uint64_t idx, uint32_t iter, uint64_t sal
 
 static bool ar_sparse_zero(uint32_t rank, uint64_t i, uint32_t iter)
 {
-	return ar_sparse_pm &&
+	return ar_sparse_pm && !ar_dense_step &&
 	       ar_hash(ar_sparse_same ? 0 : rank, i / ar_blk, iter, 7) % 1000 >=
 	       ar_sparse_pm;
 }
@@ -1180,6 +1204,35 @@ static int ar_cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The median and the least of @n times, @v left in its order. */
+static double ar_median(const double *v, uint32_t n, double *least)
+{
+	double *w, med;
+
+	*least = 0;
+	if (!n)
+		return 0;
+	w = malloc(n * sizeof(*w));
+	if (!w)
+		return 0;
+	memcpy(w, v, n * sizeof(*w));
+	qsort(w, n, sizeof(*w), ar_cmp_dbl);
+	med = w[n / 2];
+	*least = w[0];
+	free(w);
+	return med;
+}
+
+static void ar_json_secs(const char *key, const double *v, uint32_t n)
+{
+	uint32_t i;
+
+	printf(",\"%s\":[", key);
+	for (i = 0; i < n; i++)
+		printf("%s%.9f", i ? "," : "", v[i]);
+	printf("]");
+}
+
 /* What libxina said last: why xina_open() failed, which has no handle. */
 static char ar_last_msg[1024];
 
@@ -1210,18 +1263,12 @@ static void ar_json_io(struct xina *x, const struct xina_worker_stats *st)
 }
 
 static void ar_report(const struct ar_cfg *c, struct xina *x,
-		      const struct ar_result *res, double *secs,
+		      const struct ar_result *res, const double *secs,
 		      uint32_t done, const char *error)
 {
 	XINA_STATS(st);
-	double med = 0, best = 0;
+	double best, med = ar_median(secs, done, &best), dense_best;
 	bool ok = !error && !res->bad;
-
-	if (done) {
-		qsort(secs, done, sizeof(*secs), ar_cmp_dbl);
-		med = secs[done / 2];
-		best = secs[0];
-	}
 	if (x)
 		xina_get_stats(x, &st);
 	if (!c->json) {
@@ -1279,6 +1326,14 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)res->sp_blocks,
 	       (unsigned long long)res->sp_zero,
 	       (unsigned long long)res->sp_mine_zero);
+	if (ar_sparse_paired) {
+		printf(",\"sparse_paired\":true,\"sparse_zero_sent\":%llu,"
+		       "\"dense_seconds_median\":%.9f",
+		       (unsigned long long)res->sp_zero_sent,
+		       ar_median(res->dense_secs, done, &dense_best));
+		ar_json_secs("dense_seconds", res->dense_secs, done);
+		ar_json_secs("seconds", secs, done);
+	}
 	printf(",\"inflight\":%u,\"fallback\":%u,\"fallback_calls\":%llu,"
 	       "\"fallback_served\":%u,"
 	       "\"fallback_tx_bytes\":%llu,\"fallback_rx_bytes\":%llu",
@@ -1309,7 +1364,7 @@ static size_t ar_per_call(const struct ar_cfg *c, size_t n)
 /* Call @k of them sparse? (--sparse-mixed: the odd ones are dense) */
 static bool ar_call_sparse(uint32_t k)
 {
-	return ar_sparse_pm && !(ar_sparse_mixed && k % 2);
+	return ar_sparse_pm && !ar_dense_step && !(ar_sparse_mixed && k % 2);
 }
 
 /*
@@ -1385,10 +1440,12 @@ static int ar_call_inflight(struct ar_cfg *c, struct xina *x, void *buf,
 static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		  float *in, double *secs, uint32_t *done, struct ar_result *res)
 {
+	uint32_t it, k, step, steps = c->iters * (ar_sparse_paired ? 2 : 1);
 	size_t per = ar_per_call(c, n), off;
+	XINA_STATS(st0);
+	XINA_STATS(st1);
 	int32_t barrier = 0;
-	uint32_t it, k;
-	double t0;
+	double t0, t;
 	int err;
 
 	res->checksum = 0xcbf29ce484222325ull;
@@ -1400,7 +1457,9 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 			return -ENOMEM;
 		}
 	}
-	for (it = 0; it < c->iters; it++) {
+	for (step = 0; step < steps; step++) {
+		it = ar_sparse_paired ? step / 2 : step;
+		ar_dense_step = ar_sparse_paired && !(step & 1);
 		ar_fill(c, buf, n, it, per);
 		for (k = 0, off = 0; k < c->inflight && off < n; k++, off += per)
 			if (ar_call_sparse(k))
@@ -1414,15 +1473,17 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		err = xina_allreduce_i32(x, &barrier, 1, XINA_OP_SUM);
 		if (err)
 			return err;
-		if (!it)
+		if (!step)
 			res->t_start = ar_now(CLOCK_REALTIME);
+		if (ar_sparse_paired)
+			xina_get_stats(x, &st0);
 		t0 = ar_now(CLOCK_MONOTONIC);
 		if (c->inflight > 1)
 			err = ar_call_inflight(c, x, buf, n);
-		else if (ar_sparse_pm && ar_sparse_map)
+		else if (ar_call_sparse(0) && ar_sparse_map)
 			err = xina_allreduce_sparse_map(x, buf, n, c->type, c->op,
 							ar_maps[0]);
-		else if (ar_sparse_pm)
+		else if (ar_call_sparse(0))
 			err = xina_allreduce_sparse(x, buf, n, c->type, c->op);
 		else if (c->f32)
 			err = xina_allreduce_f32(x, buf, n);
@@ -1430,11 +1491,17 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 			err = xina_allreduce_i32(x, buf, n, c->op);
 		else
 			err = xina_allreduce(x, buf, n, c->type, c->op);
-		secs[it] = ar_now(CLOCK_MONOTONIC) - t0;
+		t = ar_now(CLOCK_MONOTONIC) - t0;
+		*(ar_dense_step ? &res->dense_secs[it] : &secs[it]) = t;
 		res->t_end = ar_now(CLOCK_REALTIME);
 		if (err)
 			return err;
-		*done = it + 1;
+		if (ar_sparse_paired && !ar_dense_step) {
+			xina_get_stats(x, &st1);
+			res->sp_zero_sent += st1.zero_sent - st0.zero_sent;
+		}
+		if (!ar_dense_step)
+			*done = it + 1;
 		res->checksum = ar_fnv(res->checksum, buf,
 				       n * xina_type_size(c->type));
 		if (c->f32)
@@ -1449,8 +1516,10 @@ static int ar_run(struct ar_cfg *c, struct xina *x, void *buf, size_t n,
 		else
 			ar_check_bfp(c, buf, n, it, res);
 		if (res->bad) {
-			fprintf(stderr, "xina-allreduce: rank %u: iteration %u: %llu elements wrong, first at index %llu%s%s\n",
-				c->o.rank, it, (unsigned long long)res->bad,
+			res->bad_iter = it;
+			fprintf(stderr, "xina-allreduce: rank %u: iteration %u%s: %llu elements wrong, first at index %llu%s%s\n",
+				c->o.rank, it, ar_dense_step ? " (its dense call)" : "",
+				(unsigned long long)res->bad,
 				(unsigned long long)res->first_bad,
 				res->why[0] ? ": " : "", res->why);
 			return -EBADMSG;
@@ -1480,9 +1549,10 @@ int main(int argc, char **argv)
 	c.o.log_level = c.verbose ? XINA_LOG_DEBUG : XINA_LOG_WARN;
 	buf = malloc(c.bytes ? c.bytes : 8);
 	secs = calloc(c.iters, sizeof(*secs));
+	res.dense_secs = calloc(c.iters, sizeof(*res.dense_secs));
 	/* the float check's copy of one block of every worker's input */
 	in = malloc((size_t)c.o.workers * c.o.elems * sizeof(*in));
-	if (!buf || !secs || !in) {
+	if (!buf || !secs || !res.dense_secs || !in) {
 		fprintf(stderr, "xina-allreduce: out of memory for %llu bytes\n",
 			(unsigned long long)c.bytes);
 		return 1;
@@ -1506,8 +1576,8 @@ int main(int argc, char **argv)
 			 done + 1, c.iters, strerror(-err),
 			 ar_req_msg[0] ? ar_req_msg : xina_last_error(x));
 	else if (err)
-		snprintf(error, sizeof(error), "result mismatch in iteration %u",
-			 done - 1);
+		snprintf(error, sizeof(error), "result mismatch in iteration %u%s",
+			 res.bad_iter, ar_dense_step ? " (its dense call)" : "");
 out:
 	if (error[0])
 		fprintf(stderr, "xina-allreduce: rank %u: %s\n", c.o.rank, error);
@@ -1516,6 +1586,7 @@ out:
 	for (n = 0; n < AR_MAX_INFLIGHT; n++)
 		free(ar_maps[n]);
 	free(in);
+	free(res.dense_secs);
 	free(secs);
 	free(buf);
 	return err || res.bad ? 1 : 0;
