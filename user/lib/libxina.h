@@ -561,8 +561,9 @@ LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
  * Block-sparse: as xina_allreduce(), but only the blocks (the elements of
  * one packet) that hold a non-zero on some worker travel.  The workers
  * first agree on the union of their non-zero blocks in one call through
- * the switch, then reduce the union's blocks: results bitwise those of
- * xina_allreduce().  The agreement is a bitmap OR (one bit a block; a
+ * the switch, then reduce the union's blocks where they are in @buf (no
+ * copy of them; four bytes of memory per block of the union): results
+ * bitwise those of xina_allreduce().  The agreement is a bitmap OR (one bit a block; a
  * float -0 counts as non-zero) for integers and float MIN and MAX, and
  * for float SUM and AVG the block exponents' call that a dense call makes
  * anyway (a block is in the union when its agreed exponent says it holds
