@@ -405,6 +405,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	uint64_t off = block * c->k->per_pkt;
 	uint32_t *v = (uint32_t *)(h + 1);
 	size_t cnt, words;
+	bool told_zero;
 	int32_t e = 0;
 
 	cnt = xina_block_cnt(c, block);
@@ -426,7 +427,8 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	h->epoch = htonl(x->epoch);
 	h->offset = htobe64(off);
 	/* zeros pack as zero words, in every codec */
-	if (xina_call_zero(c, block))
+	told_zero = xina_call_zero(c, block);
+	if (told_zero)
 		memset(v, 0, words * sizeof(*v));
 	else
 		xina_codec_pack(x, c->k, v, xina_call_at(c, block), cnt, e);
@@ -437,7 +439,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	 * in the buffer for a resend, which carries them.
 	 */
 	x->slot[s].zero = x->zero_ok && xina_op_zero_ok(h->op) &&
-			  (xina_call_zero(c, block) || xina_words_zero(v, words));
+			  (told_zero || xina_words_zero(v, words));
 	if (x->slot[s].zero) {
 		h->flags = XINA_F_ZERO;
 		x->slot[s].nh = 0;

@@ -563,10 +563,10 @@ LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
  * first agree on the union of their non-zero blocks in one call through
  * the switch, then reduce the union's blocks where they are in @buf (no
  * copy of them; four bytes of memory per block of the union): results
- * bitwise those of xina_allreduce().  The agreement is a bitmap OR (one bit a block; a
- * float -0 counts as non-zero) for integers and float MIN and MAX, and
- * for float SUM and AVG the block exponents' call that a dense call makes
- * anyway (a block is in the union when its agreed exponent says it holds
+ * bitwise those of xina_allreduce().  The agreement is a bitmap OR (one
+ * bit a block; a float -0 counts as non-zero) for integers and float MIN
+ * and MAX, and for float SUM and AVG the block exponents' call that a
+ * dense call makes anyway (a block is in the union when its agreed exponent says it holds
  * a non-zero magnitude; a block of zeros everywhere comes back +0, as the
  * dense call gives it).  Worth it when the union is a small part of the
  * tensor; at full density it costs one pass over the tensor, and for
