@@ -96,8 +96,7 @@ static void one(const struct codec *c, enum loop l, unsigned int b)
 			xina_f32_unpack(&x, (float *)out[b], lanes[b], cnt,
 					EXP, 1);
 		else
-			sink = xina_max_abs_bits((const float *)in[b], cnt,
-						 NULL);
+			sink = xina_max_abs_bits((const float *)in[b], cnt);
 		break;
 	default:
 		if (l == PACK)
@@ -108,7 +107,7 @@ static void one(const struct codec *c, enum loop l, unsigned int b)
 					  lanes[b], cnt, EXP, 1);
 		else
 			sink = xina_max_abs_bits16((const uint16_t *)in[b],
-						   cnt, NULL);
+						   cnt);
 		break;
 	}
 }

