@@ -114,7 +114,7 @@ static int xina_block_exps(struct xina *x, const struct xina_codec *k,
 						   end - off);
 		if (bits >= inf)
 			return xina_not_finite(x, k, buf, off, end);
-		if (!bits) {	/* zeros, not all zero bits: some -0 */
+		if (!bits) {	/* zeros; with @negz, not all zero bits: a -0 */
 			exps[b] = XINA_EXP_ZERO;
 			if (negz)
 				negz[b / 32] |= 1u << (b % 32);
