@@ -577,6 +577,11 @@ class Report:
                  r.get("caller_map", False)): r
                 for r in self.micro if r["bench"] == "sparse_xdp"}
 
+    def sparse_paired(self):
+        """Whether this run's sparse launches are of pairs (--sparse-paired:
+        runs since 2026-12-06)."""
+        return any("paired_ratio" in r for r in self.sparse_runs().values())
+
     def sparse_gloo(self, r):
         """Gloo's dense float32 allreduce of the sparse runs' size and
         workers, CPU-bound, in this run."""
@@ -610,7 +615,7 @@ class Report:
         dense = runs.get((0.0, False, False))
         if not runs:
             return None
-        paired = any("paired_ratio" in r for r in runs.values())
+        paired = self.sparse_paired()
         out = ["| density per worker | blocks | found by | blocks sent / "
                "skipped per call (rank 0) | dense-equivalent MB/s per worker | "
                + ("dense calls of the launch, MB/s | / dense xina "
@@ -1586,8 +1591,7 @@ class Report:
                   "moment apart on one machine, not two launches minutes "
                   "apart on a host whose speed drifts; the dense row is "
                   "its own launch, for the comparison with Gloo.")
-                 if any("paired_ratio" in r
-                        for r in self.sparse_runs().values()) else ""),
+                 if self.sparse_paired() else ""),
                 "", sparse, ""]
         fb = self.fallback_table()
         if fb:

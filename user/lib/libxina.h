@@ -566,12 +566,13 @@ LIBXINA_API int xina_allreduce(struct xina *x, void *buf, size_t n,
  * bitwise those of xina_allreduce().  The agreement is a bitmap OR (one
  * bit a block; a float -0 counts as non-zero) for integers and float MIN
  * and MAX, and for float SUM and AVG the block exponents' call that a
- * dense call makes anyway (a block is in the union when its agreed exponent says it holds
- * a non-zero magnitude; a block of zeros everywhere comes back +0, as the
- * dense call gives it).  Worth it when the union is a small part of the
- * tensor; at full density it costs one pass over the tensor, and for
- * integers and float MIN and MAX the bitmap's call.  Counted in the
- * stats' sparse_blocks and sparse_skipped.
+ * dense call makes anyway (a block is in the union when its agreed
+ * exponent says it holds a non-zero magnitude; a block of zeros
+ * everywhere comes back +0, as the dense call gives it).  Worth it when
+ * the union is a small part of the tensor; at full density it costs one
+ * pass over the tensor, and for integers and float MIN and MAX the
+ * bitmap's call.  Counted in the stats' sparse_blocks and
+ * sparse_skipped.
  */
 LIBXINA_API int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
 				      enum xina_type type, enum xina_op op);

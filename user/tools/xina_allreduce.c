@@ -1204,12 +1204,13 @@ static int ar_cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The median and the least of @n times, @v left in its order. */
+/* The median and the least (@least; NULL: not wanted) of @n times. */
 static double ar_median(const double *v, uint32_t n, double *least)
 {
 	double *w, med;
 
-	*least = 0;
+	if (least)
+		*least = 0;
 	if (!n)
 		return 0;
 	w = malloc(n * sizeof(*w));
@@ -1218,7 +1219,8 @@ static double ar_median(const double *v, uint32_t n, double *least)
 	memcpy(w, v, n * sizeof(*w));
 	qsort(w, n, sizeof(*w), ar_cmp_dbl);
 	med = w[n / 2];
-	*least = w[0];
+	if (least)
+		*least = w[0];
 	free(w);
 	return med;
 }
@@ -1267,7 +1269,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 		      uint32_t done, const char *error)
 {
 	XINA_STATS(st);
-	double best, med = ar_median(secs, done, &best), dense_best;
+	double best, med = ar_median(secs, done, &best);
 	bool ok = !error && !res->bad;
 	if (x)
 		xina_get_stats(x, &st);
@@ -1330,7 +1332,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 		printf(",\"sparse_paired\":true,\"sparse_zero_sent\":%llu,"
 		       "\"dense_seconds_median\":%.9f",
 		       (unsigned long long)res->sp_zero_sent,
-		       ar_median(res->dense_secs, done, &dense_best));
+		       ar_median(res->dense_secs, done, NULL));
 		ar_json_secs("dense_seconds", res->dense_secs, done);
 		ar_json_secs("seconds", secs, done);
 	}
