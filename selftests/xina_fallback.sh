@@ -131,11 +131,14 @@ progressed()	# progressed N: job 2 completed more than N rounds
 	[ "$(complete)" -gt "$1" ]
 }
 
-# drop_at_w0 MATCH: the switch's results to worker 0 that the nft MATCH
-# (may be empty) selects dropped and counted, in table inet xina_fb.
+# drop_at_w0 MATCH BYTES: once BYTES bytes of the switch's results to
+# worker 0 that the nft MATCH (may be empty) selects got through, the rest
+# dropped and counted, in table inet xina_fb.  A quota, not a rule added
+# after some progress: on a fast host a short run can end before such a
+# rule is in place, and then nothing is dropped.
 drop_at_w0()
 {
-	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 %s counter drop\n\t}\n}\n' "$1" |
+	printf 'table inet xina_fb {\n\tchain in {\n\t\ttype filter hook input priority 0;\n\t\tudp sport 9277 %s quota over %s bytes counter drop\n\t}\n}\n' "$1" "$2" |
 		ip netns exec "$RACK-w0" nft -f -
 }
 
@@ -146,22 +149,10 @@ dropped_at_w0()
 		jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add'
 }
 
-# The cuts of run_cut: job 2's switch state goes away (cut_job), or the
-# switch's results to worker 0 are dropped, all of them (cut_w0) or those
-# longer than 700 bytes (cut_w0_long).
+# The cut of run_cut: job 2's switch state goes away.
 cut_job()
 {
 	xctl job del 2
-}
-
-cut_w0()
-{
-	drop_at_w0 ""
-}
-
-cut_w0_long()
-{
-	drop_at_w0 "meta length > 700"
 }
 
 # run_cut DIR WHAT AFTER CUT ARGS...: job 2's workers (xina-allreduce
@@ -184,6 +175,20 @@ run_cut()
 	check_err $? "${what}job 2 failed after $cut: $(head -c 400 "$dir/w0.err")"
 }
 
+# run_drop DIR WHAT MATCH BYTES ARGS...: job 2's workers (xina-allreduce
+# ARGS, with the fallback ring) into DIR, with drop_at_w0 MATCH BYTES in
+# place from the start.  Waits for them; every worker must succeed.
+run_drop()
+{
+	local dir=$1 what=$2 match=$3 bytes=$4
+
+	shift 4
+	drop_at_w0 "$match" "$bytes"
+	check_err $? "${what}the drop at worker 0 could not be set up"
+	run 2 7002 "$dir" "$@" --fallback "$(ring_addrs 7102)"
+	check_err $? "${what}job 2 failed with results to worker 0 dropped: $(head -c 400 "$dir/w0.err")"
+}
+
 # Inside the timed call: a barrier of one slot, then the blocks.
 run_cut "$TMP/cut" "" 1000 cut_job --type float32 --bytes $((32 << 20)) \
 	--iters 1
@@ -197,8 +202,8 @@ done
 log_info "results from the switch before the cut: $(jq -r .results "$TMP/cut/w0.json") (worker 0)"
 log_test "a switch that stops answering mid-allreduce: the call completes on the ring, same bits"
 
-# 2b. Workers one call apart: single-element calls, and from some point
-# on every result to worker 0 is dropped (nftables, in its namespace).
+# 2b. Workers one call apart: single-element calls, and after about 100
+# results every result to worker 0 is dropped (nftables, in its namespace).
 # The round of the call in progress still completes (worker 0's
 # contribution gets through): workers 1 and 2 have its result and go on to
 # the next call, worker 0 never gets it.  Worker 0 falls back in call k,
@@ -206,7 +211,8 @@ log_test "a switch that stops answering mid-allreduce: the call completes on the
 RACK_WORKER_PORT=7002 rack_job_add "$RACK" "$N" 2 "$KEYFILE" "$SLOTS" \
 	"$ELEMS" "$PIN" >/dev/null
 check_err $? "job 2 could not be added again"
-run_cut "$TMP/apart" "" 100 cut_w0 --type int32 --bytes 4 --iters 3000
+# 8000 bytes are about 100 results of one element (80 bytes in IPv4).
+run_drop "$TMP/apart" "" "" 8000 --type int32 --bytes 4 --iters 3000
 dropped=$(dropped_at_w0)
 log_info "results dropped at worker 0: $dropped"
 [ "${dropped:-0}" -gt 0 ]
@@ -237,8 +243,9 @@ apart_multi()	# apart_multi TYPE
 
 	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
 	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
-	run_cut "$TMP/apart-$t" "$t: " 200 cut_w0_long --type "$t" \
-		--bytes 65536 --iters 150
+	# about 200 results of 256 elements (1100 bytes) get through
+	run_drop "$TMP/apart-$t" "$t: " "meta length > 700" 220000 \
+		--type "$t" --bytes 65536 --iters 150
 	dropped=$(dropped_at_w0)
 	ip netns exec "$RACK-w0" nft delete table inet xina_fb
 	[ "${dropped:-0}" -gt 0 ]
