@@ -128,7 +128,9 @@
  *
  * The result is a function of the integer sum only, so all workers get
  * bitwise identical floats whatever the order in which contributions
- * reached the switch.
+ * reached the switch.  Rounding to nearest, ties to even, is the default
+ * floating point rounding mode's, which libxina's loops use: a program
+ * that changes it (fesetround()) must restore it around its calls.
  *
  * Error bound.  Let u = 2^-s = 2^(E_b - 31 + L) be the quantum of block b.
  * A float of the block is x = M * 2^(e - 24) with an integer |M| < 2^24

@@ -514,44 +514,59 @@ static bool xina_has_f16c(void)
 #define XINA_SWAP16	_mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, \
 				      13, 12, 15, 14)
 
-/* Eight lanes to the nearest integers, ties to even, clamped to [@lo, @hi]. */
+/*
+ * Sixteen 16-bit lanes clamped to +-@lim and put in network order.  The
+ * lanes come from packing 32-bit integers, which saturates at 2^15 - 1
+ * only lanes the clamp (@lim at most 2^15 - 1) takes to @lim anyway: one
+ * clamp on the integers per sixteen lanes, where it was four on the
+ * floats.
+ */
 __attribute__((target("avx2"), always_inline))
-static inline __m256i xina_rint_clamp(__m256 v, __m256 lo, __m256 hi)
+static inline __m256i xina_clamp16_swap(__m256i q, __m256i lim)
 {
-	v = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
+	const __m256i swap = _mm256_broadcastsi128_si256(XINA_SWAP16);
+
+	q = _mm256_max_epi16(_mm256_min_epi16(q, lim),
+			     _mm256_sub_epi16(_mm256_setzero_si256(), lim));
+	return _mm256_shuffle_epi8(q, swap);
 }
 
+/*
+ * The conversions to integers round in the current rounding mode (MXCSR),
+ * the default one, to nearest, ties to even, that the portable loops'
+ * rounding constant assumes as well (libxina.h): 375 ns per 4096
+ * elements where rounding first by vroundps and clamping the floats took
+ * 623 (xina-bench-packloop, in cache).
+ */
 __attribute__((target("avx2,f16c")))
 static size_t xina_q16_f16c(uint16_t *restrict dst,
 			    const uint16_t *restrict src, size_t cnt,
 			    float scale, float lim)
 {
-	const __m256 sc = _mm256_set1_ps(scale), hi = _mm256_set1_ps(lim);
-	const __m256 lo = _mm256_set1_ps(-lim);
-	const __m256i swap = _mm256_broadcastsi128_si256(XINA_SWAP16);
+	const __m256 sc = _mm256_set1_ps(scale);
+	const __m256i l = _mm256_set1_epi16((int16_t)lim);
 	__m256i q, q1;
-	__m256 v;
+	__m128i h;
 	size_t i;
 
-	/* sixteen at a time: packing two vectors interleaves their halves */
 	for (i = 0; i + 16 <= cnt; i += 16) {
-		v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(src + i)));
-		q = xina_rint_clamp(_mm256_mul_ps(v, sc), lo, hi);
-		v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(src + i + 8)));
-		q1 = xina_rint_clamp(_mm256_mul_ps(v, sc), lo, hi);
+		q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtph_ps(
+			_mm_loadu_si128((const void *)(src + i))), sc));
+		q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtph_ps(
+			_mm_loadu_si128((const void *)(src + i + 8))), sc));
 		q = _mm256_permute4x64_epi64(_mm256_packs_epi32(q, q1), 0xd8);
-		_mm256_storeu_si256((void *)(dst + i),
-				    _mm256_shuffle_epi8(q, swap));
+		_mm256_storeu_si256((void *)(dst + i), xina_clamp16_swap(q, l));
 	}
 	for (; i + 8 <= cnt; i += 8) {
-		v = _mm256_cvtph_ps(_mm_loadu_si128((const void *)(src + i)));
-		q = xina_rint_clamp(_mm256_mul_ps(v, sc), lo, hi);
+		q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtph_ps(
+			_mm_loadu_si128((const void *)(src + i))), sc));
+		h = _mm_packs_epi32(_mm256_castsi256_si128(q),
+				    _mm256_extracti128_si256(q, 1));
+		h = _mm_max_epi16(_mm_min_epi16(h, _mm256_castsi256_si128(l)),
+				  _mm_sub_epi16(_mm_setzero_si128(),
+						_mm256_castsi256_si128(l)));
 		_mm_storeu_si128((void *)(dst + i),
-				 _mm_shuffle_epi8(_mm_packs_epi32(
-					_mm256_castsi256_si128(q),
-					_mm256_extracti128_si256(q, 1)),
-					XINA_SWAP16));
+				 _mm_shuffle_epi8(h, XINA_SWAP16));
 	}
 	return i;
 }
@@ -581,22 +596,22 @@ static size_t xina_dq16_f16c(uint16_t *restrict dst,
  * bfloat16 with AVX2, sixteen elements at a time.  A bfloat16 is the top
  * half of a float, so unpacking it above sixteen zero bits is the exact
  * conversion; the rest is the portable loops' arithmetic, lane by lane:
- * the two products by @sa and @sb, rounding to nearest even, the clamp,
- * and back, the bits of xina_f2bf().  Unpacking and packing 16-bit lanes
+ * the products by @sa and @sb (by @sa alone when @sb is 1), rounding to
+ * nearest even, the clamp, and back.  Unpacking and packing 16-bit lanes
  * both work within each 128-bit half, in matching orders, so the
  * elements come out where they went in, with no permutation.  Returns
  * the elements done, a multiple of 16: the rest is the caller's.
  */
-__attribute__((target("avx2")))
-static size_t xina_q16_bf16_avx2(uint16_t *restrict dst,
-				 const uint16_t *restrict src, size_t cnt,
-				 float sa, float sb, float lim)
+__attribute__((target("avx2"), always_inline))
+static inline size_t xina_q16_bf16_loop(uint16_t *restrict dst,
+					const uint16_t *restrict src,
+					size_t cnt, float sa, float sb,
+					float lim, const bool two)
 {
 	const __m256 a = _mm256_set1_ps(sa), b = _mm256_set1_ps(sb);
-	const __m256 hi = _mm256_set1_ps(lim), lo = _mm256_set1_ps(-lim);
 	const __m256i zero = _mm256_setzero_si256();
-	const __m256i swap = _mm256_broadcastsi128_si256(XINA_SWAP16);
-	__m256i h, ql, qh;
+	const __m256i l = _mm256_set1_epi16((int16_t)lim);
+	__m256i h;
 	__m256 vl, vh;
 	size_t i;
 
@@ -604,15 +619,28 @@ static size_t xina_q16_bf16_avx2(uint16_t *restrict dst,
 		h = _mm256_loadu_si256((const void *)(src + i));
 		vl = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, h));
 		vh = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, h));
-		ql = xina_rint_clamp(_mm256_mul_ps(_mm256_mul_ps(vl, a), b),
-				     lo, hi);
-		qh = xina_rint_clamp(_mm256_mul_ps(_mm256_mul_ps(vh, a), b),
-				     lo, hi);
-		_mm256_storeu_si256((void *)(dst + i),
-				    _mm256_shuffle_epi8(_mm256_packs_epi32(ql, qh),
-							swap));
+		vl = _mm256_mul_ps(vl, a);
+		vh = _mm256_mul_ps(vh, a);
+		if (two) {
+			vl = _mm256_mul_ps(vl, b);
+			vh = _mm256_mul_ps(vh, b);
+		}
+		h = _mm256_packs_epi32(_mm256_cvtps_epi32(vl),
+				       _mm256_cvtps_epi32(vh));
+		_mm256_storeu_si256((void *)(dst + i), xina_clamp16_swap(h, l));
 	}
 	return i;
+}
+
+/* @sb is 1 where 2^s is a float (xina_bfp16_pack): one product. */
+__attribute__((target("avx2")))
+static size_t xina_q16_bf16_avx2(uint16_t *restrict dst,
+				 const uint16_t *restrict src, size_t cnt,
+				 float sa, float sb, float lim)
+{
+	return sb == 1.0f ?
+	       xina_q16_bf16_loop(dst, src, cnt, sa, sb, lim, false) :
+	       xina_q16_bf16_loop(dst, src, cnt, sa, sb, lim, true);
 }
 
 /* Eight floats to the nearest bfloat16, as xina_f2bf(), in 32-bit lanes. */
@@ -738,7 +766,10 @@ void xina_bfp16_pack(const struct xina *x, const struct xina_codec *k,
 	}
 	if (k->lane_bits == 32)
 		xina_q32_f16(dst, src, cnt, ldexp(1.0, s), ldexp(1.0, b) - 1);
-	else if (k->type == XINA_TYPE_BFLOAT16)
+	else if (k->type == XINA_TYPE_BFLOAT16 && s >= -126 && s <= 127)
+		xina_q16_bf16(dst, src, cnt, ldexpf(1.0f, s), 1.0f,
+			      ldexpf(1.0f, b) - 1);
+	else if (k->type == XINA_TYPE_BFLOAT16)	/* 2^s is not a float */
 		xina_q16_bf16(dst, src, cnt, ldexpf(1.0f, s - s / 2),
 			      ldexpf(1.0f, s / 2), ldexpf(1.0f, b) - 1);
 	else
