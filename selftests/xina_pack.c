@@ -258,7 +258,8 @@ TEST(float16_int32_lanes)
  * largest value just below 2^E (which, where a float's quantum there is
  * above 1/2, rounds up to the clamp) and halves (ties of the rounding);
  * blocks of every length modulo 8, none longer than N.  Once by AVX2,
- * where the CPU has it (xina_avx2 asks), once by the double loop.
+ * where the CPU has it (xina_avx2 asks), once by the double loop; the
+ * same for the way back below.
  */
 static float f32in[N];
 
@@ -305,12 +306,67 @@ static unsigned int f32_sweep(void)
 	return bad;
 }
 
+/*
+ * And back (xina_f32_unpack()): r = Q * 2^-s rounded once to float (AVG:
+ * Q * 2^-s / W, rounded once to double, then to float), against the
+ * double arithmetic of the definition, for every L and E as above and
+ * sums Q of every magnitude, the extremes, and ties of the rounding to 24
+ * bits (an odd 25-bit integer, shifted).
+ */
+static float f32out[N];
+
+static unsigned int f32_unsweep(void)
+{
+	static const int32_t ends[] = { 0, 1, -1, INT32_MAX, -INT32_MAX,
+					INT32_MIN, 0x1000001, -0x3000003 };
+	unsigned int bad = 0, L, i, n, div;
+	uint32_t got, want;
+	int32_t q[N];
+	double v;
+	float w;
+	int E, s;
+
+	for (L = 0; L <= 8; L++) {
+		x.headroom = L;
+		x.o.workers = 1u << L;
+		for (E = -148; E <= 128; E++) {
+			s = 31 - (int)L - E;
+			n = N - (unsigned int)(E + 148) % 8;
+			for (i = 0; i < n; i++) {
+				q[i] = (int32_t)(uint32_t)(rnd() >> 32) >>
+				       (rnd() % 32);
+				if (i % 13 == 5)	/* a tie at 24 bits */
+					q[i] = (int32_t)((((rnd() >> 40) |
+							  0x1000000) | 1) <<
+							 (rnd() % 7)) *
+					       (rnd() & 1 ? -1 : 1);
+				if (i < sizeof(ends) / sizeof(ends[0]))
+					q[i] = ends[i];
+				lanes[i] = htonl((uint32_t)q[i]);
+			}
+			for (div = 1; div <= 3; div += 2) {
+				xina_f32_unpack(&x, f32out, lanes, n, E, div);
+				for (i = 0; i < n; i++) {
+					v = ldexp((double)q[i], -s);
+					w = (float)(div > 1 ? v / div : v);
+					memcpy(&got, &f32out[i], sizeof(got));
+					memcpy(&want, &w, sizeof(want));
+					if (got != want && bad++ < 4)
+						LOG("float32, L=%u, E=%d, /%u: sum %d unpacks to %a, the scheme says %a",
+						    L, E, div, q[i], f32out[i], w);
+				}
+			}
+		}
+	}
+	return bad;
+}
+
 TEST(float32_int32_lanes)
 {
 	unsigned int bad;
 
 	xina_avx2 = -1;
-	bad = f32_sweep();
+	bad = f32_sweep() + f32_unsweep();
 	EXPECT_EQ(bad, 0) {
 		TH_LOG("%u float32 elements differ from the scheme (AVX2 %s)",
 		       bad, xina_avx2 ? "on" : "off");
@@ -320,7 +376,7 @@ TEST(float32_int32_lanes)
 	if (xina_avx2 != 1)
 		return;
 	xina_avx2 = 0;
-	bad = f32_sweep();
+	bad = f32_sweep() + f32_unsweep();
 	EXPECT_EQ(bad, 0) {
 		TH_LOG("%u float32 elements differ from the scheme (AVX2 off)",
 		       bad);
