@@ -708,13 +708,17 @@ static inline __m256i xina_f2bf8(__m256 f)
 	return _mm256_srli_epi32(u, 16);
 }
 
-/* Sums back: sign-extended by an arithmetic shift, rounded as xina_f2bf. */
+/*
+ * Sums back, rounded as xina_f2bf.  A sum unpacked above sixteen zero bits
+ * is Q * 2^16, exact as a float, and @scale16 = 2^(k - 16) a normal float
+ * (the caller's check): Q * 2^k, with no shift to sign-extend Q.
+ */
 __attribute__((target("avx2")))
 static size_t xina_dq16_bf16_avx2(uint16_t *restrict dst,
 				  const uint16_t *restrict src, size_t cnt,
-				  float scale)
+				  float scale16)
 {
-	const __m256 sc = _mm256_set1_ps(scale);
+	const __m256 sc = _mm256_set1_ps(scale16);
 	const __m256i zero = _mm256_setzero_si256();
 	const __m256i swap = _mm256_broadcastsi128_si256(XINA_SWAP16);
 	__m256i q, ul, uh;
@@ -723,8 +727,8 @@ static size_t xina_dq16_bf16_avx2(uint16_t *restrict dst,
 	for (i = 0; i + 16 <= cnt; i += 16) {
 		q = _mm256_shuffle_epi8(_mm256_loadu_si256((const void *)(src + i)),
 					swap);
-		ul = _mm256_srai_epi32(_mm256_unpacklo_epi16(zero, q), 16);
-		uh = _mm256_srai_epi32(_mm256_unpackhi_epi16(zero, q), 16);
+		ul = _mm256_unpacklo_epi16(zero, q);
+		uh = _mm256_unpackhi_epi16(zero, q);
 		ul = xina_f2bf8(_mm256_mul_ps(_mm256_cvtepi32_ps(ul), sc));
 		uh = xina_f2bf8(_mm256_mul_ps(_mm256_cvtepi32_ps(uh), sc));
 		_mm256_storeu_si256((void *)(dst + i),
@@ -850,13 +854,13 @@ xina_dq16(uint16_t *restrict dst, const uint16_t *restrict src, size_t cnt,
 
 XINA_CLONES
 static void xina_dq16_bf16(uint16_t *restrict dst,
-			   const uint16_t *restrict src, size_t cnt,
-			   float scale)
+			   const uint16_t *restrict src, size_t cnt, int k)
 {
-	size_t done = xina_has_avx2() ?
-		      xina_dq16_bf16_avx2(dst, src, cnt, scale) : 0;
+	size_t done = xina_has_avx2() && k >= -110 ?
+		      xina_dq16_bf16_avx2(dst, src, cnt, ldexpf(1.0f, k - 16)) :
+		      0;
 
-	xina_dq16(dst + done, src + done, cnt - done, scale, true);
+	xina_dq16(dst + done, src + done, cnt - done, ldexpf(1.0f, k), true);
 }
 
 XINA_CLONES
@@ -917,7 +921,7 @@ void xina_bfp16_unpack(const struct xina *x, const struct xina_codec *k,
 	}
 	if (k->lane_bits == 16 && div == 1 && e >= -126 && e <= 127) {
 		if (bf16)
-			xina_dq16_bf16(dst, src, cnt, ldexpf(1.0f, e));
+			xina_dq16_bf16(dst, src, cnt, e);
 		else
 			xina_dq16_f16(dst, src, cnt, ldexpf(1.0f, e));
 		return;
