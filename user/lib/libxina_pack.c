@@ -90,6 +90,22 @@ static int xina_scale(const struct xina *x, int32_t e)
 	return 31 - (int)x->headroom - e;
 }
 
+/*
+ * 2^@s as the product of two floats *@sa * *@sb, for s beyond a float's
+ * exponents; *@sb is 1 where 2^s is a float itself, so that the vector
+ * loops take one product.
+ */
+static void xina_pow2_split(int s, float *sa, float *sb)
+{
+	if (s >= -126 && s <= 127) {
+		*sa = ldexpf(1.0f, s);
+		*sb = 1.0f;
+	} else {
+		*sa = ldexpf(1.0f, s - s / 2);
+		*sb = ldexpf(1.0f, s / 2);
+	}
+}
+
 XINA_CLONES
 void xina_i32_pack(uint32_t *restrict dst, const int32_t *restrict src,
 		   size_t cnt)
@@ -346,6 +362,7 @@ void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
 {
 	int32_t lim = (int32_t)((1l << (31 - x->headroom)) - 1);
 	size_t done = 0;
+	float sa, sb;
 	int s;
 
 	if (exp == XINA_EXP_ZERO) {
@@ -353,11 +370,10 @@ void xina_f32_pack(const struct xina *x, uint32_t *dst, const float *src,
 		return;
 	}
 	s = xina_scale(x, exp);
-	if (xina_has_avx2() && s >= -126 && s <= 127)
-		done = xina_q32_avx2(dst, src, cnt, ldexpf(1.0f, s), 1.0f, lim);
-	else if (xina_has_avx2())	/* 2^s is not a float */
-		done = xina_q32_avx2(dst, src, cnt, ldexpf(1.0f, s - s / 2),
-				     ldexpf(1.0f, s / 2), lim);
+	if (xina_has_avx2()) {
+		xina_pow2_split(s, &sa, &sb);
+		done = xina_q32_avx2(dst, src, cnt, sa, sb, lim);
+	}
 	/* 2^s may not be a float, but is a double: x * 2^s is exact. */
 	xina_f32_quantise(dst + done, src + done, cnt - done, ldexp(1.0, s),
 			  (double)lim);
@@ -599,7 +615,6 @@ static size_t xina_q16_f16c(uint16_t *restrict dst,
 	const __m256 sc = _mm256_set1_ps(scale);
 	const __m256i l = _mm256_set1_epi16((int16_t)lim);
 	__m256i q, q1;
-	__m128i h;
 	size_t i;
 
 	for (i = 0; i + 16 <= cnt; i += 16) {
@@ -610,16 +625,12 @@ static size_t xina_q16_f16c(uint16_t *restrict dst,
 		q = _mm256_permute4x64_epi64(_mm256_packs_epi32(q, q1), 0xd8);
 		_mm256_storeu_si256((void *)(dst + i), xina_clamp16_swap(q, l));
 	}
-	for (; i + 8 <= cnt; i += 8) {
+	for (; i + 8 <= cnt; i += 8) {	/* eight, packed twice: the low half */
 		q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtph_ps(
 			_mm_loadu_si128((const void *)(src + i))), sc));
-		h = _mm_packs_epi32(_mm256_castsi256_si128(q),
-				    _mm256_extracti128_si256(q, 1));
-		h = _mm_max_epi16(_mm_min_epi16(h, _mm256_castsi256_si128(l)),
-				  _mm_sub_epi16(_mm_setzero_si128(),
-						_mm256_castsi256_si128(l)));
-		_mm_storeu_si128((void *)(dst + i),
-				 _mm_shuffle_epi8(h, XINA_SWAP16));
+		q = _mm256_permute4x64_epi64(_mm256_packs_epi32(q, q), 0xd8);
+		_mm_storeu_si128((void *)(dst + i), _mm256_castsi256_si128(
+					 xina_clamp16_swap(q, l)));
 	}
 	return i;
 }
@@ -816,22 +827,21 @@ void xina_bfp16_pack(const struct xina *x, const struct xina_codec *k,
 		     void *dst, const uint16_t *src, size_t cnt, int32_t exp)
 {
 	int b = k->lane_bits - 1 - (int)x->headroom, s = b - exp;
+	float sa, sb;
 
 	if (exp == XINA_EXP_ZERO) {
 		memset(dst, 0, cnt * k->lane_bits / 8);
 		return;
 	}
-	if (k->lane_bits == 32)
+	if (k->lane_bits == 32) {
 		xina_q32_f16(dst, src, cnt, ldexp(1.0, s), ldexp(1.0, b) - 1);
-	else if (k->type == XINA_TYPE_BFLOAT16 && s >= -126 && s <= 127)
-		xina_q16_bf16(dst, src, cnt, ldexpf(1.0f, s), 1.0f,
-			      ldexpf(1.0f, b) - 1);
-	else if (k->type == XINA_TYPE_BFLOAT16)	/* 2^s is not a float */
-		xina_q16_bf16(dst, src, cnt, ldexpf(1.0f, s - s / 2),
-			      ldexpf(1.0f, s / 2), ldexpf(1.0f, b) - 1);
-	else
+	} else if (k->type == XINA_TYPE_BFLOAT16) {
+		xina_pow2_split(s, &sa, &sb);
+		xina_q16_bf16(dst, src, cnt, sa, sb, ldexpf(1.0f, b) - 1);
+	} else {
 		xina_q16_f16(dst, src, cnt, ldexpf(1.0f, s), 1.0f,
 			     ldexpf(1.0f, b) - 1);
+	}
 }
 
 /*
