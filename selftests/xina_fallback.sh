@@ -149,30 +149,24 @@ dropped_at_w0()
 		jq '[.nftables[].rule? | select(.) | .expr[] | .counter? | select(.) | .packets] | add'
 }
 
-# The cut of run_cut: job 2's switch state goes away.
-cut_job()
-{
-	xctl job del 2
-}
-
-# run_cut DIR WHAT AFTER CUT ARGS...: job 2's workers (xina-allreduce
-# ARGS, with the fallback ring) into DIR; once the switch completed AFTER
-# more rounds, the command CUT.  Waits for them; every worker must
-# succeed.  WHAT prefixes the messages.
+# run_cut DIR WHAT AFTER ARGS...: job 2's workers (xina-allreduce ARGS,
+# with the fallback ring) into DIR; once the switch completed AFTER more
+# rounds, job 2 is deleted from the switch (its state goes away).  Waits
+# for them; every worker must succeed.  WHAT prefixes the messages.
 run_cut()
 {
-	local dir=$1 what=$2 after=$3 cut=$4 c0 pid
+	local dir=$1 what=$2 after=$3 c0 pid
 
-	shift 4
+	shift 3
 	c0=$(complete)
 	run 2 7002 "$dir" "$@" --fallback "$(ring_addrs 7102)" &
 	pid=$!
 	busywait 30 progressed $((c0 + after))
 	check_err $? "${what}job 2 never got going through the switch"
-	"$cut"
-	check_err $? "${what}$cut"
+	xctl job del 2
+	check_err $? "${what}job del 2"
 	wait $pid
-	check_err $? "${what}job 2 failed after $cut: $(head -c 400 "$dir/w0.err")"
+	check_err $? "${what}job 2 failed after its deletion: $(head -c 400 "$dir/w0.err")"
 }
 
 # run_drop DIR WHAT MATCH BYTES ARGS...: job 2's workers (xina-allreduce
@@ -190,7 +184,7 @@ run_drop()
 }
 
 # Inside the timed call: a barrier of one slot, then the blocks.
-run_cut "$TMP/cut" "" 1000 cut_job --type float32 --bytes $((32 << 20)) \
+run_cut "$TMP/cut" "" 1000 --type float32 --bytes $((32 << 20)) \
 	--iters 1
 same_bits "$TMP/ref" "$TMP/cut"
 fell_back "$TMP/cut" 1
@@ -289,7 +283,7 @@ sparse_same_skips()	# sparse_same_skips DIR REF
 }
 run 1 7001 "$TMP/sref" --type float32 --sparse 300 --bytes $((32 << 20)) --iters 1
 check_err $? "the sparse reference run through the switch failed: $(head -c 300 "$TMP/sref/w0.err")"
-run_cut "$TMP/scut" "sparse: " 1000 cut_job --type float32 --sparse 300 \
+run_cut "$TMP/scut" "sparse: " 1000 --type float32 --sparse 300 \
 	--sparse-map --bytes $((32 << 20)) --iters 1
 same_bits "$TMP/sref" "$TMP/scut"
 fell_back "$TMP/scut" 1
