@@ -32,7 +32,8 @@ XINA_EXPECTED_SKIPS=${XINA_EXPECTED_SKIPS:-$TAP_JUDGE_DIR/expected-skips}
 
 # Reads a test's output; prints one line per finding, fields split by tabs:
 #   skip  expected|unexpected  POINT  REASON   (POINT "-": the whole file)
-#   fail  POINT
+#   fail  POINT  WHY   (WHY: the comment line right after the "not ok",
+#                      where log_test puts check_err's message; may be "")
 #   count PASSED FAILED SKIPPED
 #   badlist LINE                               (a malformed list line)
 # POSIX awk: mawk on the host, busybox awk in the guest.
@@ -114,6 +115,17 @@ BEGIN {
 {
 	s = $0
 	sub(/\r$/, "", s)
+	if (pend != "") {
+		# the failed point'"'"'s first diagnostic, if it has one
+		why = s
+		sub(/^[# \t]+/, "", why)
+		if (s !~ /^[# \t]*#/ || why ~ /^((not )?ok|1\.\.|TAP version)/)
+			why = ""
+		if (length(why) > 400)
+			why = substr(why, 1, 400) "..."
+		print "fail\t" pend "\t" why
+		pend = ""
+	}
 	d = 0
 	while (s ~ /^(# |#\t|  )/) {
 		s = substr(s, 3)
@@ -162,7 +174,7 @@ BEGIN {
 		next
 	nested(d, isskip, notok)
 	if (notok) {
-		print "fail\t" (desc == "" ? "(unnamed)" : desc)
+		pend = desc == "" ? "(unnamed)" : desc
 		nfail++
 	} else if (isskip) {
 		skip(desc, reason)
@@ -172,6 +184,8 @@ BEGIN {
 }
 
 END {
+	if (pend != "")
+		print "fail\t" pend "\t"
 	print "count\t" npass + 0 "\t" nfail + 0 "\t" nskip + 0
 }'
 
@@ -200,7 +214,7 @@ tap_judge()
 				unexpected=$((unexpected + 1))
 			fi
 			;;
-		fail) echo "# FAIL: $test: $a" ;;
+		fail) echo "# FAIL: $test: $a${b:+ -- $b}" ;;
 		count) p=$a f=$b s=$c ;;
 		badlist)
 			echo "# FAIL: malformed line in $XINA_EXPECTED_SKIPS: $a"

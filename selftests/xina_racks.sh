@@ -375,10 +375,24 @@ check_uplinks()
 	done
 }
 
+# uplinks_brief: the XDP racks' uplinks in a line, for a failure's message
+# (the test's summary keeps that line alone): joins sent, answered OK and
+# refused, the rack epoch waiting for an upper one, partials and results,
+# frames sent through the neighbour resolution and without a route.
+uplinks_brief()
+{
+	local r
+
+	for r in $UP_RACKS; do
+		rctl "$r" -j job show $((RJOB + r)) | jq -r --arg r "$r" '.jobs[0].up |
+			"rack \($r): joins \(.join_sent)/\(.join_ok)/\(.join_refused) want \(.want) epoch \(.epoch) sent \(.sent) results \(.results) no_neigh \(.no_neigh) no_route \(.no_route);"'
+	done | tr '\n' ' '
+}
+
 # hier DTYPE BYTES LABEL [MIN MAX]: the 9 workers through the two levels.
 hier()
 {
-	local dtype=$1 bytes=$2 label=$3 min=${4:-} max=${5:-} dir
+	local dtype=$1 bytes=$2 label=$3 min=${4:-} max=${5:-} dir rc
 
 	dir=$TMP/hier-$label
 	uplink_snap
@@ -395,7 +409,8 @@ hier()
 		"$dir" --slots "$SLOTS" --elems "$ELEMS" \
 		--dtype "$dtype" --bytes "$bytes" --iters "$ITERS" \
 		--timeout-ms 10000
-	check_err $? "$? of $W workers failed: $(failed_workers "$dir")"
+	rc=$?
+	check_err $rc "$rc of $W workers failed: $(failed_workers "$dir") uplinks: $(uplinks_brief)"
 	check_workers "$W" "$dir"
 	check_uplinks
 	uplink_check "two levels $label" $((bytes * ITERS)) "$min" "$max"
