@@ -308,8 +308,9 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 		return xina_check_join(pkt);
 	if (xh->type == XINA_T_JOIN_REPLY)
 		return xina_check_join_reply(pkt);
+	/* aux: any value (a contribution's side word, a result's MAX) */
 	if ((xh->type != XINA_T_CONTRIB && xh->type != XINA_T_RESULT) ||
-	    (xh->flags & ~XINA_F_ALL) || xh->aux)
+	    (xh->flags & ~XINA_F_ALL))
 		return XINA_MALFORMED;
 	count = ntohs_bounded(xh->count);
 	if (!count || count > XINA_MAX_ELEMS)
@@ -1276,11 +1277,12 @@ tag:
 /*
  * Turn the header into that of the result of its round, tagged with the
  * job's result key over @nh (the result's NH): flags and rank 0, so that
- * the answer to any member's retransmission is the same packet.
+ * the answer to any member's retransmission is the same packet; @exp and
+ * @aux (network order) the round's.
  */
 static __always_inline __u64 xina_result_hdr(struct xina_hdr *xh,
 					     const struct xina_job *job,
-					     __s8 exp, __u64 nh)
+					     __s8 exp, __be32 aux, __u64 nh)
 {
 	__u64 tag;
 
@@ -1288,6 +1290,7 @@ static __always_inline __u64 xina_result_hdr(struct xina_hdr *xh,
 	xh->flags = 0;
 	xh->rank = 0;
 	xh->exp = exp;
+	xh->aux = aux;
 	tag = bpf_cpu_to_be64(xina_tag_words(job->kres[0], job->kres[1],
 					     (const __u64 *)xh, nh));
 	xh->tag = tag;
@@ -1426,6 +1429,7 @@ struct xina_contrib {
 	__u32 round;
 	__u32 rank;
 	__u32 count;
+	__s32 aux;	/* host order */
 	__u8 dtype;
 	__u8 op;
 	__s8 exp;
@@ -1438,6 +1442,7 @@ struct xina_kept {
 	__u32 round;
 	__u32 result_cpu;
 	__u32 gen;	/* XINA_DONE_GEN of the opening a claim was made in */
+	__s32 aux;
 	__s8 exp;
 };
 
@@ -1534,10 +1539,18 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		kept->round = m->round;
 		kept->result_cpu = m->result_cpu;
 		kept->exp = m->exp;
+		kept->aux = m->aux;
 		kept->tag = m->tag;
 		goto unlock;
 	}
 	m->seen[w] |= bit;
+	/*
+	 * The round's MAX of aux, over accepted contributions only: the
+	 * first claim of an opening (none claimed yet) sets it, so no
+	 * earlier round's or epoch's value is left to clear.
+	 */
+	if (!m->claimed || c->aux > m->aux)
+		m->aux = c->aux;
 	m->claimed++;
 	kept->gen = XINA_DONE_GEN(m->done);
 unlock:
@@ -1736,6 +1749,7 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 	xh->flags = 0;
 	xh->rank = 0;
 	xh->exp = kept->exp;
+	xh->aux = bpf_htonl(kept->aux);
 	xh->tag = kept->tag;
 	if (xina_put_kept(ctx, pkt, res, kept))
 		goto stale;
@@ -1745,6 +1759,17 @@ static __always_inline int xina_answer(struct xdp_md *ctx,
 stale:
 	stat_inc(ctr, XINA_STAT_STALE);
 	return XDP_DROP;
+}
+
+/*
+ * The MAX of aux of the round this CPU completes, read without the lock:
+ * every claim of the opening set it under the lock before its add was
+ * counted (a fully ordered swap, xina_done()), and once the count is
+ * complete no claim of the round is left (one per rank), so it is final.
+ */
+static __always_inline __s32 xina_aux_final(const struct xina_meta *m)
+{
+	return *(const volatile __s32 *)&m->aux;
 }
 
 /*
@@ -1766,6 +1791,7 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 
 	xina_fold(idx, me, mine, c);
 	tag = xina_result_hdr(pkt->xh, j, c->exp,
+			      bpf_htonl(xina_aux_final(m)),
 			      xina_nh_part(mine, nhk, c->count));
 	if (!pkt->zero && xina_put(ctx, pkt, mine, c->count))
 		return XDP_DROP;	/* cannot happen: length was checked */
@@ -1970,14 +1996,16 @@ static __always_inline int xina_up_send(struct xdp_md *ctx,
 
 /*
  * The header of the rack's partial of a round of rack epoch @rack_epoch:
- * a contribution of the rack's rank to the upper job, tagged over @nh (its
- * NH under the upper job's key).  -1 if the upper epoch does not stand for
- * @rack_epoch (a run whose upper join has not been answered yet: cannot
- * happen to a member that was answered its join).
+ * a contribution of the rack's rank to the upper job, with @exp and @aux
+ * (the MAX of the rack round's), tagged over @nh (its NH under the upper
+ * job's key).  -1 if the upper epoch does not stand for @rack_epoch (a run
+ * whose upper join has not been answered yet: cannot happen to a member
+ * that was answered its join).
  */
 static __always_inline int xina_up_hdr(struct xina_hdr *xh,
 				       struct xina_up *up, __u32 rack_epoch,
-				       __s8 exp, __u64 nh, __u8 flags)
+				       __s8 exp, __s32 aux, __u64 nh,
+				       __u8 flags)
 {
 	__u32 epoch, re;
 
@@ -1994,7 +2022,7 @@ static __always_inline int xina_up_hdr(struct xina_hdr *xh,
 	xh->rank = bpf_htons(up->rank);
 	xh->weight = 0;
 	xh->epoch = bpf_htonl(epoch);
-	xh->aux = 0;
+	xh->aux = bpf_htonl(aux);
 	xh->tag = bpf_cpu_to_be64(xina_tag_words(up->kmine[0], up->kmine[1],
 						 (const __u64 *)xh, nh));
 	return 0;
@@ -2035,7 +2063,8 @@ static __always_inline int xina_up_complete(struct xdp_md *ctx,
 		*active = bpf_ktime_get_ns();
 	stat_inc(ctr, XINA_STAT_COMPLETE);
 
-	if (xina_up_hdr(pkt->xh, up, c->epoch, c->exp, nh, 0)) {
+	if (xina_up_hdr(pkt->xh, up, c->epoch, c->exp, xina_aux_final(m), nh,
+			0)) {
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
 		return XDP_DROP;
 	}
@@ -2062,8 +2091,8 @@ static __always_inline int xina_up_answer(struct xdp_md *ctx,
 	res = xina_part_of(idx, kept->result_cpu);
 	if (!res || res->epoch != kept->epoch || res->round != kept->round)
 		goto stale;
-	if (xina_up_hdr(pkt->xh, up, kept->epoch, kept->exp, kept->tag,
-			XINA_F_RETRANS)) {
+	if (xina_up_hdr(pkt->xh, up, kept->epoch, kept->exp, kept->aux,
+			kept->tag, XINA_F_RETRANS)) {
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);
 		return XDP_DROP;
 	}
@@ -2261,7 +2290,9 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 		xina_up_rtt(up, now - sent);
 	xh->job = bpf_htonl(job->id);
 	xh->epoch = bpf_htonl(re);
-	xina_result_hdr(xh, job, xh->exp, xina_nh_staged(s, nhk, pkt->count));
+	/* exp and aux: the upper result's (aux the MAX over every rack) */
+	xina_result_hdr(xh, job, xh->exp, xh->aux,
+			xina_nh_staged(s, nhk, pkt->count));
 	upstat_inc(uc, XINA_UPSTAT_RESULT);
 	return xina_pass_marked(ctx, job->id, XINA_MARK_ALL);
 }
@@ -2353,6 +2384,7 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 		.round = bpf_ntohl(xh->round),
 		.rank = bpf_ntohs(xh->rank),
 		.count = pkt->count,
+		.aux = (__s32)bpf_ntohl(xh->aux),
 		.dtype = xh->dtype,
 		.op = xh->op,
 		.exp = xh->exp,

@@ -152,11 +152,12 @@ struct xina_member {
 };
 
 /*
- * Shared state of one slot version.  Every field but @done is read and
- * written under @lock; @done is counted up with a compare-and-swap by the
- * CPU that added a contribution into its partial, after the add, and only
- * in the version's opening the contribution was claimed in (xina_done() in
- * xina.bpf.c).  A
+ * Shared state of one slot version.  Every field but @done is written under
+ * @lock, and read under it but for @aux by the CPU that completes the
+ * round (final by then: xina_aux_final() in xina.bpf.c); @done is counted
+ * up with a compare-and-swap by the CPU that added a contribution into its
+ * partial, after the add, and only in the version's opening the
+ * contribution was claimed in (xina_done() in xina.bpf.c).  A
  * version of another epoch than the job's current one (0: never used) is
  * started afresh by the first contribution of the current epoch, for its
  * round 0 or 1 only.
@@ -178,6 +179,12 @@ struct xina_meta {
 				 * @round went up more than once (its
 				 * result is no round-trip sample) */
 	__u8	pad2;
+	__s32	aux;		/* MAX of the aux of the contributions
+				 * accepted into @round (host order): set
+				 * by its first claim, raised by the later
+				 * ones; the result's, or a job with an
+				 * uplink: its partial's */
+	__u32	pad3;
 	__u64	tag;		/* the result's tag (network order), once
 				 * @complete: answers reuse it.  A job
 				 * with an uplink: the NH of the partial

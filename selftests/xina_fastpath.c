@@ -269,15 +269,21 @@ static __u16 ip_csum(const void *p, int len)
 	return ~sum & 0xffff;
 }
 
-/* NH of @n elements in network order, with the job's NH key. */
-static __u64 nh_wire(const __be32 *v, unsigned int n)
+/* NH of @n elements in network order, with NH key @k. */
+static __u64 nh_wire_k(const __u32 *k, const __be32 *v, unsigned int n)
 {
 	static __u32 m[XINA_MAX_ELEMS];
 	unsigned int i;
 
 	for (i = 0; i < n && i < XINA_MAX_ELEMS; i++)
 		m[i] = ntohl(v[i]);
-	return xina_nh(NHK, m, i);
+	return xina_nh(k, m, i);
+}
+
+/* NH of @n elements in network order, with the job's NH key. */
+static __u64 nh_wire(const __be32 *v, unsigned int n)
+{
+	return nh_wire_k(NHK, v, n);
 }
 
 /* Does the result (or answer) in @frame carry the result key's tag? */
@@ -1000,6 +1006,299 @@ TEST_F(fp, pending_round_refuses)
 	free(s.buf);
 }
 
+/* ---- aux: the round's MAX of a side word -------------------------------- */
+
+/* The aux of the xina header in @frame, the signed word it is. */
+static __s32 aux_of(const __u8 *frame)
+{
+	return (__s32)ntohl(xhdr(frame)->aux);
+}
+
+/*
+ * A round of slot @slot, round @round, count 16 of (@dtype, @op) whose
+ * workers send @aux[]: the result's aux.  The result's tag must verify.
+ */
+static __s32 aux_round(struct __test_metadata *_metadata, __u32 slot,
+		       __u32 round, __u8 dtype, __u8 op, const __s32 *aux,
+		       unsigned int workers)
+{
+	struct contrib c;
+	struct run r;
+	unsigned int w;
+
+	for (w = 0; w < workers; w++) {
+		c = contrib(w, slot, round, 16, op);
+		c.dtype = dtype;
+		c.aux = aux[w];
+		if (send_c(&c, &r) != (w + 1 < workers ? XDP_DROP : V_RESULT)) {
+			TH_LOG("slot %u round %u rank %u: verdict %d", slot,
+			       round, w, verdict(&r));
+			_metadata->passed = 0;
+			return 0;
+		}
+	}
+	EXPECT_TRUE(result_tag_ok(r.out)) {
+		TH_LOG("slot %u round %u: result tag does not verify", slot,
+		       round);
+	}
+	return aux_of(r.out);
+}
+
+/*
+ * aux (include/uapi/linux/xina.h): the switch reduces it by MAX over the
+ * contributions accepted into the round, a ZERO one included, whatever
+ * the dtype and op; the result carries it (under its tag), and so does
+ * every answer from the kept result.  A duplicate (in the round or after
+ * it), a contribution refused or unauthenticated never touches it; the
+ * next round of the version starts from its own contributions.
+ */
+TEST_F(fp, aux_max)
+{
+	static const __s32 aux2[3] = { -20, -30, -10 };
+	static const __s32 ext[3] = { INT32_MIN, INT32_MAX, 0 };
+	static const __s32 low[3] = { INT32_MIN, INT32_MIN, INT32_MIN };
+	__u8 result[PAYLOAD_OFF + 4 * 16];
+	struct xina_meta m;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_EQ(0, job_add(3, 4, 16, false));
+	/* on two CPUs where there are two: the MAX is the version's */
+	if (F.ncpus > 1)
+		ASSERT_EQ(0, pin_cpu(0));
+	c = contrib(0, 1, 0, 16, XINA_OP_SUM);
+	c.aux = -5;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	if (F.ncpus > 1)
+		ASSERT_EQ(0, pin_cpu(1));
+	c = zero_of(contrib(1, 1, 0, 16, XINA_OP_SUM));
+	c.aux = 7;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+
+	/* a duplicate, a forged tag, another op: none raises it */
+	c = contrib(0, 1, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = 1000;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(2, 1, 0, 16, XINA_OP_SUM);
+	c.aux = 1000;
+	c.tag_xor = 1;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	c = contrib(2, 1, 0, 16, XINA_OP_MAX);
+	c.aux = 1000;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DUP), 1);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_AUTH), 1);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_OP), 1);
+	ASSERT_EQ(0, meta_of(1, 0, &m));
+	EXPECT_EQ(m.aux, 7);
+
+	if (F.ncpus > 1)
+		ASSERT_EQ(0, pin_cpu(0));
+	c = contrib(2, 1, 0, 16, XINA_OP_SUM);
+	c.aux = -150;
+	ASSERT_EQ(send_c(&c, &r), V_RESULT);
+	ASSERT_EQ(r.len, sizeof(result));
+	EXPECT_EQ(aux_of(r.out), 7);
+	EXPECT_EQ(xhdr(r.out)->exp, -3);	/* exp as it was */
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 0 | 1 << 2, 1, 0, 16), 0);
+	memcpy(result, r.out, sizeof(result));
+
+	/* resends, one with another aux: the kept result, aux and tag */
+	c = contrib(1, 1, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.words = (const __u32[16]){ 0 };
+	c.aux = 7;
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(aux_of(r.out), 7);
+	EXPECT_TRUE(r.len == sizeof(result) &&
+		    !memcmp(r.out + HDRS_LEN, result + HDRS_LEN,
+			    sizeof(result) - HDRS_LEN)) {
+		TH_LOG("the answer is not the result");
+	}
+	c = contrib(0, 1, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = 1000;
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(aux_of(r.out), 7);
+	EXPECT_TRUE(r.len == sizeof(result) &&
+		    !memcmp(r.out + HDRS_LEN, result + HDRS_LEN,
+			    sizeof(result) - HDRS_LEN)) {
+		TH_LOG("the answer to a resend of aux 1000 is not the result");
+	}
+	ASSERT_EQ(0, meta_of(1, 0, &m));
+	EXPECT_EQ(m.aux, 7);
+	EXPECT_EQ(jstat(XINA_STAT_RETRANS_ANSWERED), 2);
+
+	/* round 2 on the same version: its own MAX, below round 0's */
+	EXPECT_EQ(aux_round(_metadata, 1, 2, XINA_DTYPE_INT32, XINA_OP_SUM,
+			    aux2, 3), -10);
+	c = contrib(1, 1, 2, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = aux2[1];
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(aux_of(r.out), -10);
+
+	/* whatever the dtype and op; the first claim sets it, even INT32_MIN */
+	EXPECT_EQ(aux_round(_metadata, 2, 0, XINA_DTYPE_INT8, XINA_OP_MAX,
+			    ext, 3), INT32_MAX);
+	EXPECT_EQ(aux_round(_metadata, 3, 0, XINA_DTYPE_INT64, XINA_OP_XOR,
+			    low, 3), INT32_MIN);
+	EXPECT_EQ(aux_round(_metadata, 0, 1, XINA_DTYPE_INT16, XINA_OP_MIN,
+			    aux2, 3), -10);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 5);
+}
+
+/* Two levels: the job as a rack, rank UP_RANK of upper job UP_JOB. */
+#define UP_JOB		70
+#define UP_RANK		1
+#define UP_IP		0x0a070101U	/* 10.7.1.1: the upper switch */
+#define UP_EPOCH	0x0bbe0001U
+
+static __u64 UP_KMINE[2], UP_KRES[2];
+static __u32 UP_NHK[XINA_MAX_ELEMS];
+
+/*
+ * Give the job an uplink as "xinactl job add ... up" does, with its upper
+ * join answered already: upper epoch UP_EPOCH stands for EPOCH0.  No
+ * route to UP_IP: a partial going up is built, then dropped as no_route
+ * (or redirected, where the test has no netns of its own), and the frame
+ * BPF_PROG_TEST_RUN hands back holds it either way.
+ */
+static int up_add(void)
+{
+	__u32 b = xina_job_bucket(UP_JOB, 0), k = JOB_IDX;
+	struct xina_upjob uj = { .up = UP_JOB, .job = JOB_ID };
+	struct xina_nhkey nhk;
+	struct xina_up up = {
+		.job = UP_JOB, .rank = UP_RANK,
+		.addr = htonl(UP_IP), .saddr = htonl(SW_IP),
+		.port = htons(XINA_UDP_PORT), .ifindex = 1,
+		.epoch = UP_EPOCH, .rack_epoch = EPOCH0,
+		.status = XINA_JOIN_OK,
+	};
+
+	xina_derive_key(SECRET, XINA_LABEL_MEMBER, UP_JOB, UP_RANK, UP_KMINE);
+	xina_derive_key(SECRET, XINA_LABEL_RESULT, UP_JOB, 0, UP_KRES);
+	xina_derive_nh(SECRET, UP_JOB, UP_NHK, XINA_MAX_ELEMS);
+	memcpy(up.kmine, UP_KMINE, sizeof(up.kmine));
+	memcpy(up.kres, UP_KRES, sizeof(up.kres));
+	memcpy(nhk.k, UP_NHK, sizeof(nhk.k));
+	if (bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_upnh), &k, &nhk,
+				BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_upjobs), &b, &uj,
+				BPF_ANY))
+		return -1;
+	return bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_ups), &k, &up,
+				   BPF_ANY);
+}
+
+/*
+ * Is the frame BPF_PROG_TEST_RUN handed back the rack's partial of
+ * (@slot, @round) of @workers, going up with @aux and @flags, tagged for
+ * the upper job?
+ */
+static int up_partial_errors(const struct run *r, __u32 slot, __u32 round,
+			     unsigned int workers, __s32 aux, __u8 flags)
+{
+	const struct xina_hdr *xh = xhdr(r->out);
+	const __be32 *v = (const void *)(xh + 1);
+	int bad = 0;
+
+	if (r->err || r->len != PAYLOAD_OFF + 4 * 16) {
+		LOG("partial: err %d len %u", r->err, r->len);
+		return 1;
+	}
+	if (xh->type != XINA_T_CONTRIB || ntohl(xh->job) != UP_JOB ||
+	    ntohs(xh->rank) != UP_RANK || ntohl(xh->epoch) != UP_EPOCH ||
+	    xh->flags != flags) {
+		LOG("partial: type %u job %u rank %u epoch %#x flags %#x",
+		    xh->type, ntohl(xh->job), ntohs(xh->rank),
+		    ntohl(xh->epoch), xh->flags);
+		bad++;
+	}
+	if (aux_of(r->out) != aux) {
+		LOG("partial: aux %d, want %d", aux_of(r->out), aux);
+		bad++;
+	}
+	if (be64toh(xh->tag) !=
+	    xina_tag_hdr(UP_KMINE, xh, nh_wire_k(UP_NHK, v, 16))) {
+		LOG("partial: tag does not verify under the upper job's keys");
+		bad++;
+	}
+	return bad + result_errors(r->out, XINA_OP_SUM, workers, slot, round,
+				   16);
+}
+
+/*
+ * Two levels (a job with an uplink): the rack's partial goes up carrying
+ * the MAX of the rack round's aux, and so does its resend from the kept
+ * partial, before and after the upper result; the upper result, whose aux
+ * is the MAX over every rack, comes down to the members with that aux,
+ * re-tagged for the rack job.
+ */
+TEST_F(fp, aux_up)
+{
+	static const __u32 words[16] = { 1, 2, 3 };
+	static __u8 buf[FRAME_MAX];
+	struct xina_hdr *xh = (void *)(buf + HDRS_LEN);
+	struct contrib c;
+	struct run r;
+	size_t len;
+
+	ASSERT_EQ(0, job_add(2, 4, 16, false));
+	ASSERT_EQ(0, up_add());
+	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
+	c.aux = -5;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c.flags = XINA_F_RETRANS;	/* a duplicate: no say */
+	c.aux = 1000;
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DUP), 1);
+	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
+	c.aux = -150;
+	send_c(&c, &r);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 1);
+	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, 0), 0);
+
+	/* a member's resend sends the kept partial up again: the same aux */
+	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = -150;
+	send_c(&c, &r);
+	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+
+	/* the upper result, aux 42 over every rack: the members' result */
+	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
+	c.type = XINA_T_RESULT;
+	c.job = UP_JOB;
+	c.epoch = UP_EPOCH;
+	c.aux = 42;
+	c.words = words;
+	c.saddr = UP_IP;
+	c.sport = XINA_UDP_PORT;
+	len = build_frame(buf, &c);
+	xh->tag = htobe64(xina_tag_hdr(UP_KRES, xh,
+				       nh_wire_k(UP_NHK, (void *)(xh + 1),
+						 16)));
+	run(buf, len, &r);
+	ASSERT_EQ(verdict(&r), V_RESULT);
+	EXPECT_EQ(xhdr(r.out)->type, XINA_T_RESULT);
+	EXPECT_EQ(ntohl(xhdr(r.out)->job), JOB_ID);
+	EXPECT_EQ(ntohl(xhdr(r.out)->epoch), EPOCH0);
+	EXPECT_EQ(aux_of(r.out), 42);
+	EXPECT_TRUE(result_tag_ok(r.out)) {
+		TH_LOG("the rack's result tag does not verify");
+	}
+	EXPECT_EQ(memcmp(r.out + PAYLOAD_OFF, buf + PAYLOAD_OFF, 4 * 16), 0);
+	/* and the rack's partial is still its own: a resend carries -5 */
+	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = -5;
+	send_c(&c, &r);
+	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+}
+
 /* ---- negative tests: nothing may touch slot state ----------------------- */
 
 /* A job with one pending round, so that corruption would show. */
@@ -1202,7 +1501,6 @@ TEST_F(fp, malformed)
 	MALFORMED("version 0", c.version = 0);
 	MALFORMED("version 1", c.version = 1);
 	MALFORMED("version 3", c.version = 3);
-	MALFORMED("aux 1", c.aux = 1);
 	MALFORMED("type RESULT", c.type = XINA_T_RESULT);
 	MALFORMED("type 0", c.type = 0);
 	MALFORMED("unknown flag", c.flags = 1 << 1);
@@ -1345,6 +1643,14 @@ TEST_F(fp, header_changed)
 	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_DROP_AUTH, 1), 0);
 	len = build_frame(buf, &c);
 	xh->offset ^= 1;
+	counts_read(&before);
+	before.j[XINA_STAT_RX]++;
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, NO_STAT, XINA_STAT_DROP_AUTH, 1), 0);
+	/* aux is any value, but the tag covers it */
+	len = build_frame(buf, &c);
+	xh->aux = htonl(1000);
 	counts_read(&before);
 	before.j[XINA_STAT_RX]++;
 	run(buf, len, &r);

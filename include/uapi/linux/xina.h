@@ -100,7 +100,17 @@
  *	    gave it (below).  Never 0.  A contribution of another epoch than
  *	    the job's current one is dropped (counted as drop_epoch), before
  *	    it touches anything: answers included.
- * aux:     reserved; must be 0.
+ * aux:     in a XINA_T_CONTRIB, a signed 32-bit side word (network order)
+ *	    the switch reduces by MAX over the round's contributions,
+ *	    whatever the dtype and op, XINA_F_ZERO ones included; the
+ *	    result carries that MAX, and so does the answer to a resend
+ *	    (a resend carries the same aux as the first send).  libxina's
+ *	    block floating point piggybacks on it the exponent of the block
+ *	    its slot takes next (SwitchML): the switch's MAX of them is the
+ *	    agreed exponent of that block, with no pass over the tensor
+ *	    before the first packet (Documentation/protocol.md, "Types and
+ *	    operators").  0 where unused.  In a join and its reply, the
+ *	    elements per slot (below).
  * offset:  element offset of this block in the sender's tensor.  The switch
  *	    does not interpret it; it is echoed in results so that a worker
  *	    can place a result without any other state.
@@ -113,7 +123,8 @@
  *
  * A XINA_T_RESULT has the same layout: flags and rank are 0, count, offset
  * and epoch are those of the contributions, exp that of the contribution
- * that completed the round, and the elements are the aggregate.  Its tag
+ * that completed the round, aux the MAX of the contributions' aux, and
+ * the elements are the aggregate.  Its tag
  * is keyed with the job's result key, computed once when the round
  * completes; the answer to a retransmission is the same packet, tag
  * included.  Workers drop results whose tag does not verify.
