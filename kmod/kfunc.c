@@ -229,8 +229,9 @@ static u64 xina_nh_el(const u32 *k, const __be32 *el, u16 count)
 
 /*
  * The header of the result of @sv's round, in place of the contribution's:
- * the round's dtype and op, flags and rank 0, the kept exp and tag, so
- * that every answer to a retransmission is the result as it was sent.
+ * the round's dtype and op, flags and rank 0, the kept exp, aux and tag,
+ * so that every answer to a retransmission is the result as it was sent
+ * (a retransmission's own exp and aux are not the result's).
  */
 static void xina_result_hdr(const struct xina_slotv *sv, struct xina_hdr *h)
 {
@@ -240,13 +241,15 @@ static void xina_result_hdr(const struct xina_slotv *sv, struct xina_hdr *h)
 	h->flags = 0;
 	h->rank = 0;
 	h->exp = sv->exp;
+	put_unaligned_be32(sv->aux, &h->aux);
 	put_unaligned(sv->tag, &h->tag);
 }
 
 /*
  * Start round @round of epoch @epoch in @sv with the contribution in @h,
  * @el: the state of the version's previous round, whatever its epoch, is
- * gone (round, claimed, complete, seen, values; the tag goes with complete).
+ * gone (round, claimed, complete, seen, aux, values; the tag goes with
+ * complete).
  */
 static void xina_round_start(struct xina_slotv *sv, u32 *val,
 			     const struct xina_hdr *h, const __be32 *el,
@@ -259,6 +262,7 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 	sv->dtype = h->dtype;
 	sv->op = h->op;
 	sv->count = count;
+	sv->aux = get_unaligned_be32(&h->aux);
 	bitmap_zero(sv->seen, XINA_MAX_WORKERS);
 	xina_val_init(val, el, count);
 }
@@ -270,12 +274,13 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
  * the caller checked.  Returns the verdict; *stat is the counter of the
  * outcome.
  *
- * Claiming a contribution (its bit, @claimed), adding it into @val and
- * deciding that it completes the round are one critical section, and a
- * version is started afresh (@claimed 0) only under the same lock: no add
- * of an earlier round or epoch can be counted in a new round, as an add
- * between its claim and its count could be in the map backend, whose
- * adds run outside the lock (into per-CPU partials).
+ * Claiming a contribution (its bit, @claimed), adding it into @val (and
+ * its aux into @aux) and deciding that it completes the round are one
+ * critical section, and a version is started afresh (@claimed 0) only
+ * under the same lock: no add of an earlier round or epoch can be counted
+ * in a new round, as an add between its claim and its count could be in
+ * the map backend, whose adds run outside the lock (into per-CPU
+ * partials).
  */
 static int xina_slot_contrib(struct xina_job *job,
 			     const struct xina_job_cfg *cfg,
@@ -353,6 +358,7 @@ static int xina_slot_contrib(struct xina_job *job,
 		return XINA_KF_ANSWER;
 	}
 	xina_val_add(val, el, count, sv->dtype, sv->op);
+	sv->aux = max_t(s32, sv->aux, get_unaligned_be32(&h->aux));
 
 added:
 	__set_bit(rank, sv->seen);
@@ -360,17 +366,17 @@ added:
 	if (++sv->claimed < job->workers)
 		return XINA_KF_ADDED;
 
-	/* The result, tagged once with the job's result key. */
+	/*
+	 * The result, tagged once with the job's result key over the header
+	 * that every answer repeats (aux included); the tag does not cover
+	 * its own field, where xina_result_hdr() left the previous round's.
+	 */
 	sv->complete = 1;
 	sv->exp = h->exp;
-	h->type = XINA_T_RESULT;
-	h->dtype = sv->dtype;
-	h->op = sv->op;
-	h->flags = 0;
-	h->rank = 0;
+	xina_result_hdr(sv, h);
 	sv->tag = cpu_to_be64(xina_tag_hdr(cfg->kres, h,
 					   xina_nh(cfg->nhk, val, count)));
-	xina_result_hdr(sv, h);
+	put_unaligned(sv->tag, &h->tag);
 	xina_val_out(el, val, count);
 	return XINA_KF_RESULT;
 }
@@ -736,9 +742,12 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 	if (!len || len > sizeof(struct xina_kf_buf) ||
 	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
-	/* no XINA_F_ZERO: xina.ko does not offer it (its join replies) */
+	/*
+	 * No XINA_F_ZERO: xina.ko does not offer it (its join replies).  Any
+	 * aux: the round's MAX of them goes into its result.
+	 */
 	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_RETRANS) ||
-	    h->weight || h->aux)
+	    h->weight)
 		return XINA_KF_MALFORMED;
 
 	/*

@@ -46,6 +46,11 @@ struct xina_slotv {
 	u8		dtype;		/* enum xina_dtype of @round */
 	u8		op;		/* enum xina_op of @round */
 	s8		exp;		/* exp of the completing contribution */
+	s32		aux;		/* MAX of @round's contributions' aux
+					 * (signed), the result's; in the hole
+					 * before @tag on 64-bit: the version's
+					 * charge to mem_limit stays the same
+					 */
 	__be64		tag;		/* the result's tag, once @complete
 					 * (answers reuse it)
 					 */

@@ -20,8 +20,9 @@
  *	into the job's slot memory, counting each outcome in the job's
  *	counters (enum xina_stat).  Returns enum xina_kf_verdict.  On
  *	XINA_KF_RESULT and XINA_KF_ANSWER the module has rewritten the packet
- *	in place into the XINA_T_RESULT to send: type, exp and the elements;
- *	addresses and ports are left to the TC fan-out.
+ *	in place into the XINA_T_RESULT to send: type, exp, aux (the MAX of
+ *	the round's), tag and the elements; addresses and ports are left to
+ *	the TC fan-out.
  *
  *	A XINA_T_JOIN (a bare header, the frame nothing else, @off right
  *	after Ethernet, IPv4 without options and UDP) is answered in place

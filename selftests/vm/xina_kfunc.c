@@ -3,13 +3,14 @@
  * The kfunc of xina.ko, through BPF_PROG_TEST_RUN of a small XDP program
  * (xina_kfunc.bpf.c) that returns the kfunc's verdict: the round state
  * machine (add, complete, duplicate, retransmission, stale, out of range,
- * mixed op), every (dtype, op) pair against a reference computed here
- * (wrap-around, extremes, shuffled arrival, simd=1 against simd=0, a round
- * keeping its pair, INT64 by whole elements), the job checks, malformed
- * packets, the counters in sysfs and netlink, and a job deleted under a loaded program; and the kfunc on two
- * CPUs at once: a softirq on the CPU of a BPF_PROG_TEST_RUN, answers to
- * retransmissions while the slot version moves on, a job deleted and
- * re-created under traffic.  Run in the VM (2 vCPUs) with xina.ko loaded.
+ * mixed op, the MAX of aux), every (dtype, op) pair against a reference
+ * computed here (wrap-around, extremes, shuffled arrival, simd=1 against
+ * simd=0, a round keeping its pair, INT64 by whole elements), the job
+ * checks, malformed packets, the counters in sysfs and netlink, and a job
+ * deleted under a loaded program; and the kfunc on two CPUs at once: a
+ * softirq on the CPU of a BPF_PROG_TEST_RUN, answers to retransmissions
+ * while the slot version moves on, a job deleted and re-created under
+ * traffic.  Run in the VM (2 vCPUs) with xina.ko loaded.
  *
  * With -b it measures instead (no test): ns per packet of the kfunc path
  * for K workers adding ELEMS elements each, see Documentation/module.rst.
@@ -76,6 +77,7 @@ struct contrib {
 	int32_t base;		/* element i is base + i */
 	uint8_t dtype;		/* 0: XINA_DTYPE_INT32 */
 	const uint32_t *words;	/* if set: the words (host order), not base */
+	int32_t aux;		/* the side word the switch MAXes */
 };
 
 /*
@@ -153,6 +155,7 @@ static size_t build(struct pkt *p, const struct contrib *c)
 	p->xh.slot = htonl(c->slot);
 	p->xh.round = htonl(c->round);
 	p->xh.epoch = htonl(c->epoch ?: epoch_of(ntohl(p->xh.job)));
+	p->xh.aux = htonl((uint32_t)c->aux);
 	p->xh.offset = htobe64(1234);
 	for (i = 0; i < c->count; i++)
 		p->el[i] = htonl(c->words ? c->words[i] : (uint32_t)(c->base + i));
@@ -444,6 +447,98 @@ TEST_F(kf, rounds)
 	EXPECT_EQ(0, sysfs_stat("drop_key"));
 	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 	EXPECT_EQ(0, sysfs_stat("drop_member"));
+}
+
+/* The result's aux, as a signed word. */
+static int32_t result_aux(const struct pkt *p)
+{
+	return (int32_t)ntohl(p->xh.aux);
+}
+
+/*
+ * aux is reduced by a signed MAX over the round's accepted contributions,
+ * whatever the pair: -5, 7 and -150 give 7 (an unsigned MAX would give
+ * -5).  The result's tag covers it; an answer to a retransmission carries
+ * the kept one, whatever the retransmission's own; a duplicate, a stale
+ * or mixed-op contribution or a forged one leaves it alone; each round of
+ * each version starts from its own first contribution.
+ */
+TEST_F(kf, aux_max)
+{
+	struct contrib c;
+	uint64_t tag;
+	size_t len;
+
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .aux = -5 }),
+	     XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .aux = 7 }),
+	     XINA_KF_ADDED);
+	/* A duplicate with a bigger aux. */
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .aux = 1000 }),
+	     XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 2, .count = ELEMS, .aux = -150 }),
+	     XINA_KF_RESULT);
+	EXPECT_EQ(XINA_T_RESULT, self->out.xh.type);
+	EXPECT_EQ(7, result_aux(&self->out));
+	EXPECT_TRUE(result_tag_ok(&self->out));
+	tag = self->out.xh.tag;
+
+	/* Resends, as first sent and with a bigger aux: the kept result. */
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .aux = -5 }),
+	     XINA_KF_ANSWER);
+	EXPECT_EQ(7, result_aux(&self->out));
+	EXPECT_EQ(tag, self->out.xh.tag);
+	SEND(((struct contrib){ .rank = 2, .count = ELEMS, .aux = INT32_MAX }),
+	     XINA_KF_ANSWER);
+	EXPECT_EQ(7, result_aux(&self->out));
+	EXPECT_EQ(tag, self->out.xh.tag);
+
+	/* Round 1 (version 1, never used), INT16 MAX, all below 0. */
+	c = (struct contrib){ .round = 1, .count = ELEMS, .op = XINA_OP_MAX,
+			      .dtype = XINA_DTYPE_INT16 };
+	c.rank = 1;
+	c.aux = -30;
+	SEND(c, XINA_KF_ADDED);
+	c.rank = 0;
+	c.aux = -10;
+	SEND(c, XINA_KF_ADDED);
+	c.rank = 2;
+	c.aux = -20;
+	SEND(c, XINA_KF_RESULT);
+	EXPECT_EQ(-10, result_aux(&self->out));
+	EXPECT_TRUE(result_tag_ok(&self->out));
+
+	/*
+	 * Round 2 reuses version 0 and starts from its own first aux, not
+	 * from round 0's 7; what it drops leaves aux alone.
+	 */
+	SEND(((struct contrib){ .rank = 0, .round = 2, .count = ELEMS,
+				.aux = INT32_MIN }), XINA_KF_ADDED);
+	/* Tagged with aux 500, sent with 600. */
+	c = (struct contrib){ .rank = 1, .round = 2, .count = ELEMS, .aux = 500 };
+	len = build(&self->in, &c);
+	self->in.xh.aux = htonl(600);
+	EXPECT_EQ(XINA_KF_REJECT, run(self->fd, &self->in, len, &self->out,
+				      NULL));
+	/* Stale, another op, another count. */
+	SEND(((struct contrib){ .rank = 1, .round = 0, .count = ELEMS,
+				.aux = 999 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .round = 2, .count = ELEMS,
+				.op = XINA_OP_MIN, .aux = 999 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .round = 2, .count = 2,
+				.aux = 999 }), XINA_KF_DROP);
+	SEND(((struct contrib){ .rank = 1, .round = 2, .count = ELEMS,
+				.aux = -3 }), XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 2, .round = 2, .count = ELEMS,
+				.aux = -9 }), XINA_KF_RESULT);
+	EXPECT_EQ(-3, result_aux(&self->out));
+	EXPECT_TRUE(result_tag_ok(&self->out));
+
+	EXPECT_EQ(9, sysfs_stat("contributions"));
+	EXPECT_EQ(3, sysfs_stat("completions"));
+	EXPECT_EQ(2, sysfs_stat("retransmissions"));
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	EXPECT_EQ(1, sysfs_stat("stale"));
 }
 
 /* A round of a ROUNDS_GET reply. */
@@ -1277,9 +1372,6 @@ TEST_F(kf, malformed_and_no_job)
 	self->in.xh.weight = htons(1);
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	len = build(&self->in, &c);
-	self->in.xh.aux = htonl(1);
-	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
-	len = build(&self->in, &c);
 	self->in.xh.count = 0;
 	EXPECT_EQ(XINA_KF_MALFORMED, run(self->fd, &self->in, len, &self->out, NULL));
 	/* Truncated: one element short of count. */
@@ -1313,13 +1405,16 @@ TEST_F(kf, malformed_and_no_job)
  * per-CPU buffer and scatters the result, and later the kept result of a
  * retransmission, back into them (xina_xdp_copy()).  The frame comes out
  * with the fast path's struct xina_mark over its first bytes (older
- * versions put it in the XDP metadata, in front of the frame).
+ * versions put it in the XDP metadata, in front of the frame).  The
+ * contributions' aux gets through the fast path's header checks, and
+ * their MAX comes back in the result and the answer.
  */
 TEST_F(kf, jumbo_frags)
 {
 	static struct { char meta[64]; struct pkt p; } out;
 	static int32_t want[XINA_MAX_ELEMS];
-	struct contrib c = { .rank = 0, .count = XINA_MAX_ELEMS, .base = 1000 };
+	struct contrib c = { .rank = 0, .count = XINA_MAX_ELEMS, .base = 1000,
+			     .aux = -1 };
 	struct pkt *res;
 	struct xina *skel;
 	size_t len, meta;
@@ -1342,12 +1437,14 @@ TEST_F(kf, jumbo_frags)
 	for (r = 0; r < 2; r++) {
 		if (!r) {	/* rank 1 completes the round */
 			c.rank = 1;
+			c.aux = 3;
 			len = build(&self->in, &c);
 			for (i = 0; i < XINA_MAX_ELEMS; i++)
 				self->in.el[i] = htonl(-3000 + 7 * i);
 			retag(&self->in);
 		} else {	/* rank 0 again: the kept result */
 			c.rank = 0;
+			c.aux = -1;
 			len = build(&self->in, &c);
 		}
 		memset(&out, 0x5a, sizeof(out));
@@ -1364,6 +1461,8 @@ TEST_F(kf, jumbo_frags)
 				    offsetof(struct pkt, xh) -
 				    sizeof(struct xina_mark)));
 		expect_result(_metadata, res, 0, want, XINA_MAX_ELEMS);
+		/* aux through the fast path: the MAX of -1 and 3 */
+		EXPECT_EQ(3, result_aux(res));
 	}
 	xina__destroy(skel);
 	EXPECT_EQ(3, sysfs_stat("rx"));
