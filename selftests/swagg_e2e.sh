@@ -11,7 +11,9 @@
 # job the switch does not have, each with its error; two levels: two rack
 # agents (xina-swagg --up) under an upper xina-swagg, int32 sum and max and
 # float32 bitwise equal to the flat job's, under loss too, and an agent
-# with the wrong upper key refused.
+# with the wrong upper key refused; aux, the side word reduced by MAX,
+# with packets made by hand (xina_swagg_peer.py), flat and through an
+# agent.
 #
 #   selftests/swagg_e2e.sh [-q]	(-q: skip the 64 MiB cases)
 #
@@ -26,6 +28,7 @@ AR=$O/xina-allreduce
 LIBTEST=$O/xina-libtest
 SWAGG_ASAN=$O/selftests/xina-swagg-asan
 XINACTL=$O/xinactl
+PEER=$(dirname "$0")/xina_swagg_peer.py
 PORT=9277
 JOB=7
 SLOTS=64
@@ -696,6 +699,105 @@ test_agents()
 	log_test $rc "two levels: an agent with the wrong upper key is refused (bad key) and exits"
 }
 
+# ---- aux --------------------------------------------------------------------
+# A contribution's aux is reduced by MAX over the round's accepted
+# contributions, signed, ZERO blocks included, and the result (and every
+# answer from the kept result) carries it (include/uapi/linux/xina.h).
+# libxina sends what its block floating point needs, not chosen values, so
+# xina_swagg_peer.py makes the packets, tags included, and checks what
+# comes back: one TAP line per check of its.
+
+# peer_checks NAME STATUS: the checks in $tmp/peer.out as TAP lines.
+peer_checks()
+{
+	local name=$1 st=$2 tag rc what n=0 bad=0
+
+	while read -r tag rc what; do
+		case "$tag" in
+		check)
+			n=$((n + 1))
+			[ "$rc" = 0 ] || bad=1
+			log_test "$rc" "$name: $what"
+			;;
+		why)
+			why "$rc $what"
+			;;
+		esac
+	done < "$tmp/peer.out"
+	# a crash, or a usage error, after (or before) the last check
+	if [ "$st" -ne 0 ] && [ "$bad" = 0 ] || [ "$n" = 0 ]; then
+		why "xina_swagg_peer.py exited $st: $(grep -v '^check \|^why \|^# ' "$tmp/peer.out" | tail -n5)"
+		log_test 1 "$name: xina_swagg_peer.py ran its checks"
+	fi
+}
+
+# peer_skip NAME: python3 is missing
+peer_skip()
+{
+	ntest=$((ntest + 1))
+	echo "ok $ntest $1 # SKIP python3 not installed"
+}
+
+# Three ranks of the flat job: aux -5, 7 (a ZERO block) and -150 give 7;
+# a forged, a wrong-op and a duplicate contribution of aux 1000 between
+# them change nothing; resends are answered with the kept result.
+test_aux()
+{
+	local rc=0 st c want name="aux"
+
+	command -v python3 >/dev/null || { peer_skip "$name"; return; }
+	start_swagg 3 || { log_test 1 "$name"; return; }
+	ip netns exec "$ns" python3 "$PEER" flat "$KEYFILE" 127.0.0.1:$PORT $JOB \
+		127.0.1.1 127.0.1.2 127.0.1.3 > "$tmp/peer.out" 2>&1
+	st=$?
+	stop_swagg
+	peer_checks "$name" $st
+	for c in contrib=6 complete=2 drop_auth=1 drop_op=1 dup=1 \
+		 retrans_answered=2 malformed=0; do
+		want=${c#*=}
+		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||
+			{ why "${c%=*} is $(swagg_stat "${c%=*}"), want $want"; rc=1; }
+	done
+	log_test $rc "$name: the forged, wrong-op and duplicate packets are counted, and no aux is malformed"
+}
+
+# A rack agent between xina_swagg_peer.py's three rack members and
+# xina_swagg_peer.py as the upper switch: the partial (and its resend)
+# carries the rack's MAX, the members get the upper result's aux.
+test_aux_agent()
+{
+	local rc=0 st peer name="aux through an agent"
+
+	command -v python3 >/dev/null || { peer_skip "$name"; return; }
+	"$XINACTL" genkey "$tmp/aux-up.key" >/dev/null &&
+		"$XINACTL" genkey "$tmp/aux-rack.key" >/dev/null ||
+		{ log_test 1 "$name: key files"; return; }
+	ip netns exec "$ns" python3 "$PEER" agent "$tmp/aux-rack.key" \
+		"$tmp/aux-up.key" 127.0.2.1:$PORT $JOB 127.0.0.1:$PORT 0 \
+		127.0.1.1 127.0.1.2 127.0.1.3 > "$tmp/peer.out" 2>&1 &
+	peer=$!
+	# the upper switch's socket first: the agent joins as it starts
+	for _ in $(seq 100); do
+		grep -qs "^# ready" "$tmp/peer.out" && break
+		sleep 0.05
+	done
+	ip netns exec "$ns" "$SWAGG" --bind 127.0.2.1 --port $PORT --job $JOB \
+		--key-file "$tmp/aux-rack.key" --workers 4 --slots $SLOTS \
+		--elems $ELEMS --member 0=127.0.1.1 --member 1=127.0.1.2 \
+		--member 2=127.0.1.3 --up 127.0.0.1:$PORT --up-rank 0 \
+		--up-key-file "$tmp/aux-up.key" --up-timeout-ms 5000 \
+		> "$tmp/agentx.out" 2> "$tmp/agentx.err" &
+	agent_pids=$!
+	wait "$peer"
+	st=$?
+	stop_agents
+	peer_checks "$name" $st
+	[ "$(agent_stat x sent)" = 1 ] && [ "$(agent_stat x results)" = 1 ] &&
+		[ "$(agent_stat x resent)" -ge 1 ] && [ "$(agent_stat x bad_tag)" = 0 ] ||
+		{ why "agent: $(grep '^up:' "$tmp/agentx.out") $(tail -n2 "$tmp/agentx.err")"; rc=1; }
+	log_test $rc "$name: the agent sent one partial, resent it, took one result"
+}
+
 [ "$(id -u)" -eq 0 ] || skip_all "needs root for network namespaces"
 for t in ip ss nft; do
 	command -v $t >/dev/null || skip_all "$t not installed"
@@ -741,6 +843,8 @@ test_no_job
 test_restart
 test_run_first
 test_agents
+test_aux
+test_aux_agent
 
 echo "1..$ntest"
 [ $nfail -eq 0 ] && exit 0

@@ -836,8 +836,8 @@ static int test_packets(const char *sw, const char *member, const char *other)
 	send_pkt(fd, &to, &p, PLEN(4), "reserved weight set, unknown job");
 	good(&p); p.h.version = 1;
 	send_pkt(fd, &to, &p, PLEN(4), "wire version 1");
-	good(&p); p.h.aux = htonl(1);
-	send_pkt(fd, &to, &p, PLEN(4), "reserved aux set");
+	good(&p); p.h.type = 9;
+	send_pkt(fd, &to, &p, PLEN(4), "unknown packet type");
 	good(&p); p.h.type = XINA_T_RESULT;
 	send_pkt(fd, &to, &p, PLEN(4), "a result sent to the switch");
 	good(&p); p.h.flags = 0x80;

@@ -17,11 +17,14 @@
  * and carries none (a bare header): its sender is in, nothing is added
  * (the first one of a round starts the version from zeros), and only
  * for SUM, OR and XOR, whose identity is the zero word; the result is
- * full size as always.  Packets are authenticated as the switch does it
- * (bpf/xina_auth.h): a contribution's tag is verified with its rank's key
- * before it can change anything, results are tagged with the job's result
- * key, and a member's UDP port is learned only from a contribution that
- * was accepted into a round.
+ * full size as always.  Each accepted contribution, a ZERO one too, folds
+ * its aux into the version's signed MAX, which the result carries (and so
+ * every answer from the kept result); duplicates, stale, dropped and
+ * unauthenticated packets never reach it.  Packets are authenticated as
+ * the switch does it (bpf/xina_auth.h): a contribution's tag is verified
+ * with its rank's key before it can change anything, results are tagged
+ * with the job's result key, and a member's UDP port is learned only from
+ * a contribution that was accepted into a round.
  *
  * Joins (include/uapi/linux/xina.h, "Join handshake") are decided by
  * xina_join_decide() of bpf/xina_join.h, the code the fast path and
@@ -624,6 +627,8 @@ static void sw_complete_nh(struct swagg *sw, uint32_t vi,
 	r->rank = 0;
 	r->op = v->op;
 	r->exp = h->exp;
+	/* the round's MAX, not @h's own: set before the tag, which covers it */
+	r->aux = htonl(v->aux);
 	r->tag = htobe64(xina_tag_hdr(sw->kres, r, nh));
 	v->complete = true;
 	sw->stat[XINA_STAT_COMPLETE]++;
@@ -783,6 +788,7 @@ static void sw_start(struct swagg *sw, uint32_t vi, const struct xina_hdr *h,
 	v->count = ntohs(h->count);
 	v->offset = be64toh(h->offset);
 	v->ncontrib = 0;
+	v->aux = (int32_t)ntohl(h->aux);
 	v->up_pending = false;
 	sw_add(sw, vi, h, true);
 }
@@ -899,10 +905,14 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	/* Accepted: results go back to where the member sends from. */
 	if (mb->any_port)
 		mb->addr.sin_port = from->sin_port;
-	if (start)
+	if (start) {
 		sw_start(sw, vi, h, round);
-	else
+	} else {
 		sw_add(sw, vi, h, false);
+		/* signed, whatever the dtype and op; a ZERO block's too */
+		if ((int32_t)ntohl(h->aux) > v->aux)
+			v->aux = (int32_t)ntohl(h->aux);
+	}
 	v->seen[rank / 64] |= 1ull << (rank % 64);
 	sw->stat[XINA_STAT_CONTRIB]++;
 	if (++v->ncontrib < sw->nmemb)
@@ -1038,7 +1048,7 @@ static void sw_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	    h->flags & ~XINA_F_ALL || h->weight ||
 	    (join ? h->count || h->op || h->flags || h->exp || h->round ||
 		    len != sizeof(*h) :
-	     h->aux || !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
+	     !h->count || ntohs(h->count) > XINA_MAX_ELEMS ||
 	     (h->flags & XINA_F_ZERO && h->flags & XINA_F_RETRANS) ||
 	     len != sw_contrib_len(h))) {
 		sw->gstat[XINA_GSTAT_MALFORMED]++;

@@ -32,6 +32,12 @@ struct sw_ver {
 	uint8_t		dtype;	/* the round's enum xina_dtype and op */
 	uint8_t		op;
 	int8_t		exp;
+	/*
+	 * The MAX of the accepted contributions' aux, signed, what the
+	 * result carries; an agent's, once the upper result is back, that
+	 * result's (the job's MAX over every rack).
+	 */
+	int32_t		aux;
 	bool		used;
 	bool		complete;
 	/* uplink: the rack's partial is up, its result not back yet */

@@ -33,6 +33,11 @@
  * the partial's timeout has passed (else the timer will); the member gets
  * the result with everyone once it comes.
  *
+ * Aux: the partial carries the MAX of the rack members' aux, as one
+ * contribution's (its resends too: only their flag and tag change); the
+ * upper result's aux, the MAX over every rack, is what the rack's result
+ * carries, so that every worker of the job gets the same word.
+ *
  * Weight: the agent sends weight 0, as a worker does; it stands for its
  * rack by membership (Documentation/protocol.md, "Two levels").
  */
@@ -280,7 +285,7 @@ void sw_up_partial(struct swagg *sw, uint32_t vi, const struct xina_hdr *h)
 	u->rank = htons(up->rank);
 	u->weight = 0;
 	u->epoch = htonl(up->epoch);
-	u->aux = 0;
+	u->aux = htonl(v->aux);
 	v->up_nh = xina_nh_pack(up->nhk, out, a, v->count);
 	u->tag = htobe64(xina_tag_hdr(up->kmine, u, v->up_nh));
 	v->up_pending = true;
@@ -441,6 +446,8 @@ bool sw_up_packet(struct swagg *sw, const uint8_t *p, size_t len,
 	if (!v->up_resent)
 		xina_rtt_sample(&up->rtt, sw_now_ns() - v->up_first_ns);
 	up->results++;
+	/* the job's MAX replaces the rack's: sw_complete_nh() sends it down */
+	v->aux = (int32_t)ntohl(h->aux);
 	/* the rack version's own header: its job, epoch, slot and round */
 	memset(&rh, 0, sizeof(rh));
 	rh.version = XINA_WIRE_VERSION;
