@@ -1387,6 +1387,24 @@ static int test_subnormal(const char *ip)
 		      sub_blocks[b].what, MS_WORKERS, MS_ELEMS - wrong, MS_ELEMS,
 		      far, buf[b * MS_ELEMS], MS_WORKERS * sub_value(b, 0));
 	}
+	/*
+	 * A NaN past the first window (2 slots: blocks 0 and 1) is found a
+	 * window before its block is sent, once blocks may be in flight: the
+	 * call fails naming it, and the handle is done (libxina.h, "NaN and
+	 * infinities"); one in the first window is refused before anything
+	 * is sent, the handle usable (test_nonfinite()).
+	 */
+	for (i = 0; i < SUB_BLOCKS * MS_ELEMS; i++)
+		buf[i] = (float)i;
+	buf[3 * MS_ELEMS + 5] = NAN;
+	err = xina_allreduce_f32(x, buf, SUB_BLOCKS * MS_ELEMS);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "element 53 is NaN"),
+	      "a NaN in block 3, past the first window, fails the call: %d, '%s'",
+	      err, xina_last_error(x));
+	err = xina_allreduce_f32(x, buf, MS_ELEMS);
+	CHECK(err == -ENOTRECOVERABLE,
+	      "and the handle refuses the next call: %d, '%s'", err,
+	      xina_last_error(x));
 out:
 	xina_close(x);
 	close(ctl[1]);
@@ -1600,8 +1618,13 @@ static uint64_t as_blocks(const struct as_call *c)
 {
 	uint64_t b = (c->n + AS_ELEMS - 1) / AS_ELEMS;
 
-	/* float32: one exponent per block first, AS_ELEMS to a packet */
-	return c->f32 ? b + (b + AS_ELEMS - 1) / AS_ELEMS : b;
+	/*
+	 * float32: the first window's exponents first (one per slot,
+	 * AS_ELEMS to a packet); the others come with the results
+	 */
+	uint64_t e = b < AS_SLOTS ? b : AS_SLOTS;
+
+	return c->f32 ? b + (e + AS_ELEMS - 1) / AS_ELEMS : b;
 }
 
 /*
@@ -1878,6 +1901,7 @@ struct ls_ver {
 	uint32_t	acc[LS_ELEMS];
 	uint32_t	round;
 	uint32_t	seen;		/* ranks that contributed */
+	int32_t		aux;		/* MAX of the contributions' aux */
 	uint16_t	count;
 	uint8_t		dtype, op;
 	bool		used;
@@ -1963,6 +1987,7 @@ static int ls_run(int fd, int ctl, int rep)
 			v->dtype = c.h.dtype;
 			v->op = c.h.op;
 			v->count = cnt;
+			v->aux = (int32_t)ntohl(c.h.aux);
 			memcpy(v->acc, c.v, cnt * 4);
 		} else if (v->seen & 1u << rank) {
 			/* a resend: answer a complete round again */
@@ -1975,6 +2000,8 @@ static int ls_run(int fd, int ctl, int rep)
 			r.mismatch++;
 			continue;
 		} else if (v->dtype == XINA_DTYPE_INT64) {
+			if ((int32_t)ntohl(c.h.aux) > v->aux)
+				v->aux = (int32_t)ntohl(c.h.aux);
 			for (i = 0; i < cnt; i += 2) {
 				__u64 a = (__u64)v->acc[i] << 32 | v->acc[i + 1];
 
@@ -1984,6 +2011,8 @@ static int ls_run(int fd, int ctl, int rep)
 				v->acc[i + 1] = a;
 			}
 		} else {
+			if ((int32_t)ntohl(c.h.aux) > v->aux)
+				v->aux = (int32_t)ntohl(c.h.aux);
 			for (i = 0; i < cnt; i++)
 				v->acc[i] = xina_combine32(v->acc[i], c.v[i],
 							   v->dtype, v->op);
@@ -1996,6 +2025,7 @@ static int ls_run(int fd, int ctl, int rep)
 		v->res.h.type = XINA_T_RESULT;
 		v->res.h.flags = 0;
 		v->res.h.rank = 0;
+		v->res.h.aux = htonl((uint32_t)v->aux);
 		for (i = 0; i < cnt; i++)
 			v->res.v[i] = htonl(v->acc[i]);
 		v->res.h.tag = tag_of(k_res, &v->res.h, cnt);

@@ -1534,8 +1534,11 @@ class Report:
                 "libxina (block floating point): bfloat16 and float16 into "
                 "16-bit lanes (float16 into 32-bit ones with "
                 "XINA_OPT_F_F16_WIDE, libxina.h), float32 into 32-bit "
-                "lanes, after an int32 max "
-                "call of the blocks' exponents.  Ratios are against int32 "
+                "lanes, each block under the MAX of the workers' "
+                "exponents of it: the first window's agreed by an int32 "
+                "max call, every later block's carried in the aux word "
+                "of the contribution before it in its slot (SwitchML's "
+                "piggybacked exponent).  Ratios are against int32 "
                 "of the same launch.", "", types, ""]
         packloop = self.packloop_table()
         if packloop:
@@ -1546,7 +1549,8 @@ class Report:
                 "cache, one CPU): pack into the packet's lanes in network "
                 "order (for floats the block floating point quantisation), "
                 "unpack the result, and for floats the scan of the block "
-                "for its largest magnitude before the exponents' call.  "
+                "for its largest magnitude (a window before it is packed, "
+                "its exponent going with the data).  "
                 "\"vector\" is libxina's own vector path (AVX2; float16 "
                 "by F16C), \"portable\" the loops it falls back to without "
                 "them; the integer loops are the compiler's.", "",

@@ -343,7 +343,10 @@ struct xina_call {
 	uint64_t	probed_ns;	/* last tail probe (xina_probe()) */
 	uint64_t	join_ns;	/* timeout until the first result */
 	struct xina_worker_stats st0;	/* handle counters at the start */
-	const int32_t	*exps;		/* XINA_K_BFP: per block; else NULL */
+	int32_t		*exps;		/* XINA_K_BFP: per block; else NULL */
+	bool		piggy;		/* @exps past the first window come
+					 * back in the results' aux */
+	int		err;		/* set in a callback: the call fails */
 	const struct xina_codec *k;
 	size_t		esz;		/* bytes of one element of @buf */
 };
@@ -418,6 +421,15 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	if (c->exps) {
 		e = c->exps[block];
 		h->exp = e < -128 ? -128 : e > 127 ? 127 : e;
+	}
+	if (c->piggy) {
+		/* the slot's next block: read now, packed a window later */
+		x->slot[s].lexp = XINA_EXP_ZERO;
+		if (block + x->o.slots < c->nblocks && !c->err)
+			c->err = xina_block_exp(x, c->k, c->buf, c->n,
+						block + x->o.slots,
+						&x->slot[s].lexp);
+		h->aux = htonl((uint32_t)x->slot[s].lexp);
 	}
 	h->count = htons(words);
 	h->job = htonl(x->o.job);
@@ -523,6 +535,26 @@ static void xina_fast_retransmit(struct xina *x, uint64_t block,
 	}
 }
 
+/*
+ * The agreed exponent of @block, the switch's MAX of the workers' in the
+ * result of the block before it in slot @sl: no lower than this worker's
+ * own (else the aggregator does not take the MAX of aux: an older one),
+ * and one a peer could have sent.  Else the call fails: packing under
+ * an exponent below the block's would clamp its values.
+ */
+static int xina_piggy_exp(struct xina *x, struct xina_call *c,
+			  const struct xina_slot *sl, uint64_t block, int32_t e)
+{
+	if (xina_exp_ok(e) && e >= sl->lexp) {
+		c->exps[block] = e;
+		return 0;
+	}
+	xina_fail(x, "the switch's exponent of block %llu is %d, this worker's %d: the aggregator does not keep the MAX of the contributions' aux (xina.ko, XDP program or xina-swagg older than this libxina?)",
+		  (unsigned long long)block, e, sl->lexp);
+	c->err = -EPROTO;
+	return c->err;
+}
+
 /* Is @p the result our slot waits for?  Place it and refill the slot. */
 static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 			   void *ctx)
@@ -536,6 +568,8 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	uint32_t s;
 
 	c->seen++;
+	if (c->err)
+		return;
 	/* A join's reply again (a resend crossed ours): no result. */
 	if (len >= sizeof(*h) && h->version == XINA_WIRE_VERSION &&
 	    h->type == XINA_T_JOIN_REPLY) {
@@ -545,7 +579,7 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 	/* Malformed as the switch's own egress check has it (xina.bpf.c). */
 	if (len < sizeof(*h) || h->version != XINA_WIRE_VERSION ||
 	    h->type != XINA_T_RESULT || h->dtype != c->k->dtype ||
-	    h->flags || h->weight || h->aux ||
+	    h->flags || h->weight ||
 	    len != sizeof(*h) + (size_t)ntohs(h->count) * 4) {
 		x->st.malformed++;
 		return;
@@ -578,6 +612,9 @@ static void xina_on_result(struct xina *x, const uint8_t *p, size_t len,
 		x->st.bad_tag++;
 		return;
 	}
+	if (c->piggy && block + x->o.slots < c->nblocks &&
+	    xina_piggy_exp(x, c, sl, block + x->o.slots, (int32_t)ntohl(h->aux)))
+		return;
 	xina_codec_unpack(x, c->k, xina_call_at(c, block), v, cnt,
 			  c->exps ? c->exps[block] : 0);
 	xina_fb_save(x, block, v, words);
@@ -808,7 +845,8 @@ static int xina_fb_call(struct xina *x, const struct xina_call *c,
 	int err;
 
 	if (!c->at)
-		return xina_fb_run(x, c->buf, c->n, c->k, c->exps, done);
+		return xina_fb_run(x, c->buf, c->n, c->k, c->exps, c->piggy,
+				   done);
 	flat = malloc(c->n ? c->n * c->esz : 1);
 	if (!flat) {
 		xina_fail(x, "out of memory for the %llu blocks of a call on the host ring",
@@ -823,7 +861,7 @@ static int xina_fb_call(struct xina *x, const struct xina_call *c,
 		else
 			memcpy(p, xina_call_at(c, b), len);
 	}
-	err = xina_fb_run(x, flat, c->n, c->k, c->exps, done);
+	err = xina_fb_run(x, flat, c->n, c->k, c->exps, false, done);
 	for (b = 0, p = flat; !err && b < c->nblocks; b++, p += len) {
 		len = xina_block_cnt(c, b) * c->esz;
 		memcpy(xina_call_at(c, b), p, len);
@@ -867,27 +905,44 @@ static int xina_rescue(struct xina *x, struct xina_call *c)
 
 static int xina_switch_blocks(struct xina *x, struct xina_call *c);
 
+static int xina_engine(struct xina *x, struct xina_call *c)
+{
+	int err = xina_fb_begin(x, c->n, c->k);
+
+	if (err)
+		return err;
+	c->nblocks = (c->n + c->k->per_pkt - 1) / c->k->per_pkt;
+	c->esz = xina_codec_esz(c->k);
+	if (xina_fb_ring_only(x))
+		err = xina_fb_call(x, c, NULL);
+	else
+		err = xina_switch_blocks(x, c);
+	if (!err)
+		xina_fb_end(x, c->piggy ? c->exps : NULL, c->nblocks);
+	x->idle_since_ns = xina_now_ns();
+	return err;
+}
+
+/* The engine keeps @exps as it is: it only writes a piggybacked call's. */
 int xina_reduce_at(struct xina *x, void *buf, size_t n,
 		   const struct xina_codec *k, const int32_t *exps,
 		   const uint32_t *at)
 {
 	struct xina_call c = {
-		.buf = buf, .n = n, .at = at, .k = k, .exps = exps,
-		.nblocks = (n + k->per_pkt - 1) / k->per_pkt,
-		.esz = xina_codec_esz(k),
+		.buf = buf, .n = n, .at = at, .k = k, .exps = (int32_t *)exps,
 	};
-	int err = xina_fb_begin(x, n, k);
 
-	if (err)
-		return err;
-	if (xina_fb_ring_only(x))
-		err = xina_fb_call(x, &c, NULL);
-	else
-		err = xina_switch_blocks(x, &c);
-	if (!err)
-		xina_fb_end(x);
-	x->idle_since_ns = xina_now_ns();
-	return err;
+	return xina_engine(x, &c);
+}
+
+int xina_reduce_piggy(struct xina *x, void *buf, size_t n,
+		      const struct xina_codec *k, int32_t *exps)
+{
+	struct xina_call c = {
+		.buf = buf, .n = n, .k = k, .exps = exps, .piggy = true,
+	};
+
+	return xina_engine(x, &c);
 }
 
 int xina_reduce_blocks(struct xina *x, void *buf, size_t n,
@@ -910,6 +965,8 @@ static int xina_switch_blocks(struct xina *x, struct xina_call *c)
 		xina_fill(x, c, b, b);
 
 	while (c->done < c->nblocks) {
+		if (c->err)
+			return c->err;
 		err = x->io->tx_flush(x);
 		if (err)
 			return err;
@@ -918,6 +975,8 @@ static int xina_switch_blocks(struct xina *x, struct xina_call *c)
 				     xina_on_result, c);
 		if (err < 0)
 			return err;
+		if (c->err)
+			return c->err;
 		if (xina_stopping(x)) {
 			xina_fail(x, "handle closed with the call in flight");
 			return -ECANCELED;
@@ -930,6 +989,8 @@ static int xina_switch_blocks(struct xina *x, struct xina_call *c)
 			err = xina_rx_queued(x, c);
 			if (err < 0)
 				return err;
+			if (c->err)
+				return c->err;
 			now = xina_now_ns();
 		}
 		if (c->done < c->nblocks &&

@@ -57,7 +57,8 @@
  * restarted (all of them reopen their handles: their joins open a new
  * epoch on the switch, nothing needs to be done there).  Argument errors
  * (-EINVAL) are detected before anything is sent and leave the handle
- * usable.
+ * usable, but for a NaN or an infinity in a float SUM or AVG past its
+ * first window of blocks (below), found in the middle of the call.
  *
  * Joining.  xina_open() sets up the I/O, then joins the job: it sends a
  * XINA_T_JOIN (include/uapi/linux/xina.h, "Join handshake") and waits for
@@ -117,7 +118,13 @@
  *   1. For each block b of `elems` elements, every worker computes
  *      e = frexpf exponent of the block's largest |x| (so |x| < 2^e), or
  *      XINA_EXP_ZERO for a block of zeros, and the workers agree on
- *      E_b = max over workers of e with an int32 MAX allreduce.
+ *      E_b = max over workers of e: the first window's blocks (one per
+ *      slot, opts.slots of them) in an int32 MAX allreduce of their own,
+ *      every later block's in the aux word of the contribution its slot
+ *      carries before it, whose MAX the switch returns with that
+ *      result (SwitchML's piggybacked exponent).  A block is read for
+ *      its exponent a window before it is packed, while it is still in
+ *      cache, and the tensor is read once from memory each way.
  *   2. With L = ceil(log2(workers)) and s = 31 - L - E_b, every element is
  *      quantised to q = rint(x * 2^s) (ties to even), clamped to
  *      +-(2^(31-L) - 1), so that the int32 sum of all workers cannot
@@ -238,10 +245,16 @@
  * 2^(1-p) |r| + 2^qmin (float16 with XINA_OPT_F_F16_WIDE).
  *
  * NaN and infinities: MIN and MAX take them (above); SUM and AVG refuse
- * them (-EINVAL, naming the first such element, before anything is sent;
- * the handle stays usable), as xina_allreduce_f32() always did: block
- * floating point has no representation for them, and a NaN or infinity
- * in one worker's gradient is better reported than spread to all.
+ * them (-EINVAL, naming the first such element), as xina_allreduce_f32()
+ * always did: block floating point has no representation for them, and a
+ * NaN or infinity in one worker's gradient is better reported than spread
+ * to all.  In the first window of blocks (opts.slots blocks of
+ * opts.elems 32-bit words' worth of elements) it is found before anything
+ * is sent, and the handle stays usable; further on it is found when its
+ * block's exponent is read, a window before that block would be sent,
+ * when blocks before it may be in flight: the call fails, -EINVAL, and
+ * the handle is unusable, as after any failure in the middle of an
+ * allreduce (its peers time out, as they would have on a refused call).
  *
  * Refused with -EINVAL before anything is sent: AND, OR, XOR of a float
  * type; an unknown type or op; a type and op whose element does not fit
@@ -642,9 +655,10 @@ LIBXINA_API const char *xina_type_name(enum xina_type type);
  * (the next call starts then).
  *
  * @buf belongs to the call until it completes: it is read and written by
- * the progress thread (float SUM and AVG: also the pass that finds the
- * block exponents and refuses NaN and infinities, which fails the request
- * with -EINVAL and leaves the handle usable).
+ * the progress thread (float SUM and AVG: also the reads that find the
+ * block exponents and refuse NaN and infinities, which fails the request
+ * with -EINVAL, leaving the handle usable if found in the first window:
+ * see "NaN and infinities" above).
  *
  * xina_req_test(): -EINPROGRESS while the call is queued or running, else
  * its result, 0 or the negative errno the blocking call would have

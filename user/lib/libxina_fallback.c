@@ -48,6 +48,9 @@ struct xina_fb_call {
 	uint64_t	idx;		/* engine call index */
 	uint8_t		dtype, wop;
 	bool		valid;		/* every block's result is in @w */
+	int32_t		*e;		/* a piggybacked call: its agreed
+					 * exponents, @ne of them; else @ne 0 */
+	size_t		ne, ecap;
 };
 
 struct xina_fb {
@@ -140,6 +143,8 @@ void xina_fb_free(struct xina *x)
 	free(f->peers);
 	free(f->cur.w);
 	free(f->prev.w);
+	free(f->cur.e);
+	free(f->prev.e);
 	free(f->dn);
 	free(f);
 	x->fb = NULL;
@@ -216,14 +221,27 @@ void xina_fb_save(struct xina *x, uint64_t block, const uint32_t *v,
 		memcpy(f->cur.w + block * f->cur.wpb, v, words * sizeof(*v));
 }
 
-/* The call completed: its results are what a peer behind may ask for. */
-void xina_fb_end(struct xina *x)
+/*
+ * The call completed: its results are what a peer behind may ask for;
+ * with the exponents of a piggybacked call, which that peer agrees on
+ * first (xina_fb_exps()).  Without room for them the call is not kept: a
+ * peer behind then fails, as with no copy at all.
+ */
+void xina_fb_end(struct xina *x, const int32_t *pexps, size_t nblocks)
 {
 	struct xina_fb *f = x->fb;
 	struct xina_fb_call t;
 
 	if (!f)
 		return;
+	f->cur.ne = 0;
+	if (pexps) {
+		if (xina_grow((void **)&f->cur.e, &f->cur.ecap, nblocks,
+			      sizeof(*f->cur.e)))
+			return;
+		memcpy(f->cur.e, pexps, nblocks * sizeof(*pexps));
+		f->cur.ne = nblocks;
+	}
 	f->cur.valid = true;
 	t = f->prev;
 	f->prev = f->cur;
@@ -250,6 +268,32 @@ static int xina_fb_ring_err(struct xina *x, int err, const char *what,
 	xina_fail(x, "job %u rank %u: host fallback ring: %s: %s", x->o.job,
 		  x->o.rank, what, msg);
 	return err;
+}
+
+/*
+ * A piggybacked call's exponents on the ring: an INT32 MAX of @e, each
+ * worker's agreed exponent of a block where it has one (from the switch,
+ * for the blocks before the slot's next), else its own of the block.
+ * The agreed exponent is the MAX of the workers' own, so both give it:
+ * every worker ends with the exponents the switch would have agreed.
+ */
+static int xina_fb_exps(struct xina *x, int32_t *e, size_t nb)
+{
+	uint32_t *w = (uint32_t *)e;
+	char msg[512];
+	size_t b;
+	int err;
+
+	for (b = 0; b < nb; b++)
+		w[b] = htonl((uint32_t)e[b]);
+	err = xina_ring_allreduce(x->fb->ring, w, nb, 1, NULL,
+				  XINA_DTYPE_INT32, XINA_OP_MAX, msg,
+				  sizeof(msg));
+	for (b = 0; b < nb; b++)
+		e[b] = (int32_t)ntohl(w[b]);
+	if (err)
+		return xina_fb_ring_err(x, err, "agreeing on the exponents", msg);
+	return xina_check_exps(x, e, nb);
 }
 
 /*
@@ -287,6 +331,11 @@ static int xina_fb_agree(struct xina *x)
 		nb = p->wpb ? (p->nwords + p->wpb - 1) / p->wpb : 0;
 		if (!xina_fb_dn(f, nb))
 			return -ENOMEM;
+		if (p->ne) {
+			err = xina_fb_exps(x, p->e, p->ne);
+			if (err)
+				return err;
+		}
 		memset(f->dn, 1, nb);
 		err = xina_ring_allreduce(f->ring, p->w, p->nwords, p->wpb,
 					  f->dn, p->dtype, p->wop, msg,
@@ -328,7 +377,7 @@ static int xina_fb_open(struct xina *x)
  * the kept copy, and @buf has them already).
  */
 int xina_fb_run(struct xina *x, void *buf, size_t n,
-		const struct xina_codec *k, const int32_t *exps,
+		const struct xina_codec *k, int32_t *exps, bool piggy,
 		const uint8_t *done)
 {
 	struct xina_fb *f = x->fb;
@@ -350,6 +399,19 @@ int xina_fb_run(struct xina *x, void *buf, size_t n,
 	dn = xina_fb_dn(f, nb);
 	if (!dn && nb)
 		return -ENOMEM;
+	/* a block not done here is not unpacked: @buf has its input */
+	for (b = 0; piggy && b < nb; b++) {
+		if (exps[b] != XINA_EXP_UNKNOWN)
+			continue;
+		err = xina_block_exp(x, k, buf, n, b, &exps[b]);
+		if (err)
+			return err;
+	}
+	if (piggy) {
+		err = xina_fb_exps(x, exps, nb);
+		if (err)
+			return err;
+	}
 	for (b = 0; b < nb; b++) {
 		dn[b] = done ? done[b] : 0;
 		if (dn[b])

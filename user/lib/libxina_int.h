@@ -29,6 +29,10 @@ struct xina_slot {
 	bool		zero;		/* sent XINA_F_ZERO (its words zero) */
 	uint64_t	nh;		/* NH of the packet's payload: a resend
 					 * (other flags) is tagged again */
+	int32_t		lexp;		/* a piggybacked call: this worker's
+					 * exponent of the slot's next block,
+					 * sent in aux (the MAX that comes
+					 * back cannot be below it) */
 };
 
 struct xina;
@@ -262,13 +266,30 @@ int xina_reduce_at(struct xina *x, void *buf, size_t n,
 		   const uint32_t *at);
 
 /*
+ * A block floating point call whose exponents go with the data: @exps
+ * holds the agreed exponent of each block of the first window (a block
+ * per slot) and XINA_EXP_UNKNOWN for the others.  The contribution of
+ * block b carries in aux this worker's exponent of block b + slots, the
+ * next block of its slot; the switch's MAX of them, in the result of b,
+ * is the agreed exponent of b + slots, filled into @exps.  On the host
+ * fallback ring the blocks still unknown are agreed by an INT32 MAX over
+ * the ring first.  Dense calls only (no @at).
+ */
+#define XINA_EXP_UNKNOWN	INT32_MIN
+int xina_reduce_piggy(struct xina *x, void *buf, size_t n,
+		      const struct xina_codec *k, int32_t *exps);
+
+/*
  * libxina_fallback.c: the host fallback ring (opts.fallback; every
  * function a no-op, or false, without it).  xina_fb_init() parses the
  * addresses and derives the ring key while xina_open() holds the secret;
  * xina_fb_begin() and xina_fb_end() bracket every engine call (the call
  * index, the copy of its results that xina_fb_save() fills);
  * xina_fb_run() runs a call, or the blocks of it the switch did not
- * answer (@done: one byte per block, NULL for none), on the ring.
+ * answer (@done: one byte per block, NULL for none), on the ring; @piggy:
+ * @exps as xina_reduce_piggy()'s, the unknown ones agreed on the ring
+ * first.  xina_fb_end()'s @pexps: a piggybacked call's exponents, every
+ * one known, kept with its results for a peer behind (NULL: none).
  */
 struct xina_fb;
 int xina_fb_init(struct xina *x, const uint8_t *secret);
@@ -278,9 +299,9 @@ void xina_fb_give_up_switch(struct xina *x, const char *why);
 int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k);
 void xina_fb_save(struct xina *x, uint64_t block, const uint32_t *v,
 		  size_t words);
-void xina_fb_end(struct xina *x);
+void xina_fb_end(struct xina *x, const int32_t *pexps, size_t nblocks);
 int xina_fb_run(struct xina *x, void *buf, size_t n,
-		const struct xina_codec *k, const int32_t *exps,
+		const struct xina_codec *k, int32_t *exps, bool piggy,
 		const uint8_t *done);
 
 /*
@@ -317,6 +338,16 @@ int xina_run_sparse(struct xina *x, void *buf, size_t n,
 int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
 		  const struct xina_codec *k, uint32_t *negz,
 		  const uint8_t *map);
+/*
+ * xina_block_exp(): the exponent of block @b of @buf alone (a block of
+ * @k->per_pkt elements of @n), or XINA_EXP_ZERO; refuses NaN and
+ * infinities.  xina_exp_ok(): an exponent a peer could have sent;
+ * xina_check_exps() fails on the first that is not.
+ */
+int xina_block_exp(struct xina *x, const struct xina_codec *k,
+		   const void *buf, size_t n, uint64_t b, int32_t *e);
+bool xina_exp_ok(int32_t e);
+int xina_check_exps(struct xina *x, const int32_t *exps, uint64_t nblocks);
 int xina_run_bfp(struct xina *x, void *buf, size_t n,
 		 const struct xina_codec *k);
 
