@@ -21,7 +21,10 @@
 #     serve it on the ring from the result words they kept, first with
 #     single-element calls, then with calls of 64 packets (int32, float32:
 #     only the multi-packet calls' results are dropped, so the call served
-#     is one of them), the same bits as the same run through the switch.
+#     is one of them), then float32 calls of 256 packets, past the window
+#     (their exponents go with the data: the ring agrees on those worker 0
+#     missed, the workers ahead serve theirs), the same bits as the same
+#     run through the switch.
 #     A block-sparse call (float32, 30% density per worker) whose switch
 #     state is deleted mid-call completes on the ring with the same bits
 #     and the same blocks skipped as through the switch, and a sparse job
@@ -86,7 +89,7 @@ fell_back()
 	done
 }
 
-tap_begin 11
+tap_begin 13
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN"
 check_err $? "rack could not be set up"
 for j in 1 2; do
@@ -231,34 +234,57 @@ log_test "workers one call apart: the one ahead serves its last call, all get th
 # Its results were all verified by every worker (bit-exact for int32, the
 # block floating point bits for float32) and the checksum over every
 # iteration is the one of the same run through the switch (job 1).
-apart_multi()	# apart_multi TYPE
+# apart_multi TYPE [BLOCKS MATCH QUOTA AHEAD]: AHEAD 1 (default): workers
+# 1 and 2 complete the call worker 0 falls back in and serve it, once
+# each; 0: they fall back in that call too, and nobody serves.
+apart_multi()
 {
-	local t=$1 dropped i sv
+	local t=$1 blocks=${2:-64} match=${3:-"meta length > 700"}
+	local quota=${4:-220000} ahead=${5:-1} dropped i sv want
+	local tag=$1-${2:-64}-${4:-220000}
 
-	run 1 7001 "$TMP/ref-$t" --type "$t" --bytes 65536 --iters 150
-	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$t/w0.err")"
-	# about 200 results of 256 elements (1100 bytes) get through
-	run_drop "$TMP/apart-$t" "$t: " "meta length > 700" 220000 \
-		--type "$t" --bytes 65536 --iters 150
+	run 1 7001 "$TMP/ref-$tag" --type "$t" --bytes $((blocks * 1024)) \
+		--iters 150
+	check_err $? "$t: the reference run through the switch failed: $(head -c 300 "$TMP/ref-$tag/w0.err")"
+	run_drop "$TMP/apart-$tag" "$t: " "$match" "$quota" \
+		--type "$t" --bytes $((blocks * 1024)) --iters 150
 	dropped=$(dropped_at_w0)
 	ip netns exec "$RACK-w0" nft delete table inet xina_fb
 	[ "${dropped:-0}" -gt 0 ]
 	check_err $? "$t: nothing was dropped"
-	same_bits "$TMP/ref-$t" "$TMP/apart-$t"
-	fell_back "$TMP/apart-$t" 1
-	grep -q "of 64 blocks done" "$TMP/apart-$t/w0.err"
-	check_err $? "$t: worker 0 did not fall back inside a call of 64 blocks: $(grep -m1 'no result' "$TMP/apart-$t/w0.err" | head -c 300)"
+	same_bits "$TMP/ref-$tag" "$TMP/apart-$tag"
+	fell_back "$TMP/apart-$tag" 1
+	grep -q "of $blocks blocks done" "$TMP/apart-$tag/w0.err"
+	check_err $? "$t: worker 0 did not fall back inside a call of $blocks blocks: $(grep -m1 'no result' "$TMP/apart-$tag/w0.err" | head -c 300)"
 	for ((i = 0; i < N; i++)); do
-		sv=$(jq -r .fallback_served "$TMP/apart-$t/w$i.json")
-		[ "$sv" = $((i ? 1 : 0)) ]
-		check_err $? "$t: worker $i served $sv calls, expected $((i ? 1 : 0))"
+		sv=$(jq -r .fallback_served "$TMP/apart-$tag/w$i.json")
+		want=$((i && ahead ? 1 : 0))
+		[ "$sv" = "$want" ]
+		check_err $? "$t: worker $i served $sv calls, expected $want"
 	done
-	log_info "$t: results dropped at worker 0: $dropped; $(grep -o '[0-9]* of 64 blocks done' "$TMP/apart-$t/w0.err" | head -1) at worker 0 when it fell back; served by workers 1, 2: $(jq -s -c 'map(.fallback_served)' "$TMP"/apart-$t/w*.json); calls on the ring: $(jq -r .fallback_calls "$TMP/apart-$t/w0.json") (worker 0); $(secs "$TMP/ref-$t") s through the switch, $(secs "$TMP/apart-$t") s cut"
+	log_info "$t, $blocks blocks: results dropped at worker 0: $dropped; $(grep -o "[0-9]* of $blocks blocks done" "$TMP/apart-$tag/w0.err" | head -1) at worker 0 when it fell back; served by workers 1, 2: $(jq -s -c 'map(.fallback_served)' "$TMP"/apart-$tag/w*.json); calls on the ring: $(jq -r .fallback_calls "$TMP/apart-$tag/w0.json") (worker 0); $(secs "$TMP/ref-$tag") s through the switch, $(secs "$TMP/apart-$tag") s cut"
 }
+# about 200 results of 256 elements (1100 bytes) get through
 for t in int32 float32; do
 	apart_multi "$t"
 	log_test "$t, calls of 64 packets one call apart: the workers ahead serve the call, the same bits as the switch"
 done
+# float32 calls of 256 blocks, past the window of 200 slots: the first
+# 200 blocks' exponents in a call of their own (200 words, 876 bytes a
+# result: not dropped), the last 56 blocks' with the results of blocks
+# 0..55.  With about 45 results of 1100 bytes let through, worker 0
+# misses some of those: it cannot send the blocks after the window whose
+# slots wait on them, so nobody completes the call, and worker 0 falls
+# back in it not knowing their exponents; the ring agrees on them first
+# (an int32 MAX of every block's, the agreed one where a worker has it,
+# else its own).  With about 100 let through, worker 0 misses results of
+# the last window only, which hold nothing back: workers 1 and 2 complete
+# the call and serve it, agreeing first on the exponents they kept.  The
+# same bits as through the switch, both ways.
+apart_multi float32 256 "meta length > 1000" 50000 0
+log_test "float32, calls of 256 packets (exponents with the data): worker 0 falls back missing exponents, the ring agrees on them, the same bits as the switch"
+apart_multi float32 256 "meta length > 1000" 110000
+log_test "float32, calls of 256 packets one call apart: the workers ahead serve the call with the exponents they kept, the same bits as the switch"
 
 # 2d. A sparse call whose switch state goes away mid-call: float32 SUM,
 # 32 MiB, each worker's blocks non-zero at 30% (the union of 3, 66%):
