@@ -268,6 +268,15 @@ def check_result(what, r, keys, job, epoch, aux, words):
                  "; ".join(why))
 
 
+def check_results(what, mb, res, keys, job, aux, words):
+    """check_result() of each member's result in @res; False if any is
+    missing."""
+    for m, r in zip(mb, res):
+        check_result(f"{what}: rank {m.rank}'s result", r, keys, job,
+                     mb[0].epoch, aux, words)
+    return None not in res
+
+
 def check_answer(what, r, kept):
     """@r, the answer to a resend, is the kept result @kept, byte for byte."""
     return check(r is not None and r.raw == kept.raw,
@@ -305,11 +314,8 @@ def flat(keyfile, switch, job, ips):
           "a result or answer arrived early")
     mb[2].contrib(3, 0, -150, b)
     res = [m.result(3, 0) for m in mb]
-    for m, r in zip(mb, res):
-        check_result(f"slot 3, aux -5, 7 (ZERO), -150: "
-                     f"rank {m.rank}'s result",
-                     r, keys, job, mb[0].epoch, 7, want)
-    if None in res:
+    if not check_results("slot 3, aux -5, 7 (ZERO), -150", mb, res, keys,
+                         job, 7, want):
         return
     check(all(r.raw == res[0].raw for r in res),
           "every member got the same bytes", "results differ")
@@ -323,10 +329,8 @@ def flat(keyfile, switch, job, ips):
     mb[0].contrib(4, 0, -5, a)
     mb[1].contrib(4, 0, -7, [0] * 4, flags=F_ZERO)
     mb[2].contrib(4, 0, -150, b)
-    for m in mb:
-        check_result(f"slot 4, aux -5, -7 (ZERO), -150: "
-                     f"rank {m.rank}'s result",
-                     m.result(4, 0), keys, job, mb[0].epoch, -5, want)
+    check_results("slot 4, aux -5, -7 (ZERO), -150", mb,
+                  [m.result(4, 0) for m in mb], keys, job, -5, want)
 
 
 def agent(keyfile, upkeyfile, agent_addr, job, up_addr, uprank, ips):
@@ -392,11 +396,8 @@ def agent(keyfile, upkeyfile, agent_addr, job, up_addr, uprank, ips):
     res.sign(ukeys.res, ukeys)
     up.sendto(res.bytes(), agent_from)
     got = [m.result(5, 0) for m in mb]
-    for m, r in zip(mb, got):
-        check_result(f"upper result of aux 99 (the rack's 7): "
-                     f"rank {m.rank}'s result",
-                     r, keys, job, mb[0].epoch, 99, total)
-    if None in got:
+    if not check_results("upper result of aux 99 (the rack's 7)", mb, got,
+                         keys, job, 99, total):
         return
     mb[1].contrib(5, 0, 7, [0] * 4, flags=F_RETRANS)
     check_answer("rank 1's resend to the agent", mb[1].result(5, 0), got[1])

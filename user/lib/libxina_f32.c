@@ -173,12 +173,17 @@ int xina_check_exps(struct xina *x, const int32_t *exps, uint64_t nblocks)
 	return 0;
 }
 
-int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
-		  const struct xina_codec *k, uint32_t *negz,
-		  const uint8_t *map)
+/*
+ * The exponents of the first @first of the @nblocks blocks of @buf, agreed
+ * in an int32 MAX call, into x->exps (room for all @nblocks).  A NaN or an
+ * infinity among them is refused before anything is sent; a failure of
+ * the call leaves the handle unusable.
+ */
+static int xina_agree_exps(struct xina *x, const struct xina_codec *k,
+			   const void *buf, size_t n, uint64_t nblocks,
+			   uint64_t first, uint32_t *negz, const uint8_t *map)
 {
 	struct xina_codec ek;
-	uint64_t nblocks;
 	int err;
 
 	/* the exponents: int32 MAX, one per block */
@@ -186,21 +191,29 @@ int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
 			      sizeof(x->err));
 	if (err)
 		return err;
-	nblocks = (n + k->per_pkt - 1) / k->per_pkt;
 	if (xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
 		xina_fail(x, "out of memory for the exponents of %llu blocks",
 			  (unsigned long long)nblocks);
 		return -ENOMEM;
 	}
-	err = xina_block_exps(x, k, buf, n, x->exps, nblocks, negz, map);
+	err = xina_block_exps(x, k, buf, n, x->exps, first, negz, map);
 	if (err)
 		return err;
-	err = xina_reduce_blocks(x, x->exps, nblocks, &ek, NULL);
+	err = xina_reduce_blocks(x, x->exps, first, &ek, NULL);
 	if (!err)
-		err = xina_check_exps(x, x->exps, nblocks);
+		err = xina_check_exps(x, x->exps, first);
 	if (err)
 		x->broken = true;
 	return err;
+}
+
+int xina_bfp_exps(struct xina *x, const void *buf, size_t n,
+		  const struct xina_codec *k, uint32_t *negz,
+		  const uint8_t *map)
+{
+	uint64_t nblocks = (n + k->per_pkt - 1) / k->per_pkt;
+
+	return xina_agree_exps(x, k, buf, n, nblocks, nblocks, negz, map);
 }
 
 /*
@@ -219,30 +232,15 @@ int xina_run_bfp(struct xina *x, void *buf, size_t n,
 		 const struct xina_codec *k)
 {
 	uint64_t nblocks = (n + k->per_pkt - 1) / k->per_pkt, first, b;
-	struct xina_codec ek;
 	int err;
 
 	first = nblocks < x->o.slots ? nblocks : x->o.slots;
-	err = xina_codec_init(x, &ek, XINA_TYPE_INT32, XINA_OP_MAX, x->err,
-			      sizeof(x->err));
+	err = xina_agree_exps(x, k, buf, n, nblocks, first, NULL, NULL);
 	if (err)
 		return err;
-	if (xina_grow((void **)&x->exps, &x->exps_len, nblocks, sizeof(*x->exps))) {
-		xina_fail(x, "out of memory for the exponents of %llu blocks",
-			  (unsigned long long)nblocks);
-		return -ENOMEM;
-	}
-	/* a NaN here is refused before anything is sent */
-	err = xina_block_exps(x, k, buf, n, x->exps, first, NULL, NULL);
-	if (err)
-		return err;
-	err = xina_reduce_blocks(x, x->exps, first, &ek, NULL);
-	if (!err)
-		err = xina_check_exps(x, x->exps, first);
 	for (b = first; b < nblocks; b++)
 		x->exps[b] = XINA_EXP_UNKNOWN;
-	if (!err)
-		err = xina_reduce_piggy(x, buf, n, k, x->exps);
+	err = xina_reduce_piggy(x, buf, n, k, x->exps);
 	if (err)
 		x->broken = true;
 	return err;
