@@ -2827,6 +2827,25 @@ static __always_inline void xina_fan_hdr(struct xina_fan *f, __u32 len)
 				   sizeof(struct iphdr));
 }
 
+/*
+ * A frame for the upper switch whose next hop had no neighbour entry
+ * (xina_up_neigh()): out of device @ifindex through the kernel's
+ * neighbour resolution, which writes the MAC addresses.  The mark goes
+ * from them first: bpf_redirect_neigh() drops a frame whose destination
+ * is multicast (bit 0 of its first byte), as a mark's may be under a
+ * cookie other than xinactl's, and then no partial of the rack would
+ * ever leave (each finds no entry, and none is made).
+ */
+static __always_inline int xina_up_resolve(struct __sk_buff *skb,
+					   __u32 ifindex)
+{
+	__u8 none[2 * ETH_ALEN] = {};
+
+	if (bpf_skb_store_bytes(skb, 0, none, sizeof(none), 0))
+		return TC_ACT_SHOT;
+	return bpf_redirect_neigh(ifindex, NULL, 0, 0);
+}
+
 SEC("tc")
 int xina_fanout(struct __sk_buff *skb)
 {
@@ -2840,7 +2859,7 @@ int xina_fanout(struct __sk_buff *skb)
 			    (xina_cookie | XINA_MARK_UP))
 		return TC_ACT_OK;	/* not a frame xina_xdp marked */
 	if (mk.cookie != xina_cookie)	/* XINA_MARK_UP */
-		return bpf_redirect_neigh(mk.job, NULL, 0, 0);
+		return xina_up_resolve(skb, mk.job);
 	f.to = mk.to;
 	f.job = mk.job;
 #ifdef XINA_KFUNC

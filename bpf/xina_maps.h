@@ -277,8 +277,11 @@ struct xina_addrs {
  * A frame for the upper switch whose next hop has no neighbour entry
  * keeps its IPv4 and UDP headers (to the upper switch): its mark is the
  * first 12 bytes alone (the MAC addresses, which the kernel's neighbour
- * resolution writes anew), with XINA_MARK_UP in the cookie's low bit and
- * the device to the next hop in @job.
+ * resolution writes anew), with XINA_MARK_UP in the cookie and the
+ * device to the next hop in @job.  XINA_MARK_UP is not in the cookie's
+ * first byte, the destination MAC's: bit 0 there says multicast, and
+ * xinactl draws cookies with it clear (and bit 1 set: locally
+ * administered), so that no mark looks multicast to the stack.
  *
  * @cookie is xina_cookie, a random number xinactl gives the programs when
  * it loads them: a frame from the wire that xina_xdp passes (anything not
@@ -286,7 +289,7 @@ struct xina_addrs {
  * cookie never leaves the box (every copy's headers are written anew).
  */
 #define XINA_MARK_ALL		0xffff
-#define XINA_MARK_UP		1ULL	/* in the cookie */
+#define XINA_MARK_UP		(1ULL << 8)	/* in the cookie */
 
 struct xina_mark {
 	__u64	cookie;		/* xina_cookie, or xina_cookie ^ XINA_MARK_UP */

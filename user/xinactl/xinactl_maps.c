@@ -338,7 +338,13 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 		xina__destroy(skel);
 		return ret;
 	}
-	skel->rodata->xina_cookie = cookie | 2;
+	/*
+	 * Its first byte is the marked frame's destination MAC's: unicast
+	 * (bit 0 clear) and locally administered (bit 1 set), so that no
+	 * mark looks multicast to the stack (XINA_MARK_UP is in another
+	 * byte), and never 0.
+	 */
+	skel->rodata->xina_cookie = (cookie | 2) & ~1ULL;
 	bpf_object__for_each_map(map, skel->obj) {
 		/*
 		 * xina_addrs is not pinned: each port's programs get their
