@@ -399,15 +399,15 @@ int xina_fb_run(struct xina *x, void *buf, size_t n,
 	dn = xina_fb_dn(f, nb);
 	if (!dn && nb)
 		return -ENOMEM;
-	/* a block not done here is not unpacked: @buf has its input */
-	for (b = 0; piggy && b < nb; b++) {
-		if (exps[b] != XINA_EXP_UNKNOWN)
-			continue;
-		err = xina_block_exp(x, k, buf, n, b, &exps[b]);
-		if (err)
-			return err;
-	}
 	if (piggy) {
+		/* a block not done here is not unpacked: @buf has its input */
+		for (b = 0; b < nb; b++) {
+			if (exps[b] != XINA_EXP_UNKNOWN)
+				continue;
+			err = xina_block_exp(x, k, buf, n, b, &exps[b]);
+			if (err)
+				return err;
+		}
 		err = xina_fb_exps(x, exps, nb);
 		if (err)
 			return err;
