@@ -60,6 +60,7 @@ $(BENCH_BIN)/xina-bench-xina: $(BENCH_SRC)/xina_bench.c $(BENCH_BIN)/bench_util.
 # The worker's element loops per type (user/bench/packloop.c), on
 # libxina_pack.c built with libxina's flags for it (user/lib/build.mk).
 $(BENCH_BIN)/xina-bench-packloop: $(BENCH_SRC)/packloop.c user/lib/libxina_pack.c \
+				  user/lib/libxina_pack512.c \
 				  $(BENCH_BIN)/bench_util.o $(LIBXINA_HDRS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) -O3 -ffp-contract=off -o $@ \

@@ -64,11 +64,12 @@ $(ST_OUT)/xina_auth: selftests/xina_auth.c $(KSFT_STAMP) bpf/xina_auth.h \
 # definition, built with libxina's flags for that file (user/lib/build.mk).
 SELFTESTS += $(ST_OUT)/xina_pack
 $(ST_OUT)/xina_pack: selftests/xina_pack.c $(KSFT_STAMP) \
-		     user/lib/libxina_pack.c $(LIBXINA_HDRS)
+		     user/lib/libxina_pack.c user/lib/libxina_pack512.c \
+		     $(LIBXINA_HDRS)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(XCFLAGS) $(ST_CFLAGS) -O3 -ffp-contract=off $< \
-		user/lib/libxina_pack.c -o $@ -lm
+		user/lib/libxina_pack.c user/lib/libxina_pack512.c -o $@ -lm
 
 # xina_rtt: the round-trip estimator of the fast path's uplink, libxina and
 # xina-swagg --up against RFC 6298 in double arithmetic.

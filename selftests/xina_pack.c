@@ -16,8 +16,10 @@
  * arithmetic (frexp, ldexp, rint), for every headroom L = 0..8, every
  * block exponent E a type can have, random elements, and sums built to be
  * ties and near-ties of the final rounding; blocks of every length modulo
- * 16 (the vector loops' tails).  float16 both ways: by F16C, when the CPU
- * has it, and by the portable loops; bfloat16 by AVX2 and by them.
+ * 32 (the vector loops' tails).  Every type by each path of the CPU's,
+ * one after the other: AVX-512 with its extension for the type
+ * (AVX512_BF16, AVX512_FP16) and without, then AVX2 (F16C for float16),
+ * then the portable loops alone.
  */
 #include <arpa/inet.h>
 #include <math.h>
@@ -106,6 +108,39 @@ static struct xina x;
 static uint16_t in[N], got16[N];
 static uint32_t lanes[N];
 
+/*
+ * The paths of libxina's float loops, best first; set_path() picks path
+ * @p for a type whose AVX2 path @vec switches (xina_avx2 or xina_f16c),
+ * and says whether this CPU has it.  The first is AVX-512 with the
+ * extension for the type (@ext: AVX512_BF16 for bfloat16, AVX512_FP16
+ * for float16, none for float32, which skips it).
+ */
+enum { P_AVX512_EXT, P_AVX512, P_AVX2, P_PORTABLE, P_NR };
+static const char *const path_name[] = { "AVX-512 + BF16/FP16",
+					  "AVX-512", "AVX2", "portable" };
+
+static bool set_path(unsigned int p, int *vec, int ext)
+{
+	xina_avx512 = -1;
+	xina_has_avx512();
+	*vec = -1;
+	switch (p) {
+	case P_AVX512_EXT:
+		return ext && (xina_avx512 & ext);
+	case P_AVX512:
+		xina_avx512 &= XINA_AVX512_F;
+		return xina_avx512;
+	case P_AVX2:
+		xina_avx512 = 0;
+		return __builtin_cpu_supports("avx2") &&
+		       (vec != &xina_f16c || __builtin_cpu_supports("f16c"));
+	default:
+		xina_avx512 = 0;
+		*vec = 0;
+		return true;
+	}
+}
+
 static bool same(double a, double b)
 {
 	return a == b && signbit(a) == signbit(b);
@@ -182,7 +217,7 @@ static void fill_sums(unsigned int bits)
 
 /* Every L, every exponent of @f, @reps blocks each, both directions. */
 static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
-		  unsigned int bits, unsigned int reps)
+		  unsigned int bits, unsigned int reps, const char *path)
 {
 	unsigned int bad = 0, blk = 0, L, r, div;
 	size_t i, len;
@@ -208,46 +243,47 @@ static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
 		}
 	}
 	EXPECT_TRUE(!bad) {
-		TH_LOG("%u elements of %s in %u-bit lanes differ from the scheme (F16C %s, AVX2 %s)",
-		       bad, f->name, bits, xina_f16c ? "on" : "off",
-		       xina_avx2 ? "on" : "off");
+		TH_LOG("%u elements of %s in %u-bit lanes differ from the scheme (%s loops)",
+		       bad, f->name, bits, path);
 	}
 }
 
-/* bfloat16 in INT16 lanes: by AVX2 where the CPU has it, then without. */
-TEST(bfloat16_int16_lanes)
+/* A 16-bit float type in INT16 lanes, by every path this CPU has. */
+static void sweep_paths(struct __test_metadata *_metadata,
+			const struct fmt *f, unsigned int reps)
 {
-	xina_avx2 = -1;
-	sweep(_metadata, &bf16, 16, 2);
-	TH_LOG("bfloat16 in 16-bit lanes: AVX2 %s", xina_avx2 == 1 ?
-	       "used and checked" : "not on this CPU");
-	if (xina_avx2 != 1)
-		return;
-	xina_avx2 = 0;
-	sweep(_metadata, &bf16, 16, 2);
-	xina_avx2 = -1;
+	int *vec = f == &bf16 ? &xina_avx2 : &xina_f16c;
+	int ext = f == &bf16 ? XINA_AVX512_BF16 : XINA_AVX512_FP16;
+	unsigned int p;
+
+	for (p = 0; p < P_NR; p++) {
+		if (!set_path(p, vec, ext)) {
+			TH_LOG("%s in 16-bit lanes: %s loops not on this CPU",
+			       f->name, path_name[p]);
+			continue;
+		}
+		sweep(_metadata, f, 16, reps, path_name[p]);
+		TH_LOG("%s in 16-bit lanes: %s loops checked", f->name,
+		       path_name[p]);
+	}
+	xina_avx512 = -1;
+	*vec = -1;
 }
 
-/*
- * float16 in INT16 lanes: by F16C where the CPU has it (xina_f16c asks),
- * then by the portable loops in their place.
- */
+TEST(bfloat16_int16_lanes)
+{
+	sweep_paths(_metadata, &bf16, 2);
+}
+
 TEST(float16_int16_lanes)
 {
-	xina_f16c = -1;
-	sweep(_metadata, &f16, 16, 12);
-	TH_LOG("float16 in 16-bit lanes: F16C %s", xina_f16c == 1 ?
-	       "used and checked" : "not on this CPU");
-	if (xina_f16c != 1)
-		return;
-	xina_f16c = 0;
-	sweep(_metadata, &f16, 16, 12);
+	sweep_paths(_metadata, &f16, 12);
 }
 
 /* INT32 lanes (XINA_OPT_F_F16_WIDE): portable loops only. */
 TEST(float16_int32_lanes)
 {
-	sweep(_metadata, &f16, 32, 12);
+	sweep(_metadata, &f16, 32, 12, "portable");
 }
 
 /*
@@ -257,8 +293,8 @@ TEST(float16_int32_lanes)
  * 2^E: its subnormals to its largest), random elements, the block's
  * largest value just below 2^E (which, where a float's quantum there is
  * above 1/2, rounds up to the clamp) and halves (ties of the rounding);
- * blocks of every length modulo 8, none longer than N.  Once by AVX2,
- * where the CPU has it (xina_avx2 asks), once by the double loop; the
+ * blocks of every length from N - 7 to N (the tails of loops of 16 and of
+ * 8).  By each path the CPU has (AVX-512, AVX2, the double loop); the
  * same for the way back below.
  */
 static float f32in[N];
@@ -363,24 +399,24 @@ static unsigned int f32_unsweep(void)
 
 TEST(float32_int32_lanes)
 {
-	unsigned int bad;
+	unsigned int bad, p;
 
+	for (p = P_AVX512; p < P_NR; p++) {
+		if (!set_path(p, &xina_avx2, 0)) {
+			TH_LOG("float32 in 32-bit lanes: %s loops not on this CPU",
+			       path_name[p]);
+			continue;
+		}
+		bad = f32_sweep() + f32_unsweep();
+		EXPECT_EQ(bad, 0) {
+			TH_LOG("%u float32 elements differ from the scheme (%s loops)",
+			       bad, path_name[p]);
+		}
+		TH_LOG("float32 in 32-bit lanes: %s loops checked",
+		       path_name[p]);
+	}
+	xina_avx512 = -1;
 	xina_avx2 = -1;
-	bad = f32_sweep() + f32_unsweep();
-	EXPECT_EQ(bad, 0) {
-		TH_LOG("%u float32 elements differ from the scheme (AVX2 %s)",
-		       bad, xina_avx2 ? "on" : "off");
-	}
-	TH_LOG("float32 in 32-bit lanes: AVX2 %s", xina_avx2 == 1 ?
-	       "used and checked" : "not on this CPU");
-	if (xina_avx2 != 1)
-		return;
-	xina_avx2 = 0;
-	bad = f32_sweep() + f32_unsweep();
-	EXPECT_EQ(bad, 0) {
-		TH_LOG("%u float32 elements differ from the scheme (AVX2 off)",
-		       bad);
-	}
 }
 
 /* A block of zeros (XINA_EXP_ZERO) packs and unpacks to +0 exactly. */

@@ -123,7 +123,9 @@ def vs_best(x, peers):
 
 # How xina-bench-packloop's paths are shown.
 PACK_PATH = {("float32", "vector"): "AVX2", ("bfloat16", "vector"): "AVX2",
-             ("float16", "vector"): "F16C and AVX2"}
+             ("float16", "vector"): "F16C and AVX2",
+             ("float32", "avx512"): "AVX-512", ("float16", "avx512"): "AVX-512",
+             ("bfloat16", "avx512"): "AVX-512 (AVX512_BF16 to unpack)"}
 
 class Report:
     def __init__(self, data):
@@ -513,7 +515,7 @@ class Report:
                "|---|---|---:|---:|---:|---:|---:|"]
         ref = None
         for t in ("int32", "int16", "float32", "float16", "bfloat16"):
-            for path in ("compiler", "vector", "portable"):
+            for path in ("compiler", "avx512", "vector", "portable"):
                 pk, up = rows.get((t, "pack", path)), rows.get((t, "unpack", path))
                 if not (pk and up):
                     continue

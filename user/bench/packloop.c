@@ -13,9 +13,11 @@
  * MTU 9000 packet: 2048 int32 or float32, 4096 16-bit elements), from a
  * ring of 16 blocks that stays in cache: the cost of the arithmetic, not
  * of memory (a 64 MiB tensor is read at memory speed whatever the loop).
- * The floats twice where libxina has a vector path of its own (float32
- * and bfloat16 by AVX2, float16 by F16C, "vector") and the portable loops
- * it falls back to ("portable"); the integer loops are the compiler's.
+ * The floats by each path libxina has for them where the CPU has it:
+ * AVX-512 ("avx512", libxina_pack512.c, with AVX512_BF16 for bfloat16's
+ * unpacking where the CPU has that), AVX2 (float32 and bfloat16) or F16C
+ * (float16) ("vector"), and the portable loops they all fall back to
+ * ("portable"); the integer loops are the compiler's.
  *
  * One JSON line per (type, loop, path): the median over REPEATS of ns per
  * block (each repeat times chunks of 64 blocks and takes the median
@@ -48,6 +50,8 @@ static uint32_t lanes[RING][WORDS];	/* the packet's, network order */
 static uint32_t out[RING][WORDS];	/* unpacked again */
 
 enum loop { PACK, UNPACK, SCAN };
+/* The float loops' paths, libxina's first choice first. */
+static const char *const path_name[] = { "avx512", "vector", "portable" };
 static const char *const loop_name[] = { "pack", "unpack", "scan" };
 
 struct codec {
@@ -227,18 +231,26 @@ int main(int argc, char **argv)
 		const struct codec *c = &codecs[i];
 
 		fill(c);
-		/* path 0: libxina's choice; 1: the portable loops, if other */
-		for (p = 0; p < (c->vec ? 2 : 1); p++) {
+		/*
+		 * path 0: AVX-512 (libxina's choice where the CPU has it);
+		 * 1: AVX2 or F16C; 2: the portable loops
+		 */
+		for (p = 0; p < (c->vec ? 3 : 1); p++) {
 			const char *path = !c->vec ? "compiler" :
-					   p ? "portable" : "vector";
+					   path_name[p];
 
 			if (c->vec) {
-				*c->vec = -1;		/* ask the CPU */
+				xina_avx512 = -1;	/* ask the CPU */
+				*c->vec = -1;
 				one(c, PACK, 0);
-				if (p)
-					*c->vec = 0;
-				else if (*c->vec != 1)
+				if (p == 0 && xina_avx512 < 1)
 					continue;	/* not on this CPU */
+				if (p > 0)
+					xina_avx512 = 0;
+				if (p == 1 && *c->vec != 1)
+					continue;
+				if (p == 2)
+					*c->vec = 0;
 			}
 			if (check(c, path)) {
 				free(chunk_ns);
@@ -261,6 +273,7 @@ int main(int argc, char **argv)
 		}
 		if (c->vec)
 			*c->vec = -1;
+		xina_avx512 = -1;
 	}
 	free(chunk_ns);
 	return 0;

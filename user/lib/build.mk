@@ -16,7 +16,7 @@
 .PHONY: user
 
 LIBXINA_SRCS := $(addprefix user/lib/,libxina.c libxina_io.c libxina_join.c libxina_f32.c \
-		  libxina_pack.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c \
+		  libxina_pack.c libxina_pack512.c libxina_type.c libxina_xsk.c libxina_rtnl.c libxina_req.c \
 		  libxina_ring.c libxina_fallback.c libxina_sparse.c) \
 		user/common/xina_keyfile.c user/common/xina_nh.c
 LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
@@ -30,7 +30,8 @@ OBJCOPY ?= objcopy
 $(O)/user/lib/libxina_xsk.o $(O)/user/lib/libxina_xsk.pic.o: $(O)/bpf/xina_wkr.skel.h
 
 # The element loops (see libxina_pack.c): vectorised, never contracted.
-$(O)/user/lib/libxina_pack.o $(O)/user/lib/libxina_pack.pic.o: \
+$(O)/user/lib/libxina_pack.o $(O)/user/lib/libxina_pack.pic.o \
+$(O)/user/lib/libxina_pack512.o $(O)/user/lib/libxina_pack512.pic.o: \
 	XCFLAGS += -O3 -ffp-contract=off
 # NH of every packet sent and received (user/common/xina_nh.c).
 $(O)/user/common/xina_nh.o $(O)/user/common/xina_nh.pic.o: XCFLAGS += -O3

@@ -385,6 +385,26 @@ static inline size_t xina_blk_elems(size_t n, size_t per, uint64_t b)
 /* libxina_pack.c: one block to and from the wire. */
 extern int xina_f16c;	/* float16 by F16C: -1 ask the CPU, 0 no, 1 yes */
 extern int xina_avx2;	/* float32 quantisation by AVX2: the same */
+extern int xina_avx512;	/* every float type's by AVX-512: -1 ask, 0 no, else: */
+#define XINA_AVX512_F		1	/* AVX-512 F and BW */
+#define XINA_AVX512_BF16	2	/* and AVX512_BF16 for bfloat16 */
+#define XINA_AVX512_FP16	4	/* and AVX512_FP16 for float16 */
+/* libxina_pack512.c: the AVX-512 loops, each returning the elements done. */
+bool xina_has_avx512(void);
+size_t xina_q32_avx512(uint32_t *restrict dst, const float *restrict src,
+		       size_t cnt, float sa, float sb, int32_t lim);
+size_t xina_q16_f16_avx512(uint16_t *restrict dst,
+			   const uint16_t *restrict src, size_t cnt,
+			   int s, float lim);
+size_t xina_dq16_f16_avx512(uint16_t *restrict dst,
+			    const uint16_t *restrict src, size_t cnt,
+			    float scale);
+size_t xina_q16_bf16_avx512(uint16_t *restrict dst,
+			    const uint16_t *restrict src, size_t cnt,
+			    float sa, float sb, float lim);
+size_t xina_dq16_bf16_avx512(uint16_t *restrict dst,
+			     const uint16_t *restrict src, size_t cnt,
+			     float scale16);
 bool xina_all_zero(const void *restrict p, size_t len);
 bool xina_words_zero(const uint32_t *w, size_t n);
 
