@@ -167,6 +167,23 @@ size_t xina_q16_f16_avx512(uint16_t *restrict dst,
 	return i;
 }
 
+/*
+ * Thirty-two sums of INT16 lanes at @src as floats, times @sc: Q * 2^k,
+ * exact, the first sixteen in *@f0.
+ */
+__attribute__((target(XINA_AVX512), always_inline))
+static inline void xina_sums32(const uint16_t *src, __m512 sc, __m512 *f0,
+			       __m512 *f1)
+{
+	__m512i q = _mm512_shuffle_epi8(_mm512_loadu_si512(src),
+					_mm512_broadcast_i32x4(XINA_SWAP16_128));
+
+	*f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
+		_mm512_castsi512_si256(q))), sc);
+	*f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
+		_mm512_extracti64x4_epi64(q, 1))), sc);
+}
+
 /* The sums back: float(Q) * @scale, rounded once to float16 (to nearest). */
 __attribute__((target(XINA_AVX512)))
 size_t xina_dq16_f16_avx512(uint16_t *restrict dst,
@@ -174,17 +191,11 @@ size_t xina_dq16_f16_avx512(uint16_t *restrict dst,
 			    float scale)
 {
 	const __m512 sc = _mm512_set1_ps(scale);
-	const __m512i swap = _mm512_broadcast_i32x4(XINA_SWAP16_128);
 	__m512 f0, f1;
-	__m512i q;
 	size_t i;
 
 	for (i = 0; i + 32 <= cnt; i += 32) {
-		q = _mm512_shuffle_epi8(_mm512_loadu_si512(src + i), swap);
-		f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
-			_mm512_castsi512_si256(q))), sc);
-		f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
-			_mm512_extracti64x4_epi64(q, 1))), sc);
+		xina_sums32(src + i, sc, &f0, &f1);
 		_mm256_storeu_si256((void *)(dst + i),
 				    _mm512_cvtps_ph(f0, _MM_FROUND_TO_NEAREST_INT));
 		_mm256_storeu_si256((void *)(dst + i + 16),
@@ -265,17 +276,11 @@ static size_t xina_dq16_bf16_cvtne(uint16_t *restrict dst,
 				   float scale)
 {
 	const __m512 sc = _mm512_set1_ps(scale);
-	const __m512i swap = _mm512_broadcast_i32x4(XINA_SWAP16_128);
 	__m512 f0, f1;
-	__m512i q;
 	size_t i;
 
 	for (i = 0; i + 32 <= cnt; i += 32) {
-		q = _mm512_shuffle_epi8(_mm512_loadu_si512(src + i), swap);
-		f0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
-			_mm512_castsi512_si256(q))), sc);
-		f1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(
-			_mm512_extracti64x4_epi64(q, 1))), sc);
+		xina_sums32(src + i, sc, &f0, &f1);
 		_mm512_storeu_si512(dst + i, (__m512i)_mm512_cvtne2ps_pbh(f1,
 									   f0));
 	}
