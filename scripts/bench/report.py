@@ -1553,9 +1553,13 @@ class Report:
                 "unpack the result, and for floats the scan of the block "
                 "for its largest magnitude (a window before it is packed, "
                 "its exponent going with the data).  "
-                "\"vector\" is libxina's own vector path (AVX2; float16 "
-                "by F16C), \"portable\" the loops it falls back to without "
-                "them; the integer loops are the compiler's.", "",
+                "Each path of libxina's the CPU has, first the one libxina "
+                "takes: AVX-512 (with AVX512_FP16 for float16's pack and "
+                "AVX512_BF16 for bfloat16's unpack where the CPU has them; "
+                "float32's unpack stays AVX2), AVX2 (float16 by F16C), "
+                "and the portable loops every path falls back to; the "
+                "integer loops and the scans are the compiler's (the "
+                "scans' AVX-512 clone where the CPU has it).", "",
                 packloop, ""]
         if fast_types:
             parts += [
