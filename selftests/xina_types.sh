@@ -14,7 +14,8 @@
 # workers of both runs must hold the same bits (reproducibility; integer
 # results are exact, so their second run would only repeat the first's
 # check), and every pair gets the same bits through xina-swagg as through
-# the XDP switch (both backends).
+# the XDP switch (both backends).  The workers' stats name the vector paths
+# of libxina's float loops that this CPU has.
 #
 # Tensors of an odd number of elements: the last 32-bit word of the 8 and
 # 16-bit types is padded, the int64 tensor ends in a short block, and the
@@ -161,7 +162,7 @@ test_agg()
 	log_test "$agg: $ok of $NPAIRS (type, op) pairs verified against the workers' reference, floats twice with identical bits"
 }
 
-tap_begin 5
+tap_begin 6
 
 rack_up "$RACK" "$N" >/dev/null
 check_err $? "rack of $N workers could not be set up"
@@ -228,4 +229,26 @@ while read -r t op; do
 	fi
 done < <(pairs)
 log_test "$same of $NPAIRS pairs: the same bits through xina-swagg and the XDP switch"
+
+# Each worker's stats name the vector paths its float loops took (vec in
+# the JSON, struct xina_worker_stats.vec): those /proc/cpuinfo lists.
+ret=0
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+has() { [[ $flags == *" $1 "* ]]; }
+want=""
+want_add() { want="${want:+$want+}$1"; }
+has avx2 && want_add avx2
+has avx2 && has f16c && want_add f16c
+if has avx512f && has avx512bw; then
+	want_add avx512
+	has avx512_bf16 && want_add avx512_bf16
+	has avx512_fp16 && want_add avx512_fp16
+fi
+want=${want:-portable}
+for ((i = 0; i < N; i++)); do
+	got=$(jq -r .vec "$TMP/xdp/float16-sum-1/w$i.json" 2>/dev/null)
+	[ "$got" = "$want" ]
+	check_err $? "worker $i says its float loops took '$got', this CPU has '$want'"
+done
+log_test "the workers' stats name the float loops' vector paths this CPU has: $want"
 tap_end

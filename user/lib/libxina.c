@@ -89,6 +89,7 @@ int xina_get_stats(const struct xina *x, struct xina_worker_stats *st)
 	pthread_mutex_unlock((pthread_mutex_t *)&x->lock);
 	if (x->io && x->io->stats)
 		x->io->stats(x, &all);
+	all.vec = xina_vec_paths();
 	/* an older caller's struct is shorter: fill what it has */
 	n = st->sz < sizeof(all) ? st->sz : sizeof(all);
 	all.sz = n;

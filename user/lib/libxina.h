@@ -520,7 +520,18 @@ struct xina_worker_stats {
 	/* Appended with zero blocks (XINA_F_ZERO): */
 	uint64_t	zero_sent;	/* blocks of zero words sent as their
 					 * header alone (counted in sent) */
+	/* Appended with the AVX-512 element loops: */
+	uint32_t	vec;		/* XINA_VEC_*: the vector paths of the
+					 * float element loops this CPU runs
+					 * (0: the portable loops alone) */
 };
+
+/* struct xina_worker_stats.vec: a float type's loops take the best it has. */
+#define XINA_VEC_AVX2		(1u << 0)	/* float32, bfloat16 */
+#define XINA_VEC_F16C		(1u << 1)	/* float16 (with AVX2) */
+#define XINA_VEC_AVX512		(1u << 2)	/* all three: AVX-512 F and BW */
+#define XINA_VEC_AVX512_BF16	(1u << 3)	/* bfloat16's unpacking */
+#define XINA_VEC_AVX512_FP16	(1u << 4)	/* float16's packing */
 
 #define XINA_STATS(name) XINA_DECLARE_(xina_worker_stats, name, )
 

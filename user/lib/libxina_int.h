@@ -389,6 +389,7 @@ extern int xina_avx512;	/* every float type's by AVX-512: -1 ask, 0 no, else: */
 #define XINA_AVX512_F		1	/* AVX-512 F and BW */
 #define XINA_AVX512_BF16	2	/* and AVX512_BF16 for bfloat16 */
 #define XINA_AVX512_FP16	4	/* and AVX512_FP16 for float16 */
+uint32_t xina_vec_paths(void);	/* XINA_VEC_* of this CPU */
 /* libxina_pack512.c: the AVX-512 loops, each returning the elements done. */
 bool xina_has_avx512(void);
 size_t xina_q32_avx512(uint32_t *restrict dst, const float *restrict src,

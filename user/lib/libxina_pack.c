@@ -975,3 +975,22 @@ void xina_bfp16_unpack(const struct xina *x, const struct xina_codec *k,
 		dst[i] = xina_d2h(q * unscale / div, bf16);
 	}
 }
+
+/* The vector paths the float loops take on this CPU (XINA_VEC_*). */
+uint32_t xina_vec_paths(void)
+{
+	uint32_t v = 0;
+
+	if (xina_has_avx2())
+		v |= XINA_VEC_AVX2;
+	if (xina_has_f16c())
+		v |= XINA_VEC_F16C;
+	if (xina_has_avx512()) {
+		v |= XINA_VEC_AVX512;
+		if (xina_avx512 & XINA_AVX512_BF16)
+			v |= XINA_VEC_AVX512_BF16;
+		if (xina_avx512 & XINA_AVX512_FP16)
+			v |= XINA_VEC_AVX512_FP16;
+	}
+	return v;
+}

@@ -42,6 +42,10 @@
  *				seconds_median is of the sparse calls),
  *				and dense_seconds_median; sparse_zero_sent
  *				is zero_sent of the sparse calls alone
+ *   vec			the vector paths of libxina's float loops on
+ *				this CPU (struct xina_worker_stats.vec):
+ *				"avx2+f16c+avx512+avx512_bf16+avx512_fp16"
+ *				where it has them all, "portable" where none
  *   fallback, fallback_*	the host fallback ring (--fallback: every
  *				rank's ring address, libxina's opts.fallback)
  *				ran calls, and its bytes
@@ -1264,6 +1268,27 @@ static void ar_json_io(struct xina *x, const struct xina_worker_stats *st)
 	       (unsigned long long)st->xsk_rx_dropped);
 }
 
+/*
+ * The vector paths of libxina's float loops on this CPU, "avx2+f16c+..."
+ * in XINA_VEC_* order, or "portable".
+ */
+static void ar_json_vec(const struct xina_worker_stats *st)
+{
+	static const char *const name[] = { "avx2", "f16c", "avx512",
+					    "avx512_bf16", "avx512_fp16" };
+	const char *sep = "";
+	unsigned int i;
+
+	printf(",\"vec\":\"");
+	for (i = 0; i < sizeof(name) / sizeof(name[0]); i++) {
+		if (st->vec & (1u << i)) {
+			printf("%s%s", sep, name[i]);
+			sep = "+";
+		}
+	}
+	printf("%s\"", *sep ? "" : "portable");
+}
+
 static void ar_report(const struct ar_cfg *c, struct xina *x,
 		      const struct ar_result *res, const double *secs,
 		      uint32_t done, const char *error)
@@ -1317,6 +1342,7 @@ static void ar_report(const struct ar_cfg *c, struct xina *x,
 	       (unsigned long long)st.probes,
 	       (unsigned long long)st.zero_sent);
 	ar_json_io(x, &st);
+	ar_json_vec(&st);
 	printf(",\"sparse_density\":%.3f,\"sparse_same\":%s,\"sparse_mixed\":%s,"
 	       "\"sparse_blocks\":%llu,\"sparse_skipped\":%llu,"
 	       "\"sparse_expect_blocks\":%llu,\"sparse_expect_skipped\":%llu,"

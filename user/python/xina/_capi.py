@@ -40,6 +40,11 @@ XINA_TYPE_FLOAT16 = 5
 XINA_TYPE_BFLOAT16 = 6
 XINA_TYPE_FLOAT32 = 7
 XINA_OPT_F_F16_WIDE = 1 << 2
+XINA_VEC_AVX2 = 1 << 0
+XINA_VEC_F16C = 1 << 1
+XINA_VEC_AVX512 = 1 << 2
+XINA_VEC_AVX512_BF16 = 1 << 3
+XINA_VEC_AVX512_FP16 = 1 << 4
 
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int,
                           ctypes.c_char_p)
@@ -112,6 +117,7 @@ class XinaWorkerStats(ctypes.Structure):
         ("sparse_skipped", ctypes.c_uint64),
         ("probes", ctypes.c_uint64),
         ("zero_sent", ctypes.c_uint64),
+        ("vec", ctypes.c_uint32),
     ]
 
 
