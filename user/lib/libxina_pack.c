@@ -890,13 +890,16 @@ static void xina_dq16_bf16(uint16_t *restrict dst,
 {
 	size_t done = 0;
 
-	if (xina_has_avx512() && k >= -110)
-		done = xina_dq16_bf16_avx512(dst, src, cnt,
-					     ldexpf(1.0f, k - 16));
-	if (xina_has_avx2() && k >= -110)
-		done += xina_dq16_bf16_avx2(dst + done, src + done, cnt - done,
-					    ldexpf(1.0f, k - 16));
+	/* the vector loops scale by 2^(k - 16), a normal float from here up */
+	if (k >= -110) {
+		float s16 = ldexpf(1.0f, k - 16);
 
+		if (xina_has_avx512())
+			done = xina_dq16_bf16_avx512(dst, src, cnt, s16);
+		if (xina_has_avx2())
+			done += xina_dq16_bf16_avx2(dst + done, src + done,
+						    cnt - done, s16);
+	}
 	xina_dq16(dst + done, src + done, cnt - done, ldexpf(1.0f, k), true);
 }
 
