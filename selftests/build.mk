@@ -42,7 +42,8 @@ $(ST_OUT)/xdp_pass.bpf.o: selftests/xdp_pass.bpf.c | $(DEPS_STAMP)
 # xina_fastpath: the XDP fast path through BPF_PROG_TEST_RUN.
 SELFTESTS += $(ST_OUT)/xina_fastpath
 $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c $(KSFT_STAMP) \
-			 selftests/xina_ref.h bpf/xina_maps.h bpf/xina_rtt.h \
+			 selftests/xina_ref.h selftests/xina_log.h \
+			 bpf/xina_maps.h bpf/xina_rtt.h \
 			 include/uapi/linux/xina.h \
 			 $(O)/bpf/xina.skel.h
 	$(Q)mkdir -p $(@D)
@@ -52,6 +53,7 @@ $(ST_OUT)/xina_fastpath: selftests/xina_fastpath.c $(KSFT_STAMP) \
 # xina_auth: SipHash, NH, the key derivation and key files in user space.
 SELFTESTS += $(ST_OUT)/xina_auth
 $(ST_OUT)/xina_auth: selftests/xina_auth.c $(KSFT_STAMP) bpf/xina_auth.h \
+		     selftests/xina_log.h \
 		     user/common/xina_keyfile.c user/common/xina_keyfile.h \
 		     user/common/xina_nh.c user/common/xina_nh.h \
 		     include/uapi/linux/xina.h
@@ -63,7 +65,7 @@ $(ST_OUT)/xina_auth: selftests/xina_auth.c $(KSFT_STAMP) bpf/xina_auth.h \
 # xina_pack: libxina's float32 and 16-bit float loops against the scheme's
 # definition, built with libxina's flags for that file (user/lib/build.mk).
 SELFTESTS += $(ST_OUT)/xina_pack
-$(ST_OUT)/xina_pack: selftests/xina_pack.c $(KSFT_STAMP) \
+$(ST_OUT)/xina_pack: selftests/xina_pack.c $(KSFT_STAMP) selftests/xina_log.h \
 		     user/lib/libxina_pack.c user/lib/libxina_pack512.c \
 		     $(LIBXINA_HDRS)
 	$(Q)mkdir -p $(@D)

@@ -25,9 +25,7 @@
 #include "xina_keyfile.h"
 #include "xina_nh.h"
 #include "kselftest_harness.h"
-
-/* A line of diagnostics where TH_LOG() has no test to name. */
-#define LOG(fmt, ...)	ksft_print_msg(fmt "\n", ##__VA_ARGS__)
+#include "xina_log.h"
 
 /*
  * SipHash-2-4 with key 00 01 .. 0f of the messages 00 01 .. (len - 1),

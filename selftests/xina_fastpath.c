@@ -40,10 +40,9 @@
 #include "xina_auth.h"
 #include "bpf/xina.skel.h"
 #include "kselftest_harness.h"
+#include "xina_log.h"
 #include "xina_ref.h"
 
-/* A line of diagnostics where TH_LOG() has no test to name. */
-#define LOG(fmt, ...)	ksft_print_msg(fmt "\n", ##__VA_ARGS__)
 
 #define JOB_ID		7
 #define JOB_IDX		3
