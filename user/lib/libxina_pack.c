@@ -862,7 +862,16 @@ void xina_bfp16_pack(const struct xina *x, const struct xina_codec *k,
 		xina_pow2_split(s, &sa, &sb);
 		xina_q16_bf16(dst, src, cnt, sa, sb, ldexpf(1.0f, b) - 1);
 	} else {
-		xina_q16_f16(dst, src, cnt, s, ldexpf(1.0f, b) - 1);
+		/*
+		 * Only a block of zeros meets an exponent below float16's
+		 * (a peer's, agreed by MAX): there 2^s would overflow a
+		 * float, and 0 * inf is NaN.  From s = 64 on, x * 2^s is
+		 * 2^40 or more for every float16 x but zero, past any
+		 * lane's clamp: s = 64 gives the same lanes, and a finite
+		 * scale.
+		 */
+		xina_q16_f16(dst, src, cnt, s > 64 ? 64 : s,
+			     ldexpf(1.0f, b) - 1);
 	}
 }
 
