@@ -96,6 +96,10 @@ log_test $rc "an edit: job 5 replaced with the new member port, job 6 added"
 # memory, counters kept), given the new secret by netlink, nothing printed.
 # The jobs' counters only: the switch-wide ones count whatever else the
 # port receives meanwhile (pass: any packet not xina's, e.g. of the stack).
+# No traffic here shows the new secret at work: xina_kfunc's rekey test
+# does (JOB_SET with a new secret: the old one's contributions drop_auth,
+# the new one's count, the result under the new result key), and the host
+# test xinactl_conf.sh does it end to end for apply on the map backend.
 jobs_state() {
 	xinactl -j job show
 	xinactl -j stats | jq -c 'del(.switch)'

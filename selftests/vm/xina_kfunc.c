@@ -91,17 +91,22 @@ static uint32_t epoch_of(uint32_t job)
 	return atomic_load(&epochs[job & 127]);
 }
 
+/* The secret the packets are tagged with: SECRET but in TEST_F(kf, rekey). */
+static const uint8_t *tag_secret = SECRET;
+
 /* NH of the packet's elements with job @job's NH key. */
 /* Per thread: the two-CPU tests build packets on both CPUs at once. */
 static uint64_t pkt_nh(const struct pkt *p, uint32_t job)
 {
 	static _Thread_local uint32_t k[XINA_MAX_ELEMS], m[XINA_MAX_ELEMS],
 				      k_job;
+	static _Thread_local const uint8_t *k_secret;
 	uint16_t i, n = ntohs(p->xh.count);
 
-	if (k_job != job) {
-		xina_derive_nh(SECRET, job, k, XINA_MAX_ELEMS);
+	if (k_job != job || k_secret != tag_secret) {
+		xina_derive_nh(tag_secret, job, k, XINA_MAX_ELEMS);
 		k_job = job;
+		k_secret = tag_secret;
 	}
 	for (i = 0; i < n && i < XINA_MAX_ELEMS; i++)
 		m[i] = ntohl(p->el[i]);
@@ -114,7 +119,8 @@ static void retag(struct pkt *p)
 	uint32_t job = ntohl(p->xh.job);
 	__u64 k[2];
 
-	xina_derive_key(SECRET, XINA_LABEL_MEMBER, job, ntohs(p->xh.rank), k);
+	xina_derive_key(tag_secret, XINA_LABEL_MEMBER, job, ntohs(p->xh.rank),
+			k);
 	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh, pkt_nh(p, job)));
 }
 
@@ -123,7 +129,7 @@ static int result_tag_ok(const struct pkt *p)
 {
 	__u64 k[2];
 
-	xina_derive_key(SECRET, XINA_LABEL_RESULT, JOB, 0, k);
+	xina_derive_key(tag_secret, XINA_LABEL_RESULT, JOB, 0, k);
 	return be64toh(p->xh.tag) == xina_tag_hdr(k, &p->xh, pkt_nh(p, JOB));
 }
 
@@ -447,6 +453,54 @@ TEST_F(kf, rounds)
 	EXPECT_EQ(0, sysfs_stat("drop_key"));
 	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 	EXPECT_EQ(0, sysfs_stat("drop_member"));
+}
+
+/*
+ * A new secret by JOB_SET (xinactl apply after the key file changed):
+ * from then on a contribution tagged with the old one is drop_auth, one
+ * tagged with the new one counts, the round's earlier contribution
+ * (tagged with the old one while it was the job's) is kept, and the
+ * result carries the new result key's tag.
+ */
+TEST_F(kf, rekey)
+{
+	static const uint8_t secret2[XINA_SECRET_BYTES] = {
+		0x5e, 0xc2, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55,
+		0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd,
+	};
+	struct xina_nl_msg *m = malloc(sizeof(*m));
+	int32_t sum[ELEMS];
+	int i;
+
+	ASSERT_NE(NULL, m);
+	for (i = 0; i < ELEMS; i++)
+		sum[i] = (10 + i) + (20 + i) + (30 + i);
+	SEND(((struct contrib){ .rank = 0, .count = ELEMS, .base = 10 }),
+	     XINA_KF_ADDED);
+
+	xina_nl_msg_init(m, self->nl.c.family, 0, XINA_CMD_JOB_SET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, JOB);
+	xina_nl_put(m, XINA_A_JOB_SECRET, sizeof(secret2), secret2);
+	ASSERT_EQ(0, xnl_do(&self->nl, m));
+	free(m);
+
+	/* the old secret: refused, counted, nothing added */
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .base = 20 }),
+	     XINA_KF_REJECT);
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	/* the new one: rank 1 counts, rank 2 completes the round */
+	tag_secret = secret2;
+	SEND(((struct contrib){ .rank = 1, .count = ELEMS, .base = 20 }),
+	     XINA_KF_ADDED);
+	SEND(((struct contrib){ .rank = 2, .count = ELEMS, .base = 30 }),
+	     XINA_KF_RESULT);
+	expect_result(_metadata, &self->out, 0, sum, ELEMS);
+	/* and the result's tag is not the old result key's */
+	tag_secret = SECRET;
+	EXPECT_FALSE(result_tag_ok(&self->out));
+	EXPECT_EQ(1, sysfs_stat("drop_auth"));
+	EXPECT_EQ(3, sysfs_stat("contributions"));
+	EXPECT_EQ(1, sysfs_stat("completions"));
 }
 
 /* The result's aux, as a signed word. */
