@@ -319,6 +319,8 @@ log_test "run A's $K_A contributions replayed after run B: all drop_epoch; its j
 # again, the older ones are stale.
 J_B=$(count b $T_JOIN)
 L_B=$(python3 "$ROGUE_PY" latest "$TMP/b.frames")
+[ "$J_B" -ge 1 ] && [ "$L_B" -ge 1 ] && [ "$L_B" -le "$J_B" ]
+check_err $? "run B: $J_B joins of rank 0 captured, $L_B with its latest nonce, want at least 1 of each"
 for s in rx join join_stale join_refused epoch_new complete; do
 	before[$s]=$(jstat "$JOB" "$s")
 done

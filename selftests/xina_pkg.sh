@@ -107,8 +107,9 @@ pc()
 	PKG_CONFIG_SYSROOT_DIR=$ROOTDIR \
 	PKG_CONFIG_LIBDIR=$ROOTDIR$PC_PREFIX/lib/pkgconfig pkg-config "$@"
 }
-libs=$(pc --libs libxina | sed "s/ *$//")
+libs=$(pc --libs libxina)
 check_err $? "pkg-config --libs libxina failed"
+libs=$(sed "s/ *$//" <<<"$libs")
 [ "$libs" = "-L$ROOTDIR$PC_PREFIX/lib -lxina" ]
 check_err $? "pkg-config --libs: '$libs'"
 slibs=$(pc --libs --static libxina | sed "s/ *$//")

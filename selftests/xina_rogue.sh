@@ -63,7 +63,7 @@ rogue_count_init()
 rogue_received()
 {
 	ip netns exec "$RACK-w2" nft -j list table netdev xina_rogue |
-		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add // 0'
+		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add'
 }
 
 mac_of()	# mac_of NS DEV
@@ -190,8 +190,9 @@ check_err $? "job A: member 0 moved: $loc0 -> $(member_loc "$JOB_A" 0)"
 log_test "job A: $CAPTURED exact replays never added ($A_answered answered to member 0, $A_stale stale, $LATEST join answered again), member 0 not moved"
 
 got=$(rogue_received)
-[ "$got" -eq 0 ]
-check_err $? "the rogue received $got frames from the xina port"
+# a number: no counter found (null) is no pass
+[[ "$got" =~ ^[0-9]+$ ]] && [ "$got" -eq 0 ]
+check_err $? "the rogue received '$got' frames from the xina port"
 log_test "the rogue received nothing from the xina port"
 
 tap_end

@@ -109,14 +109,16 @@ done
 log_test $rc "job re-created after the delete works"
 
 # Detach, then the module goes with its job still configured.
+rc=0
 for ((i = 0; i < N; i++)); do
-	xctl dev detach "p$i" || rc=1
+	xctl dev detach "p$i" || { echo "  detach p$i failed"; rc=1; }
 done
 rm -rf "$PIN"/* 2>/dev/null
-rc=1
+gone=0
 for i in $(seq 50); do
-	rmmod xina 2>/dev/null && { rc=0; break; }
+	rmmod xina 2>/dev/null && { gone=1; break; }
 	sleep 0.1
 done
+[ "$gone" = 1 ] || { echo "  rmmod xina refused 5 s after the detach"; rc=1; }
 log_test $rc "rmmod once detached, with a job configured"
 exit $RET

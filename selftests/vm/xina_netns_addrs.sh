@@ -118,6 +118,8 @@ for r in A B; do
 	grep -q 'no answer to the join' "$TMP/x$r/w0.err" || rc=1
 	after=$(job_rx "${!r}")
 	echo "  switch $r: job $JOB rx $before -> $after"
+	# both reads numbers: two failed reads are no pass
+	[[ "$before" =~ ^[0-9]+$ ]] || rc=1
 	check_eq "$after" "$before" || rc=1
 	log_test $rc "switch $r leaves a packet to the other switch's address alone"
 done
