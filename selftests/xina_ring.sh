@@ -142,6 +142,13 @@ log_info "rank 1 refused $rej connections"
 check_err $? "rank 1 refused ${rej:-0} connections, expected the rogue's and the silent one"
 log_test "a rogue without the key and a silent connection are refused, the ring completes"
 
+# relay_listening PORT: xina_tamper.py listens on PORT in the fourth
+# namespace.
+relay_listening()
+{
+	ip netns exec "$RACK-w3" ss -Hltn "sport = :$1" | grep -q LISTEN
+}
+
 # ring_relayed RUN FLIP_AT: the ring of 400003 words, rank 0's connection
 # to rank 1 through xina_tamper.py in the fourth namespace; its report in
 # $TMP/RUN.relay.
@@ -152,8 +159,8 @@ ring_relayed()
 	ip netns exec "$RACK-w3" python3 "$XINA_ROOT/selftests/xina_tamper.py" \
 		"$relay" "$(rack_worker_ip 1):$PORT" "$2" >"$TMP/$run.relay" 2>&1 &
 	pid=$!
-	busywait 5 ip netns exec "$RACK-w3" ss -Hltn "sport = :$((PORT + 1))" |
-		grep -q LISTEN
+	busywait 5 relay_listening "$((PORT + 1))"
+	check_err $? "$run: the relay is not listening after 5 s"
 	for ((i = 0; i < N; i++)); do
 		local p=$(peers)
 

@@ -4,7 +4,8 @@
 
     xina_tamper.py LISTEN_IP:PORT TARGET_IP:PORT FLIP_AT
 
-Accepts one connection, connects it on to TARGET and relays both ways
+Accepts one connection, connects it on to TARGET (retrying while TARGET
+refuses, for up to 30 s: it may not listen yet) and relays both ways
 until either side closes.  With FLIP_AT >= 0 the byte at that offset of
 the stream from the connecting side is XORed with 1, as an attacker on
 the path would alter a message; with -1 everything passes unchanged.
@@ -13,11 +14,26 @@ Prints "relayed up BYTES down BYTES flipped 0|1" when done.
 import select
 import socket
 import sys
+import time
 
 
 def addr(s):
     host, port = s.rsplit(":", 1)
     return host, int(port)
+
+
+def connect(target, wait=30.0):
+    """A connection to TARGET, retried while it refuses (not listening
+    yet: the ranks start together, as the ring itself retries) for up to
+    WAIT seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return socket.create_connection(target, timeout=30)
+        except ConnectionRefusedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def main():
@@ -28,7 +44,7 @@ def main():
     ls.listen(1)
     ls.settimeout(30)
     a, _ = ls.accept()
-    b = socket.create_connection(target, timeout=30)
+    b = connect(target)
     up = down = 0
     flipped = False
     open_ = True
