@@ -1167,12 +1167,12 @@ static int test_fake_switch(const char *ip)
 	fd = udp_from(ip);
 	foreign = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) || pipe(rep)) {
-		perror("xina-libtest: fake switch");
+		CHECK(0, "fake switch: %s", strerror(errno));
 		return 2;
 	}
 	pid = fork();
 	if (pid < 0) {
-		perror("xina-libtest: fork");
+		CHECK(0, "fork: %s", strerror(errno));
 		return 2;
 	}
 	if (!pid) {
@@ -1345,12 +1345,12 @@ static int test_subnormal(const char *ip)
 	keys_load(0);
 	fd = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl)) {
-		perror("xina-libtest: mirror switch");
+		CHECK(0, "mirror switch: %s", strerror(errno));
 		return 2;
 	}
 	pid = fork();
 	if (pid < 0) {
-		perror("xina-libtest: fork");
+		CHECK(0, "fork: %s", strerror(errno));
 		return 2;
 	}
 	if (!pid) {
@@ -1503,15 +1503,16 @@ static int as_start(struct as_proc *as, const char *ip, enum as_mode mode)
 	socklen_t sl = sizeof(sa);
 	int fd, ctl[2], seen[2];
 
+	/* a failure here fails the run: its callers' checks do not run */
 	fd = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) ||
 	    pipe(seen)) {
-		perror("xina-libtest: async switch");
+		CHECK(0, "async switch: %s", strerror(errno));
 		return -1;
 	}
 	as->pid = fork();
 	if (as->pid < 0) {
-		perror("xina-libtest: fork");
+		CHECK(0, "async switch: fork: %s", strerror(errno));
 		return -1;
 	}
 	if (!as->pid) {
@@ -2502,10 +2503,14 @@ static void test_types(const char *ip)
 	keys_load(0);
 	fd = udp_from(ip);
 	if (getsockname(fd, (struct sockaddr *)&sa, &sl) || pipe(ctl) || pipe(rep)) {
-		perror("xina-libtest: lanes switch");
+		CHECK(0, "lanes switch: %s", strerror(errno));
 		return;
 	}
 	pid = fork();
+	if (pid < 0) {
+		CHECK(0, "lanes switch: fork: %s", strerror(errno));
+		return;
+	}
 	if (!pid) {
 		close(ctl[1]);
 		close(rep[0]);
