@@ -308,6 +308,15 @@ uplink()	# uplink R [UPKEY]: the UPLINK arguments of rack R
 }
 
 # bad_uplink WANT ARGS...: rack 0's job add ARGS... fails saying WANT.
+# nhkeys_set R: how many entries of rack R's xina_nhkeys are not all zero
+# (a job's NH key: none may stay behind a refused add).
+nhkeys_set()
+{
+	bpftool -j map dump pinned \
+		"$(rack_pin_dir "$(racks_name "$RACK" "$1")")/xina_nhkeys" |
+		jq '[.[] | select([.value[] | select(. != "0x00")] | length > 0)] | length'
+}
+
 bad_uplink()
 {
 	local want=$1
@@ -333,6 +342,9 @@ bad_uplink()
 	n=$(rctl 0 -j job show | jq '.jobs | length')
 	[ "$n" = 0 ]
 	check_err $? "rack 0 holds $n jobs after the refusals, want none"
+	n=$(nhkeys_set 0)
+	[ "$n" = 0 ]
+	check_err $? "rack 0 keeps '$n' NH keys after the refusals, want none"
 	for r in 0 2; do
 		rack_job "$r" $((RJOB + r)) $(uplink "$r") >/dev/null
 		check_err $? "rack $r's job with its uplink could not be added"
@@ -342,6 +354,9 @@ bad_uplink()
 	n=$(rctl 0 -j job show | jq -c '[.jobs[].id]')
 	[ "$n" = "[$RJOB]" ]
 	check_err $? "rack 0 holds jobs $n, want [$RJOB]"
+	n=$(nhkeys_set 0)
+	[ "$n" = 1 ]
+	check_err $? "rack 0 keeps '$n' NH keys, want its job's only"
 }
 log_test "uplinks: incomplete, unreadable, out of range and looping uplinks refused, nothing left behind"
 

@@ -1351,6 +1351,7 @@ undo:
 	xm_clear_members(m, idx);
 	xm_clear_joins(m, idx);
 	xm_up_clear(m, idx);
+	xm_clear_nhkey(m, idx);
 out:
 	explicit_bzero(&j, sizeof(j));
 	free(u);
