@@ -558,7 +558,11 @@ bad "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1" \
 refused "$B:2: job 6: upper job 70 is the uplink of job 5 already (line 1)" "$B"
 bad "backend module" "job 5 workers 2 keyfile $TMP/k1.key $U member 0 10.0.0.1"
 refused "$B:2: job 5: an uplink ('up') needs the map backend" "$B" XINA_MODPROBE=false
-log_test "uplinks refused with FILE:LINE: incomplete, relative or missing upkeyfile, upresend alone, no member, twice, module backend"
+bad "job 5 workers 2 keyfile $TMP/k1.key member 0 10.0.0.1" "	up 10.99.0.300 upjob 70 uprank 0 upkeyfile $TMP/up.key"
+refused "$B:2: upper switch address '10.99.0.300' is not IPv4 ADDR[:PORT]" "$B"
+bad "job 5 workers 2 keyfile $TMP/k1.key member 0 10.0.0.1" "	up 10.99.0.2:0 upjob 70 uprank 0 upkeyfile $TMP/up.key"
+refused "$B:2: upper switch port '0' out of range 1..65535" "$B"
+log_test "uplinks refused with FILE:LINE: incomplete, relative or missing upkeyfile, upresend alone, no member, twice, module backend, bad upper address or port"
 
 xsw job add 8 workers 2 keyfile "$TMP/k1.key" member 1 10.0.0.31 \
 	up 10.99.0.2:9301 upjob 80 uprank 2 upkeyfile "$TMP/up.key" upresend 40

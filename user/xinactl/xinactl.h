@@ -212,6 +212,8 @@ void xinactl_conf_usage(FILE *f);
 
 /* xinactl_job.c: ADDR[:PORT] of a member, checked as "job add" does */
 int job_parse_addr(const char *s, struct xinactl_member *m);
+int job_parse_addr_of(const char *what, __u32 port_min, const char *s,
+		      struct xinactl_member *m);
 
 /*
  * xinactl_job.c: a job's words as "job add" takes them and what was given,

@@ -83,7 +83,17 @@ static int job_parse_id(const char *cmd, int argc, char **argv, __u32 *id)
 /* ADDR[:PORT], ADDR a unicast IPv4 address (the worker sends from it). */
 int job_parse_addr(const char *s, struct xinactl_member *m)
 {
-	char buf[INET_ADDRSTRLEN + 6];
+	return job_parse_addr_of("member", 0, s, m);
+}
+
+/*
+ * @s as ADDR[:PORT] of @what ("member", "upper switch": its messages);
+ * PORT from @port_min (0 for a member: any port).
+ */
+int job_parse_addr_of(const char *what, __u32 port_min, const char *s,
+		      struct xinactl_member *m)
+{
+	char buf[INET_ADDRSTRLEN + 6], name[32];
 	const char *port;
 	struct in_addr a;
 	__u32 p = 0, h;
@@ -100,19 +110,20 @@ int job_parse_addr(const char *s, struct xinactl_member *m)
 		goto bad;
 	if (colon) {
 		port = colon + 1;
-		if (xparse_u32("member port", port, 0, 65535, &p))
+		snprintf(name, sizeof(name), "%s port", what);
+		if (xparse_u32(name, port, port_min, 65535, &p))
 			return -EINVAL;
 	}
 	h = ntohl(a.s_addr);
 	if (!h || h == INADDR_BROADCAST || IN_MULTICAST(h)) {
-		xerr("member address '%s' is not a unicast IPv4 address", s);
+		xerr("%s address '%s' is not a unicast IPv4 address", what, s);
 		return -EINVAL;
 	}
 	m->addr = a.s_addr;
 	m->port = htons(p);
 	return 0;
 bad:
-	xerr("member address '%s' is not IPv4 ADDR[:PORT]", s);
+	xerr("%s address '%s' is not IPv4 ADDR[:PORT]", what, s);
 	return -EINVAL;
 }
 
@@ -223,7 +234,7 @@ int job_parse_up(struct job_args *a, const char *cmd, const char *kw,
 	if (!strcmp(kw, "up")) {
 		if (a->up)
 			return job_twice_in(cmd, kw);
-		if (job_parse_addr(val, &m))
+		if (job_parse_addr_of("upper switch", 1, val, &m))
 			return -EINVAL;
 		up->addr = m.addr;
 		up->port = m.port ? m.port : htons(XINA_UDP_PORT);
