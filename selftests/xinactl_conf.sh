@@ -380,6 +380,23 @@ json_ok xsw -j job show '[(k["id"], [(m["addr"], m["port"]) for m in k["members"
 	(3, [("10.0.0.3", 0)]), (4, [("10.99.0.2", 0)])]'
 log_test "jobs 1 (new member port), 3 and 4; job 2 deleted"
 
+# What the switch cannot hold is refused before any change: job 1 with
+# 600 slots (a job has at most 512 of the 1024 slot versions) would be
+# deleted and then refused, the job lost; job 9 finds no room left.  In a
+# dry run as well.
+sed 's/^job 1 workers 2 slots 128 /job 1 workers 2 slots 600 /' "$TMP/b.conf" > "$TMP/big.conf"
+refused "$TMP/big.conf:4: job 1 does not fit in the switch (above); nothing was changed" "$TMP/big.conf"
+err=$(xsw apply "$TMP/big.conf" dry-run 2>&1)
+[ $? = 1 ] && [[ "$err" == *"slots 600 too many"* ]]
+check_err $? "dry-run of a job too large: '$err'"
+cp "$TMP/b.conf" "$TMP/room.conf"
+echo "job 9 workers 1 slots 400 keyfile $TMP/k1.key member 0 10.0.0.9" >> "$TMP/room.conf"
+refused "$TMP/room.conf:8: job 9 does not fit in the switch (above); nothing was changed" "$TMP/room.conf"
+err=$(xsw apply "$TMP/room.conf" 2>&1)
+[[ "$err" == *"no room for slots 400"* ]]
+check_err $? "a job with no room said '$err'"
+log_test "a replace or an add the slot memory cannot hold: refused before any change, job 1 kept"
+
 json_ok xsw -j dev show '[(d["ifname"], d["mode"], d["prog_id"] == '"$va_prog"')
 	for d in j["devs"]] == [("va", "native", True), ("vd", "generic", False)]'
 ip -n "$NS_SW" link show vc | grep -q "prog/xdp"

@@ -155,6 +155,16 @@ struct xinactl_backend {
 	/* the rounds of job @id's current epoch still waiting for ranks */
 	int (*rounds_get)(struct xinactl *x, __u32 id,
 			  struct xinactl_rounds *rs);
+	/*
+	 * Would the @nadd jobs @add, added in this order once the @ngone
+	 * jobs @gone are deleted, get a job index and slot memory?  0, or
+	 * the error of the first that would not (its index in *@bad, the
+	 * reason said); NULL: the backend cannot tell before it tries.
+	 * Opened for reading by the caller.
+	 */
+	int (*jobs_fit)(struct xinactl *x, const __u32 *gone,
+			unsigned int ngone, const struct xinactl_job *const *add,
+			unsigned int nadd, unsigned int *bad);
 };
 
 struct xinactl {

@@ -1334,6 +1334,59 @@ static int conf_check_backend(struct xinactl *x, const struct conf *c,
 	return 0;
 }
 
+/*
+ * Whether the jobs the plan adds (and re-adds) get a job index and slot
+ * memory once those it deletes are gone, asked before any change: a job
+ * replaced and then refused would be lost.  What only the kernel can
+ * refuse (xina.ko's mem_limit) and an uplink's route are still found when
+ * the job is added.
+ */
+static int conf_jobs_fit(struct xinactl *x, const struct conf *c,
+			 const struct conf_plan *p)
+{
+	const struct xinactl_job **add;
+	unsigned int i, nadd = 0, ngone = 0, bad = 0;
+	__u32 *gone;
+	int ret;
+
+	if (!x->be->jobs_fit || p->load_module)
+		return 0;
+	ret = x->be->open(x, XB_ABSENT_OK);
+	if (ret == -ENOENT)
+		return 0;	/* nothing runs: nothing to lose */
+	if (ret)
+		return ret;
+	add = calloc(c->njob + 1, sizeof(*add));
+	gone = calloc(p->njob_del + c->njob + 1, sizeof(*gone));
+	if (!add || !gone) {
+		xerr("out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < p->njob_del; i++)
+		gone[ngone++] = p->job_del[i];
+	for (i = 0; i < c->njob; i++) {
+		if (p->job_act[i] == CONF_REPLACE)
+			gone[ngone++] = c->job[i].job.id;
+		if (p->job_act[i] != CONF_KEEP)
+			add[nadd++] = &c->job[i].job;
+	}
+	ret = x->be->jobs_fit(x, gone, ngone, add, nadd, &bad);
+	if (ret) {
+		for (i = 0; i < c->njob && &c->job[i].job != add[bad]; i++)
+			;
+		xerr_at(c->file, i < c->njob ? c->job[i].line : 0);
+		xerr("job %u does not fit in the switch (above); nothing was changed",
+		     add[bad]->id);
+		xerr_at(NULL, 0);
+	}
+out:
+	free(add);
+	free(gone);
+	x->be->close(x);
+	return ret;
+}
+
 static int conf_apply(struct xinactl *x, const char *file, bool dry)
 {
 	struct conf_plan p = {};
@@ -1375,6 +1428,8 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 	if (p.load_module && dry)
 		r.njob = 0;	/* the module would start without jobs */
 	ret = conf_plan_make(&c, &r, p.load_module, &p);
+	if (!ret)
+		ret = conf_jobs_fit(x, &c, &p);
 	if (ret)
 		goto out;
 	st = calloc(c.njob + 1, sizeof(*st));

@@ -837,11 +837,28 @@ struct xm_usage {
 	__u32		nr;
 };
 
-static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
-			 struct xm_usage *u)
+/* Job index @idx and @slots slots from version @base on, held; sorted. */
+static void xm_usage_take(struct xm_usage *u, __u32 idx, __u32 base,
+			  __u32 slots)
 {
-	__u32 ids[XINA_JOB_BUCKETS], nr, i;
-	struct xm *m = x->be_priv;
+	if (u->nr >= sizeof(u->range) / sizeof(u->range[0]))
+		return;
+	if (idx < XINA_MAX_JOBS)
+		u->idx_used[idx] = true;
+	u->range[u->nr].base = base;
+	u->range[u->nr].end = base + 2 * slots;
+	u->nr++;
+	qsort(u->range, u->nr, sizeof(u->range[0]), cmp_range);
+}
+
+/*
+ * What the running jobs hold but the @ngone of @gone (about to be
+ * deleted); a running job @id (0: none) is refused: it exists already.
+ */
+static int xm_usage_of(struct xm *m, __u32 id, const __u32 *gone,
+		       unsigned int ngone, struct xm_usage *u)
+{
+	__u32 ids[XINA_JOB_BUCKETS], nr, i, k;
 	struct xina_job j;
 	int ret;
 
@@ -852,21 +869,62 @@ static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
 	}
 	memset(u, 0, sizeof(*u));
 	for (i = 0; i < nr; i++) {
-		if (ids[i] == new->id) {
+		if (id && ids[i] == id) {
 			xerr("job %u already exists; delete it first ('xinactl job del %u')",
-			     new->id, new->id);
+			     id, id);
 			return -EEXIST;
 		}
-		if (xm_job_find(m, ids[i], &j, NULL))
+		for (k = 0; k < ngone && gone[k] != ids[i]; k++)
+			;
+		if (k < ngone || xm_job_find(m, ids[i], &j, NULL))
 			continue;
-		if (j.idx < XINA_MAX_JOBS)
-			u->idx_used[j.idx] = true;
-		u->range[u->nr].base = j.slot_base;
-		u->range[u->nr].end = j.slot_base + 2 * j.slots;
-		u->nr++;
+		xm_usage_take(u, j.idx, j.slot_base, j.slots);
 	}
-	qsort(u->range, u->nr, sizeof(u->range[0]), cmp_range);
 	return 0;
+}
+
+static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
+			 struct xm_usage *u)
+{
+	return xm_usage_of(x->be_priv, new->id, NULL, 0, u);
+}
+
+static int xm_alloc_idx(const struct xm_usage *u, __u32 *idx);
+static int xm_alloc_range(const struct xm *m, const struct xm_usage *u,
+			  __u32 slots, __u32 *base);
+
+/*
+ * The running jobs but @gone, then each of @add placed as xm_job_add()
+ * would place it (the first free index, the first fit of its slot
+ * versions), writing nothing.
+ */
+static int xm_jobs_fit(struct xinactl *x, const __u32 *gone,
+		       unsigned int ngone, const struct xinactl_job *const *add,
+		       unsigned int nadd, unsigned int *bad)
+{
+	struct xm *m = x->be_priv;
+	struct xm_usage *u;
+	__u32 idx, base;
+	unsigned int k;
+	int ret;
+
+	u = malloc(sizeof(*u));
+	if (!u) {
+		xerr("out of memory");
+		return -ENOMEM;
+	}
+	ret = xm_usage_of(m, 0, gone, ngone, u);
+	for (k = 0; k < nadd && !ret; k++) {
+		ret = xm_alloc_idx(u, &idx);
+		if (!ret)
+			ret = xm_alloc_range(m, u, add[k]->slots, &base);
+		if (ret)
+			*bad = k;
+		else
+			xm_usage_take(u, idx, base, add[k]->slots);
+	}
+	free(u);
+	return ret;
 }
 
 static int xm_alloc_idx(const struct xm_usage *u, __u32 *idx)
@@ -1590,6 +1648,7 @@ const struct xinactl_backend xinactl_maps_backend = {
 	.job_del	= xm_job_del,
 	.job_rekey	= xm_job_rekey,
 	.job_uprekey	= xm_job_uprekey,
+	.jobs_fit	= xm_jobs_fit,
 	.job_get	= xm_job_get,
 	.job_walk	= xm_job_walk,
 	.stats_get	= xm_stats_get,
