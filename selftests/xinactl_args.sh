@@ -305,6 +305,16 @@ refused "job 1 has no uplink" x job set 1 upkeyfile "$KF"
 refused "upkeyfile: key file $KDIR/none.key" x job set 1 upkeyfile "$KDIR/none.key"
 [ ! -e "$KDIR/none.key" ]
 check_err $? "job set upkeyfile made the missing upper key file"
+# a key file that does not exist is made only for a change that is made
+refused "job 99 does not exist" x job set 99 keyfile "$KDIR/new99.key"
+[ ! -e "$KDIR/new99.key" ]
+check_err $? "a refused job set left the key file it made"
+refused "job 1 already exists" x job add 1 keyfile "$KDIR/new1.key" workers 1 $M1
+[ ! -e "$KDIR/new1.key" ]
+check_err $? "a refused job add left the key file it made"
+refused "rank 1 missing" x job add 5 keyfile "$KDIR/new5.key" workers 2 $M1
+[ ! -e "$KDIR/new5.key" ]
+check_err $? "a job add refused while parsing made its key file"
 refused "'upkeyfile' given twice" x job set 1 upkeyfile "$KF" upkeyfile "$KF"
 refused "'upkeyfile' needs a value" x job set 1 upkeyfile
 refused "job set: keys are not taken on the command line" x job set 1 key 5

@@ -194,7 +194,7 @@ int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,
 	       __u32 *out);
 int xparse_u64(const char *what, const char *s, __u64 *out);
 int xparse_dev(const char *s, unsigned int *ifindex);
-int xkeyfile_load(const char *path, __u8 *secret);
+int xkeyfile_load(const char *path, __u8 *secret, bool *created);
 
 /*
  * Move to the value of the keyword in argv[0]; return from the calling
@@ -235,6 +235,8 @@ struct job_args {
 	bool			up, upjob, uprank, upkeyfile, upresend;
 	bool			rank[XINA_MAX_WORKERS];		/* given */
 	const char		*uppath;	/* upkeyfile's value */
+	const char		*keypath;	/* keyfile's value */
+	bool			key_created;	/* this command made it */
 };
 
 /* @kw is one of UPLINK's keywords: up upjob uprank upkeyfile upresend */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "xina_json.h"
 #include "xina_keyfile.h"
@@ -135,23 +136,43 @@ static int job_key_refused(const char *cmd)
 
 /*
  * The secret in key file @path; a missing file is created with a new one
- * (said on stderr: whoever runs the workers needs a copy).
+ * (said on stderr: whoever runs the workers needs a copy), and *@created
+ * set: xkeyfile_unmade() removes it if the change is then refused.
  */
-int xkeyfile_load(const char *path, __u8 *secret)
+int xkeyfile_load(const char *path, __u8 *secret, bool *created)
 {
 	char err[512];
 	int ret;
 
+	*created = false;
 	ret = xina_keyfile_read(path, secret, err, sizeof(err));
 	if (ret == -ENOENT) {
 		ret = xina_keyfile_create(path, secret, err, sizeof(err));
-		if (!ret)
+		if (!ret) {
 			fprintf(stderr, "xinactl: created key file %s with a new secret\n",
 				path);
+			*created = true;
+		}
 	}
 	if (ret)
 		xerr("%s", err);
 	return ret;
+}
+
+/*
+ * A key file this command created for a change the switch then refused
+ * goes again: a refused command leaves nothing behind.
+ */
+static void xkeyfile_unmade(const char *path, bool created)
+{
+	if (!created)
+		return;
+	if (unlink(path))
+		xwarn("cannot remove key file %s, created for the refused change: %s",
+		      path, strerror(errno));
+	else
+		fprintf(stderr, "xinactl: removed key file %s again: nothing was changed\n",
+			path);
 }
 
 static int job_twice_in(const char *cmd, const char *keyword)
@@ -345,8 +366,7 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 			XNEXT_ARG(cmd);
 			if (a->keyfile)
 				return job_twice("keyfile");
-			if (xkeyfile_load(argv[0], a->job.secret))
-				return -EINVAL;
+			a->keypath = argv[0];	/* read once all is checked */
 			a->keyfile = true;
 		} else if (xmatches(argv[0], "key")) {
 			return job_key_refused(cmd);
@@ -381,7 +401,12 @@ static int job_parse_add(struct job_args *a, int argc, char **argv)
 		return -EINVAL;
 	if (a->uppath && job_upkey_load(a->uppath, a->job.up.secret))
 		return -EINVAL;
-	return job_check_members(a);
+	if (job_check_members(a))
+		return -EINVAL;
+	/* last: a missing key file is made, a new secret in it */
+	if (xkeyfile_load(a->keypath, a->job.secret, &a->key_created))
+		return -EINVAL;
+	return 0;
 }
 
 static int job_add(struct xinactl *x, int argc, char **argv)
@@ -397,10 +422,12 @@ static int job_add(struct xinactl *x, int argc, char **argv)
 	if (ret)
 		goto out;
 	ret = x->be->open(x, XB_CREATE);
+	if (!ret) {
+		ret = x->be->job_add(x, &a->job);
+		x->be->close(x);
+	}
 	if (ret)
-		goto out;
-	ret = x->be->job_add(x, &a->job);
-	x->be->close(x);
+		xkeyfile_unmade(a->keypath, a->key_created);
 out:
 	explicit_bzero(a->job.secret, sizeof(a->job.secret));
 	explicit_bzero(a->job.up.secret, sizeof(a->job.up.secret));
@@ -413,7 +440,8 @@ static int job_set(struct xinactl *x, int argc, char **argv)
 {
 	const char *cmd = "job set";
 	__u8 secret[XINA_SECRET_BYTES], upsecret[XINA_SECRET_BYTES];
-	bool keyfile = false, upkeyfile = false, up;
+	bool keyfile = false, upkeyfile = false, up, created = false;
+	const char *keypath = NULL;
 	__u32 id;
 	int ret = -EINVAL;
 
@@ -435,10 +463,11 @@ static int job_set(struct xinactl *x, int argc, char **argv)
 			goto out;
 		}
 		argc--, argv++;
-		/* the upper secret is read, never made */
-		if (up ? job_upkey_load(argv[0], upsecret) :
-			 xkeyfile_load(argv[0], secret))
+		/* the upper secret is read, never made; the own one last */
+		if (up && job_upkey_load(argv[0], upsecret))
 			goto out;
+		if (!up)
+			keypath = argv[0];
 		*(up ? &upkeyfile : &keyfile) = true;
 	}
 	if (!keyfile && !upkeyfile) {
@@ -451,15 +480,19 @@ static int job_set(struct xinactl *x, int argc, char **argv)
 		     cmd, x->be->name);
 		goto out;
 	}
-	ret = x->be->open(x, XB_WRITE);
-	if (ret)
+	if (keyfile && xkeyfile_load(keypath, secret, &created))
 		goto out;
-	/* the uplink first: a job without one is refused before any change */
-	if (upkeyfile)
-		ret = x->be->job_uprekey(x, id, upsecret);
-	if (!ret && keyfile)
-		ret = x->be->job_rekey(x, id, secret);
-	x->be->close(x);
+	ret = x->be->open(x, XB_WRITE);
+	if (!ret) {
+		/* the uplink first: a job without one is refused before any change */
+		if (upkeyfile)
+			ret = x->be->job_uprekey(x, id, upsecret);
+		if (!ret && keyfile)
+			ret = x->be->job_rekey(x, id, secret);
+		x->be->close(x);
+	}
+	if (ret)
+		xkeyfile_unmade(keypath, created);
 out:
 	explicit_bzero(secret, sizeof(secret));
 	explicit_bzero(upsecret, sizeof(upsecret));
