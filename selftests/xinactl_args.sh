@@ -419,6 +419,11 @@ refused "port '65536' out of range 1..65535" xsw dev attach vd port 65536
 refused "mode 'fast' is neither native nor generic" xsw dev attach vd mode fast
 refused "'mode' given twice" xsw dev attach vd mode native mode generic
 refused "unknown argument 'mod'" xsw dev attach vd mod native
+# refused after its TC step (lo has no native XDP): the clsact qdisc that
+# step added goes with the filter
+refused "device 'lo' has no native XDP support" xsw dev attach lo
+! ip netns exec "$NS_SW" tc qdisc show dev lo | grep -q clsact
+check_err $? "a refused dev attach left a clsact qdisc on lo: $(ip netns exec "$NS_SW" tc qdisc show dev lo | tr '\n' ' ')"
 refused "unknown command 'atach'" xsw dev atach vd
 refused "unknown argument 'vd'" xsw dev detach va vd
 

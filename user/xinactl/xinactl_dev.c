@@ -266,7 +266,17 @@ static int dev_attach_xdp(const struct dev_req *r, int prog_fd)
 	LIBBPF_OPTS(bpf_tc_opts, name, .handle = DEV_TC_HANDLE,		\
 		    .priority = DEV_TC_PRIO, ##__VA_ARGS__)
 
-static int dev_attach_tc(const struct dev_req *r, int prog_fd)
+/* The clsact qdisc of @ifindex, both hooks: bpf_tc_hook_destroy() of it. */
+static void dev_qdisc_del(unsigned int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS);
+
+	bpf_tc_hook_destroy(&hook);
+}
+
+/* *@made: this call added the clsact qdisc (undone with the filter). */
+static int dev_attach_tc(const struct dev_req *r, int prog_fd, bool *made)
 {
 	DEV_TC_HOOK(hook, r->ifindex);
 	DEV_TC_OPTS(opts, .prog_fd = prog_fd);
@@ -280,12 +290,15 @@ static int dev_attach_tc(const struct dev_req *r, int prog_fd)
 		xmaps_log_dump();
 		return ret;
 	}
+	*made = !ret;
 	ret = bpf_tc_attach(&hook, &opts);
 	if (ret) {
 		xerr("attaching the TC program to device '%s' failed: %s%s",
 		     r->name, strerror(-ret),
 		     ret == -EEXIST ? " (a filter with xina's handle and priority is there already)" : "");
 		xmaps_log_dump();
+		if (*made)
+			dev_qdisc_del(r->ifindex);
 	}
 	return ret;
 }
@@ -305,6 +318,7 @@ static int dev_detach_tc(unsigned int ifindex)
  */
 static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 {
+	bool qdisc_made = false;
 	struct xina *skel;
 	int lock_fd, prog_fd, tc_fd, ret;
 
@@ -327,7 +341,7 @@ static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 		goto destroy;
 	prog_fd = bpf_program__fd(skel->progs.xina_xdp);
 	tc_fd = bpf_program__fd(skel->progs.xina_fanout);
-	ret = dev_attach_tc(r, tc_fd);
+	ret = dev_attach_tc(r, tc_fd, &qdisc_made);
 	if (ret)
 		goto destroy;
 	ret = dev_attach_xdp(r, prog_fd);
@@ -354,6 +368,8 @@ detach:
 	bpf_xdp_detach(r->ifindex, r->xdp_flags, NULL);
 detach_tc:
 	dev_detach_tc(r->ifindex);
+	if (qdisc_made)
+		dev_qdisc_del(r->ifindex);
 destroy:
 	xina__destroy(skel);
 unlock:
