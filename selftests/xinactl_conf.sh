@@ -397,6 +397,20 @@ err=$(xsw apply "$TMP/room.conf" 2>&1)
 check_err $? "a job with no room said '$err'"
 log_test "a replace or an add the slot memory cannot hold: refused before any change, job 1 kept"
 
+# An apply that stops at a port (lo has no native XDP) before it reaches
+# the jobs: job 4, kept with a new key file in the file, still runs the
+# old one's secret, and show-config still names the old file.
+cp "$TMP/k3.key" "$TMP/k3b.key"
+sed "s|keyfile $TMP/k3.key|keyfile $TMP/k3b.key|" "$TMP/b.conf" > "$TMP/stop.conf"
+echo "dev lo" >> "$TMP/stop.conf"
+err=$(xsw apply "$TMP/stop.conf" 2>&1)
+[ $? = 1 ] && [[ "$err" == *"device 'lo' has no native XDP support"* ]]
+check_err $? "apply with dev lo said '$err'"
+shown | grep -q "^job 4 .*keyfile $TMP/k3.key\b"
+check_err $? "after the stop show-config names: $(shown | grep '^job 4')"
+applied "$TMP/b.conf"
+log_test "apply stopped before the jobs: show-config keeps a kept job's old key file"
+
 json_ok xsw -j dev show '[(d["ifname"], d["mode"], d["prog_id"] == '"$va_prog"')
 	for d in j["devs"]] == [("va", "native", True), ("vd", "generic", False)]'
 ip -n "$NS_SW" link show vc | grep -q "prog/xdp"

@@ -1203,7 +1203,10 @@ static int conf_do_devs(struct xinactl *x, const struct conf *c,
 	return 0;
 }
 
-/* Jobs added or replaced; @st collects them for the state file. */
+/*
+ * Jobs added, replaced, or kept (and rekeyed); @st collects each, once
+ * set, for the state file.
+ */
 static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
 			    const struct conf_plan *p, bool dry,
 			    struct conf_job *st, unsigned int *nst)
@@ -1240,6 +1243,7 @@ static int conf_do_jobs_add(struct xinactl *x, const struct conf *c,
 							 j->up.secret);
 			if (ret)
 				break;
+			st[(*nst)++] = c->job[i];
 			continue;
 		}
 		ret = x->be->job_add(x, &c->job[i].job);
@@ -1392,7 +1396,7 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 	struct conf_plan p = {};
 	struct conf_job *st = NULL;
 	struct conf_run r = {};
-	unsigned int nst = 0, i;
+	unsigned int nst = 0;
 	int lock_fd = -1, ret, err;
 	struct conf c;
 
@@ -1432,14 +1436,13 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 		ret = conf_jobs_fit(x, &c, &p);
 	if (ret)
 		goto out;
+	/* the jobs set, each once it is: a stop keeps the others' old entry */
 	st = calloc(c.njob + 1, sizeof(*st));
 	if (!st) {
+		xerr("out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < c.njob; i++)
-		if (p.job_act[i] == CONF_KEEP)
-			st[nst++] = c.job[i];
 
 	/* first what frees room (slots, ports), then what takes it */
 	ret = conf_do_jobs_del(x, &c, &p, dry);
