@@ -366,13 +366,13 @@ EOF
 before=$(snapshot)
 out=$(xsw apply "$TMP/b.conf" dry-run 2>&1)
 check_err $? "dry-run failed: $out"
-[ "$out" = "$(printf '%s\n' "del job 2" "del dev vc" "add dev vd" "replace job 1" "add job 3")" ]
+[ "$out" = "$(printf '%s\n' "del dev vc" "add dev vd" "del job 2" "replace job 1" "add job 3")" ]
 check_err $? "dry-run printed '$(echo "$out" | tr '\n' ';')'"
 [ "$before" = "$(snapshot)" ]
 check_err $? "dry-run changed the configuration"
 log_test "apply b.conf dry-run: the changes printed, none made"
 
-applied "$TMP/b.conf" "del job 2" "del dev vc" "add dev vd" "replace job 1" "add job 3"
+applied "$TMP/b.conf" "del dev vc" "add dev vd" "del job 2" "replace job 1" "add job 3"
 log_test "apply b.conf: exactly the edited jobs and ports changed"
 
 json_ok xsw -j job show '[(k["id"], [(m["addr"], m["port"]) for m in k["members"]])
@@ -397,19 +397,23 @@ err=$(xsw apply "$TMP/room.conf" 2>&1)
 check_err $? "a job with no room said '$err'"
 log_test "a replace or an add the slot memory cannot hold: refused before any change, job 1 kept"
 
-# An apply that stops at a port (lo has no native XDP) before it reaches
-# the jobs: job 4, kept with a new key file in the file, still runs the
-# old one's secret, and show-config still names the old file.
+# An apply that stops at a port (lo has no native XDP): the ports go
+# first, so no job has changed yet.  Job 1, to be replaced (64 slots), still
+# runs with its 128; job 4, kept with a new key file in the file, still
+# runs the old one's secret, and show-config still names the old file.
 cp "$TMP/k3.key" "$TMP/k3b.key"
-sed "s|keyfile $TMP/k3.key|keyfile $TMP/k3b.key|" "$TMP/b.conf" > "$TMP/stop.conf"
+sed -e "s|keyfile $TMP/k3.key|keyfile $TMP/k3b.key|" \
+	-e 's/^job 1 workers 2 slots 128 /job 1 workers 2 slots 64 /' \
+	"$TMP/b.conf" > "$TMP/stop.conf"
 echo "dev lo" >> "$TMP/stop.conf"
 err=$(xsw apply "$TMP/stop.conf" 2>&1)
 [ $? = 1 ] && [[ "$err" == *"device 'lo' has no native XDP support"* ]]
 check_err $? "apply with dev lo said '$err'"
+json_ok xsw -j job show 1 'j["jobs"][0]["slots"] == 128'
 shown | grep -q "^job 4 .*keyfile $TMP/k3.key\b"
 check_err $? "after the stop show-config names: $(shown | grep '^job 4')"
 applied "$TMP/b.conf"
-log_test "apply stopped before the jobs: show-config keeps a kept job's old key file"
+log_test "apply stopped at a port: job 1 not replaced, show-config keeps a kept job's old key file"
 
 json_ok xsw -j dev show '[(d["ifname"], d["mode"], d["prog_id"] == '"$va_prog"')
 	for d in j["devs"]] == [("va", "native", True), ("vd", "generic", False)]'
@@ -472,7 +476,7 @@ log_test "a job changed by hand: key file unknown until apply sets it again"
 
 # ---- the empty file owns everything too ----------------------------------------------
 : > "$TMP/empty.conf"
-applied "$TMP/empty.conf" "del job 1" "del job 3" "del job 4" "del dev va" "del dev vd"
+applied "$TMP/empty.conf" "del dev va" "del dev vd" "del job 1" "del job 3" "del job 4"
 json_ok xsw -j job show 'j["jobs"] == []'
 json_ok xsw -j dev show 'j["devs"] == []'
 [ "$(shown)" = "backend maps" ]

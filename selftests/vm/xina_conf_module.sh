@@ -135,7 +135,7 @@ log_test $rc "the kernel's refusal (extack) stops apply and is shown; applied on
 
 rc=0
 echo "backend module" > "$TMP/empty.conf"
-apply_out "$TMP/empty.conf" "del job 5" "del job 6" "del job 7" "del dev va" || rc=1
+apply_out "$TMP/empty.conf" "del dev va" "del job 5" "del job 6" "del job 7" || rc=1
 check_eq "$(ls /sys/kernel/xina/jobs | wc -l)" 0 || rc=1
 # The detached programs hold the module (their kfuncs) until the kernel
 # frees them, after an RCU grace period: slow under TCG on a busy host.

@@ -1444,10 +1444,15 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 		goto out;
 	}
 
-	/* first what frees room (slots, ports), then what takes it */
-	ret = conf_do_jobs_del(x, &c, &p, dry);
+	/*
+	 * The ports first: they are what the kernel may still refuse (no
+	 * native XDP, another program there), and a refused one then leaves
+	 * every job as it ran.  Then the jobs, what frees slot memory before
+	 * what takes it (conf_jobs_fit() checked it fits).
+	 */
+	ret = conf_do_devs(x, &c, &p, dry);
 	if (!ret)
-		ret = conf_do_devs(x, &c, &p, dry);
+		ret = conf_do_jobs_del(x, &c, &p, dry);
 	if (!ret)
 		ret = conf_do_jobs_add(x, &c, &p, dry, st, &nst);
 	if (!dry) {
