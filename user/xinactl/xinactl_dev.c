@@ -474,9 +474,12 @@ static int dev_do_detach(struct xinactl *x, struct dev_req *r)
 		      id, r->name);
 	}
 	ret = dev_detach_tc(r->ifindex);
-	if (ret && ret != -ENOENT && ret != -EINVAL)
-		xwarn("cannot remove xina's TC filter from device '%s': %s",
-		      r->name, strerror(-ret));
+	if (ret && ret != -ENOENT && ret != -EINVAL) {
+		/* the pins stay, so that the same command can try again */
+		xerr("cannot remove xina's TC filter from device '%s': %s; XDP is detached, the rest stays: run 'xinactl dev detach %s' again",
+		     r->name, strerror(-ret), r->name);
+		goto close;
+	}
 	if (unlink(r->tc_pin) && errno != ENOENT)
 		xwarn("cannot remove %s: %s", r->tc_pin, strerror(errno));
 	if (unlink(r->pin)) {
