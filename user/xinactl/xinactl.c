@@ -26,6 +26,7 @@
 
 static const char *xerr_file;
 static unsigned int xerr_line;
+static bool xerr_said;	/* an error was reported: main() need not */
 
 void xerr_at(const char *file, unsigned int line)
 {
@@ -44,6 +45,7 @@ void xerr(const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
+	xerr_said = true;
 	fputs("Error: ", stderr);
 	xerr_where();
 	va_start(ap, fmt);
@@ -409,5 +411,8 @@ int main(int argc, char **argv)
 		xerr("writing the output failed");
 		ret = -EIO;
 	}
+	/* a failure no message named (out of memory, mostly): its errno */
+	if (ret < 0 && !xerr_said)
+		xerr("%s failed: %s", argv[0], strerror(-ret));
 	return ret ? 1 : 0;
 }
