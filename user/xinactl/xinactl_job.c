@@ -171,7 +171,7 @@ static void xkeyfile_unmade(const char *path, bool created)
 		xwarn("cannot remove key file %s, created for the refused change: %s",
 		      path, strerror(errno));
 	else
-		fprintf(stderr, "xinactl: removed key file %s again: nothing was changed\n",
+		fprintf(stderr, "xinactl: removed key file %s again: the change was refused\n",
 			path);
 }
 
