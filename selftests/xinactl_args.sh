@@ -196,6 +196,9 @@ refused "$NL" x stats
 refused "$NL" x stats job 1
 refused "$NL" x job rounds 1
 refused "$NL" x dev detach lo
+# the first job, refused by the map backend: the setup made for it goes
+# (no mount, no pin dir, no maps)
+refused "slots 600 too many" x job add 5 $K workers 1 slots 600 member 0 10.0.0.1
 
 json_ok x -j job show 'j == {"backend": "maps", "jobs": []}'
 findmnt "$PIN" >/dev/null 2>&1

@@ -119,6 +119,8 @@ struct xm {
 	int	lock_fd;	/* pin dir, flock()ed while we change things */
 	int	ncpus;		/* possible CPUs: per-CPU value count */
 	__u32	versions;	/* slot versions in xina_meta and xina_vals */
+	/* what this open set up (XB_CREATE); xm_close() undoes it if unmake */
+	bool	made_dir, made_mount, made_maps, unmake;
 };
 
 /*
@@ -489,6 +491,29 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 	return 0;
 }
 
+/*
+ * Undo the setup this open made (the maps it pinned, the bpffs it
+ * mounted, the pin dir it created), still under the lock: the command
+ * that set xina up was refused, and a refused command changes nothing.
+ */
+static void xm_unmake(struct xinactl *x, const struct xm *m)
+{
+	char path[PATH_MAX];
+	int i;
+
+	for (i = 0; i < XM_NR && m->made_maps; i++) {
+		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+			 xm_shapes[i].name);
+		if (unlink(path) && errno != ENOENT)
+			xwarn("cannot remove %s: %s", path, strerror(errno));
+	}
+	if (m->made_mount && umount2(x->pin_dir, MNT_DETACH))
+		xwarn("cannot unmount the bpffs on %s: %s", x->pin_dir,
+		      strerror(errno));
+	else if (m->made_dir && rmdir(x->pin_dir))
+		xwarn("cannot remove %s: %s", x->pin_dir, strerror(errno));
+}
+
 static void xm_close(struct xinactl *x)
 {
 	struct xm *m = x->be_priv;
@@ -499,6 +524,8 @@ static void xm_close(struct xinactl *x)
 	for (i = 0; i < XM_NR; i++)
 		if (m->fd[i] >= 0)
 			close(m->fd[i]);
+	if (m->unmake)
+		xm_unmake(x, m);
 	xmaps_unlock(m->lock_fd);
 	free(m);
 	x->be_priv = NULL;
@@ -524,10 +551,15 @@ static int xm_open(struct xinactl *x, unsigned int flags)
 		     strerror(-ret));
 		goto err;
 	}
-	if (flags & XB_CREATE)
+	if (flags & XB_CREATE) {
+		struct stat st;
+
+		m->made_dir = stat(x->pin_dir, &st) || !S_ISDIR(st.st_mode);
+		m->made_mount = !is_bpffs(x->pin_dir);
 		ret = xmaps_pin_dir_setup(x);
-	else
+	} else {
 		ret = xmaps_pin_dir_check(x, flags & XB_ABSENT_OK);
+	}
 	if (ret)
 		goto err;
 	if (flags & (XB_CREATE | XB_WRITE)) {
@@ -538,6 +570,11 @@ static int xm_open(struct xinactl *x, unsigned int flags)
 		}
 	}
 	if (flags & XB_CREATE) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+			 xm_shapes[XM_JOBS].name);
+		m->made_maps = access(path, F_OK) != 0;
 		ret = xm_create(x);
 		if (ret)
 			goto err;
@@ -1411,6 +1448,8 @@ undo:
 	xm_up_clear(m, idx);
 	xm_clear_nhkey(m, idx);
 out:
+	/* the first job, refused: the setup made for it goes as well */
+	m->unmake = ret && m->made_maps;
 	explicit_bzero(&j, sizeof(j));
 	free(u);
 	return ret;
