@@ -806,21 +806,31 @@ static void xina_q16_bf16(uint16_t *restrict dst,
 	xina_q16(dst + done, src + done, cnt - done, sa, sb, lim, true);
 }
 
-/* x * 2^@s, 2^s a float here: |x| >= 2^-24 and |x * 2^s| < 2^15. */
+/*
+ * x * 2^@s, 2^s a float: for a float16 x other than zero, |x| >= 2^-24
+ * and |x * 2^s| < 2^15.  Only a block of zeros meets a larger s (an
+ * exponent below float16's, a peer's, agreed by MAX): there 2^s would
+ * overflow a float, and 0 * inf is NaN.  From s = 64 on, x * 2^s is 2^40
+ * or more for every float16 x but zero, past any lane's clamp: s = 64
+ * gives the same lanes, and a finite scale.
+ */
 XINA_CLONES
 static void xina_q16_f16(uint16_t *restrict dst,
 			 const uint16_t *restrict src, size_t cnt, int s,
 			 float lim)
 {
-	size_t done = xina_has_avx512() ?
-		      xina_q16_f16_avx512(dst, src, cnt, s, lim) : 0;
+	size_t done;
+	float sc;
 
+	s = s > 64 ? 64 : s;
+	sc = ldexpf(1.0f, s);
+	done = xina_has_avx512() ? xina_q16_f16_avx512(dst, src, cnt, s, lim) :
+				   0;
 	if (xina_has_f16c())
-		done += xina_q16_f16c(dst + done, src + done, cnt - done,
-				      ldexpf(1.0f, s), lim);
+		done += xina_q16_f16c(dst + done, src + done, cnt - done, sc,
+				      lim);
 
-	xina_q16(dst + done, src + done, cnt - done, ldexpf(1.0f, s), 1.0f,
-		 lim, false);
+	xina_q16(dst + done, src + done, cnt - done, sc, 1.0f, lim, false);
 }
 
 /* float16 into INT32 lanes: x * 2^s is exact in double (11 bits). */
@@ -862,16 +872,7 @@ void xina_bfp16_pack(const struct xina *x, const struct xina_codec *k,
 		xina_pow2_split(s, &sa, &sb);
 		xina_q16_bf16(dst, src, cnt, sa, sb, ldexpf(1.0f, b) - 1);
 	} else {
-		/*
-		 * Only a block of zeros meets an exponent below float16's
-		 * (a peer's, agreed by MAX): there 2^s would overflow a
-		 * float, and 0 * inf is NaN.  From s = 64 on, x * 2^s is
-		 * 2^40 or more for every float16 x but zero, past any
-		 * lane's clamp: s = 64 gives the same lanes, and a finite
-		 * scale.
-		 */
-		xina_q16_f16(dst, src, cnt, s > 64 ? 64 : s,
-			     ldexpf(1.0f, b) - 1);
+		xina_q16_f16(dst, src, cnt, s, ldexpf(1.0f, b) - 1);
 	}
 }
 

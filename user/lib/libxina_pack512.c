@@ -116,7 +116,8 @@ static inline __m512i xina_clamp16_swap512(__m512i q, __m512i lim)
  * rounds to 0 as the exact product would.  The conversion to 16-bit
  * integers rounds in the current mode, as the others do, and cannot
  * overflow: the largest float16 below 2^15 is 32752, an integer.  2^s
- * need not be a float16, scalef takes s itself (at most 15 + 24, exact).
+ * need not be a float16, scalef takes s itself (at most 64, exact:
+ * xina_q16_f16() caps it).
  */
 __attribute__((target(XINA_AVX512 ",avx512fp16")))
 static size_t xina_q16_f16_fp16(uint16_t *restrict dst,
