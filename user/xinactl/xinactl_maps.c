@@ -926,44 +926,6 @@ static int xm_usage_read(struct xinactl *x, const struct xinactl_job *new,
 	return xm_usage_of(x->be_priv, new->id, NULL, 0, u);
 }
 
-static int xm_alloc_idx(const struct xm_usage *u, __u32 *idx);
-static int xm_alloc_range(const struct xm *m, const struct xm_usage *u,
-			  __u32 slots, __u32 *base);
-
-/*
- * The running jobs but @gone, then each of @add placed as xm_job_add()
- * would place it (the first free index, the first fit of its slot
- * versions), writing nothing.
- */
-static int xm_jobs_fit(struct xinactl *x, const __u32 *gone,
-		       unsigned int ngone, const struct xinactl_job *const *add,
-		       unsigned int nadd, unsigned int *bad)
-{
-	struct xm *m = x->be_priv;
-	struct xm_usage *u;
-	__u32 idx, base;
-	unsigned int k;
-	int ret;
-
-	u = malloc(sizeof(*u));
-	if (!u) {
-		xerr("out of memory");
-		return -ENOMEM;
-	}
-	ret = xm_usage_of(m, 0, gone, ngone, u);
-	for (k = 0; k < nadd && !ret; k++) {
-		ret = xm_alloc_idx(u, &idx);
-		if (!ret)
-			ret = xm_alloc_range(m, u, add[k]->slots, &base);
-		if (ret)
-			*bad = k;
-		else
-			xm_usage_take(u, idx, base, add[k]->slots);
-	}
-	free(u);
-	return ret;
-}
-
 static int xm_alloc_idx(const struct xm_usage *u, __u32 *idx)
 {
 	__u32 i;
@@ -1007,6 +969,40 @@ static int xm_alloc_range(const struct xm *m, const struct xm_usage *u,
 	xerr("no room for slots %u: it needs %llu contiguous slot versions, the largest free range has %u (%u of %u free)",
 	     slots, (unsigned long long)need, largest, free_total, m->versions);
 	return -ENOSPC;
+}
+
+/*
+ * The running jobs but @gone, then each of @add placed as xm_job_add()
+ * would place it (the first free index, the first fit of its slot
+ * versions), writing nothing.
+ */
+static int xm_jobs_fit(struct xinactl *x, const __u32 *gone,
+		       unsigned int ngone, const struct xinactl_job *const *add,
+		       unsigned int nadd, unsigned int *bad)
+{
+	struct xm *m = x->be_priv;
+	struct xm_usage *u;
+	__u32 idx, base;
+	unsigned int k;
+	int ret;
+
+	u = malloc(sizeof(*u));
+	if (!u) {
+		xerr("out of memory");
+		return -ENOMEM;
+	}
+	ret = xm_usage_of(m, 0, gone, ngone, u);
+	for (k = 0; k < nadd && !ret; k++) {
+		ret = xm_alloc_idx(u, &idx);
+		if (!ret)
+			ret = xm_alloc_range(m, u, add[k]->slots, &base);
+		if (ret)
+			*bad = k;
+		else
+			xm_usage_take(u, idx, base, add[k]->slots);
+	}
+	free(u);
+	return ret;
 }
 
 /* A fresh job starts from clean slot versions and counters. */
