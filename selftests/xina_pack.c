@@ -233,7 +233,7 @@ static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
 				own = own < f->emin ? f->emin : own;
 				for (i = 0; i < N; i++)
 					in[i] = rnd_below(f, own);
-				len = N - blk++ % 16;	/* every tail */
+				len = N - blk++ % 32;	/* every tail */
 				check_pack(f, bits, E, len, &bad);
 				fill_sums(bits);
 				for (div = 1; div <= 3; div += 2)
@@ -254,7 +254,7 @@ static void sweep(struct __test_metadata *_metadata, const struct fmt *f,
 		for (E = -148; E < f->emin; E++) {
 			for (i = 0; i < N; i++)
 				in[i] = rnd() & 0x8000;
-			len = N - blk++ % 16;
+			len = N - blk++ % 32;
 			check_pack(f, bits, E, len, &bad);
 			fill_sums(bits);
 			check_unpack(f, bits, E, 1, len, &bad);
@@ -311,7 +311,7 @@ TEST(float16_int32_lanes)
  * 2^E: its subnormals to its largest), random elements, the block's
  * largest value just below 2^E (which, where a float's quantum there is
  * above 1/2, rounds up to the clamp) and halves (ties of the rounding);
- * blocks of every length from N - 7 to N (the tails of loops of 16 and of
+ * blocks of every length from N - 15 to N (the tails of loops of 16 and of
  * 8).  By each path the CPU has (AVX-512, AVX2, the double loop); the
  * same for the way back below.
  */
@@ -330,7 +330,7 @@ static unsigned int f32_sweep(void)
 		for (E = -148; E <= 128; E++) {
 			s = 31 - (int)L - E;
 			for (r = 0; r < 2; r++) {
-				n = N - (unsigned int)(E + 148 + r) % 8;
+				n = N - (unsigned int)(E + 148 + r) % 16;
 				for (i = 0; i < n; i++) {
 					/* |x| < 2^E, 24 random bits, or a tie */
 					v = ldexp((double)(rnd() >> 40), E - 24 -
@@ -385,7 +385,7 @@ static unsigned int f32_unsweep(void)
 		x.o.workers = 1u << L;
 		for (E = -148; E <= 128; E++) {
 			s = 31 - (int)L - E;
-			n = N - (unsigned int)(E + 148) % 8;
+			n = N - (unsigned int)(E + 148) % 16;
 			for (i = 0; i < n; i++) {
 				q[i] = (int32_t)(uint32_t)(rnd() >> 32) >>
 				       (rnd() % 32);
