@@ -141,8 +141,18 @@ static int xnl_open(struct xinactl *x, unsigned int flags)
 		return ret;
 	}
 
-	/* The XDP program's switch-wide counters, if a port was attached. */
-	if (!xinactl_maps_backend.open(x, XB_ABSENT_OK))
+	/*
+	 * The XDP program's switch-wide counters, if a port was attached;
+	 * maps there but not as this xinactl's (said why) fail the command,
+	 * as on the map backend.
+	 */
+	ret = xinactl_maps_backend.open(x, XB_ABSENT_OK);
+	if (ret && ret != -ENOENT) {
+		xina_nl_close(&n->nl);
+		free(n);
+		return ret;
+	}
+	if (!ret)
 		n->maps_priv = x->be_priv;
 	x->be_priv = n;
 	return 0;
