@@ -20,18 +20,20 @@ PIN=/run/xina-test-$$
 PIN2=/run/xina-test-$$-par
 NS_SW=$(unique_name xctl-sw-)
 NS_W=$(unique_name xctl-w-)
+NS_BR=$(unique_name xctl-br-)
 export XINA_PIN_DIR=$PIN
 KDIR=$(mktemp -d)
 KF=$KDIR/job.key
 K="keyfile $KF"
 
 require_root
-require_cmd ip python3 findmnt "$XINACTL"
+require_cmd ip python3 findmnt nsenter "$XINACTL"
 
 cleanup()
 {
 	ip netns del "$NS_SW" 2>/dev/null
 	ip netns del "$NS_W" 2>/dev/null
+	ip netns del "$NS_BR" 2>/dev/null
 	umount "$PIN" 2>/dev/null
 	rmdir "$PIN" 2>/dev/null
 	while umount "$PIN2" 2>/dev/null; do :; done
@@ -199,6 +201,18 @@ refused "$NL" x dev detach lo
 # the first job, refused by the map backend: the setup made for it goes
 # (no mount, no pin dir, no maps)
 refused "slots 600 too many" x job add 5 $K workers 1 slots 600 member 0 10.0.0.1
+# and the first port, refused by the kernel (a bridge has no native XDP):
+# nsenter keeps this mount namespace (ip netns exec would hide a mount)
+ip netns add "$NS_BR" && ip -n "$NS_BR" link add br0 type bridge &&
+ip -n "$NS_BR" link set br0 up
+check_err $? "cannot set up namespace $NS_BR"
+log_test "namespace $NS_BR with a bridge"
+refused "device 'br0' has no native XDP support" \
+	nsenter --net="/run/netns/$NS_BR" "$XINACTL" dev attach br0
+ip netns exec "$NS_BR" tc qdisc show dev br0 | grep -q clsact
+check_fail $? "the refused attach left a clsact qdisc on br0"
+log_test "the refused first port leaves no qdisc"
+ip netns del "$NS_BR"
 
 json_ok x -j job show 'j == {"backend": "maps", "jobs": []}'
 findmnt "$PIN" >/dev/null 2>&1

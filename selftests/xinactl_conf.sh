@@ -366,13 +366,13 @@ EOF
 before=$(snapshot)
 out=$(xsw apply "$TMP/b.conf" dry-run 2>&1)
 check_err $? "dry-run failed: $out"
-[ "$out" = "$(printf '%s\n' "del dev vc" "add dev vd" "del job 2" "replace job 1" "add job 3")" ]
+[ "$out" = "$(printf '%s\n' "add dev vd" "del dev vc" "del job 2" "replace job 1" "add job 3")" ]
 check_err $? "dry-run printed '$(echo "$out" | tr '\n' ';')'"
 [ "$before" = "$(snapshot)" ]
 check_err $? "dry-run changed the configuration"
 log_test "apply b.conf dry-run: the changes printed, none made"
 
-applied "$TMP/b.conf" "del dev vc" "add dev vd" "del job 2" "replace job 1" "add job 3"
+applied "$TMP/b.conf" "add dev vd" "del dev vc" "del job 2" "replace job 1" "add job 3"
 log_test "apply b.conf: exactly the edited jobs and ports changed"
 
 json_ok xsw -j job show '[(k["id"], [(m["addr"], m["port"]) for m in k["members"]])
@@ -414,6 +414,53 @@ shown | grep -q "^job 4 .*keyfile $TMP/k3.key\b"
 check_err $? "after the stop show-config names: $(shown | grep '^job 4')"
 applied "$TMP/b.conf"
 log_test "apply stopped at a port: job 1 not replaced, show-config keeps a kept job's old key file"
+
+# A port the kernel refuses after others changed: they are put back.  vz
+# (a bridge: no native XDP) runs xina in generic mode; the file adds a new
+# veth ve, then replaces vz to native, which is refused: ve is detached
+# again (its clsact qdisc, which the attach added, goes too), vz runs generic again
+# (new programs, same settings), va and vd and the jobs are untouched.
+ports()
+{
+	xsw -j dev show | python3 -c '
+import json, sys
+for d in json.load(sys.stdin)["devs"]:
+	print(d["ifname"], d["mode"], d["port"], d["tx"])'
+}
+ip -n "$NS_SW" link add vz type bridge && ip -n "$NS_SW" link set vz up &&
+ip -n "$NS_SW" link add ve type veth peer name vf && ip -n "$NS_SW" link set ve up &&
+xsw dev attach vz mode generic
+check_err $? "cannot attach bridge vz in generic mode"
+ports_before=$(ports)
+progs_before=$(xsw -j dev show | python3 -c '
+import json, sys
+print([(d["ifname"], d["prog_id"]) for d in json.load(sys.stdin)["devs"] if d["ifname"] != "vz"])')
+jobs_before=$(xsw -j job show)
+{ cat "$TMP/b.conf"; echo "dev ve mode generic"; echo "dev vz"; } > "$TMP/roll.conf"
+err=$(xsw apply "$TMP/roll.conf" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ "$err" == *"$TMP/roll.conf:9: device 'vz' has no native XDP support"* &&
+	"$err" == *"apply of $TMP/roll.conf stopped at a port (above); the ports run as before; nothing was changed"* ]]
+check_err $? "apply refused at vz said ($rc) '$err'"
+[ "$(echo "$err" | grep -v '^Error:\|^libbpf' | tr '\n' ';')" = "add dev ve;replace dev vz;" ]
+check_err $? "apply printed '$(echo "$err" | tr '\n' ';')'"
+[ "$(ports)" = "$ports_before" ]
+check_err $? "ports after the refusal: $(ports | tr '\n' ';'), before: $(echo "$ports_before" | tr '\n' ';')"
+[ "$(xsw -j dev show | python3 -c '
+import json, sys
+print([(d["ifname"], d["prog_id"]) for d in json.load(sys.stdin)["devs"] if d["ifname"] != "vz"])')" = "$progs_before" ]
+check_err $? "va or vd got new programs"
+[ "$(xsw -j job show)" = "$jobs_before" ]
+check_err $? "the jobs changed"
+ip -n "$NS_SW" link show ve | grep -q "prog/xdp"
+check_fail $? "XDP still on ve"
+ip netns exec "$NS_SW" tc qdisc show dev ve | grep -q clsact
+check_fail $? "a clsact qdisc left on ve"
+ip netns exec "$NS_SW" tc filter show dev vz ingress | grep -q xina_fanout
+check_err $? "no xina_fanout filter on vz again"
+xsw dev detach vz && ip -n "$NS_SW" link del vz && ip -n "$NS_SW" link del ve
+check_err $? "cannot take vz away"
+log_test "apply stopped at a replaced port: the port added before it detached, the replaced one runs as before"
 
 json_ok xsw -j dev show '[(d["ifname"], d["mode"], d["prog_id"] == '"$va_prog"')
 	for d in j["devs"]] == [("va", "native", True), ("vd", "generic", False)]'

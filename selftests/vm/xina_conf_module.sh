@@ -18,6 +18,8 @@ export XINA_MODPROBE=$TMP/modprobe
 
 cleanup() {
 	ip link del va 2>/dev/null
+	ip link del vz 2>/dev/null
+	umount "$TMP/pin2" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -50,6 +52,24 @@ apply_out() {
 	check_eq "$out" "$(printf '%s\n' "$@")"
 }
 
+# A port the kernel refuses (vz, a bridge: no native XDP) after the module
+# was loaded and va attached: va is detached again, the module unloaded,
+# nothing set up.
+ip link add vz type bridge && ip link set vz up || exit 1
+printf '%s\n' "backend module" "dev va mode generic" "dev vz" > "$TMP/z.conf"
+rc=0
+out=$(xinactl apply "$TMP/z.conf" 2>&1) && rc=1
+case "$out" in
+*"$TMP/z.conf:3: device 'vz' has no native XDP support"*"the ports run as before, module xina unloaded; nothing was changed"*) ;;
+*) echo "  $out"; rc=1 ;;
+esac
+! grep -q '^xina ' /proc/modules || { echo "  xina.ko still loaded"; rmmod xina; rc=1; }
+ip link show va | grep -q prog/xdp && { echo "  XDP still on va"; rc=1; }
+tc qdisc show dev va | grep -q clsact && { echo "  clsact left on va"; rc=1; }
+check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
+ip link del vz
+log_test $rc "apply stopped at a refused port: va detached again, module unloaded"
+
 cat > "$TMP/a.conf" <<EOF
 backend module
 dev va mode generic
@@ -74,6 +94,20 @@ log_test $rc "apply: module loaded, port attached, job 5 created through netlink
 rc=0
 rmmod xina 2>/dev/null && rc=1
 log_test $rc "the port runs the module's fast path (rmmod refused)"
+
+# Maps under the pin dir that are not this xinactl's: every command on the
+# module backend says so and fails (they were ignored, exit 0).
+rc=0
+mkdir "$TMP/pin2" && mount -t bpf bpf "$TMP/pin2" &&
+bpftool map create "$TMP/pin2/xina_jobs" type array key 4 value 4 entries 1 name xina_jobs ||
+	rc=1
+out=$(XINA_PIN_DIR=$TMP/pin2 xinactl job show 2>&1) && rc=1
+case "$out" in
+*"map $TMP/pin2/xina_jobs (type 2, key 4, value 4 bytes) is not what this xinactl expects"*) ;;
+*) echo "  $out"; rc=1 ;;
+esac
+umount "$TMP/pin2"
+log_test $rc "maps of another xina under the pin dir: job show fails and says why"
 
 rc=0
 out=$(xinactl show-config | grep -v '^#')

@@ -265,8 +265,8 @@ typedef int (*xdev_cb)(struct xinactl *x, const struct xdev_info *d,
 		       void *arg);
 
 int xdev_attach(struct xinactl *x, const char *name, __u32 port,
-		__u32 xdp_flags);
-int xdev_detach(struct xinactl *x, const char *name);
+		__u32 xdp_flags, bool *qdisc_made);
+int xdev_detach(struct xinactl *x, const char *name, bool qdisc);
 int xdev_walk(struct xinactl *x, xdev_cb cb, void *arg);
 const char *xdev_mode_name(__u32 mode);
 
@@ -276,6 +276,13 @@ int xmaps_pin_dir_check(struct xinactl *x, bool quiet);
 int xmaps_pin_dir_setup(struct xinactl *x);
 int xmaps_lock(struct xinactl *x);
 void xmaps_unlock(int lock_fd);
+/* what a command set up under the pin dir, to undo if it is refused */
+struct xmaps_made {
+	bool	dir, mount, maps;
+};
+void xmaps_made_get(struct xinactl *x, struct xmaps_made *m);
+bool xmaps_absent(struct xinactl *x);
+void xmaps_unmake(struct xinactl *x, const struct xmaps_made *m);
 int xmaps_skel_open(struct xinactl *x, struct xina **skelp);
 /* xinactl_nl.c: whether xina.ko's family is registered (1, 0, -errno) */
 int xinactl_nl_family_exists(void);

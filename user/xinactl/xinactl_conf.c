@@ -37,8 +37,10 @@
  * counters and epochs stay), which changes nothing if they are the same.
  * The whole file is parsed and checked first, key files and devices
  * included, and nothing changes unless all of it is right; every message
- * names FILE:LINE.  A failure of the kernel while changing things (no room
- * for the slots, ...) stops apply there and says so.
+ * names FILE:LINE.  A port the kernel refuses while changing things (no
+ * native XDP, ...) undoes the port changes before it (conf_do_devs()),
+ * before any job is touched; a job it refuses (xina.ko's mem_limit, ...)
+ * stops apply there, and it says so.
  *
  * Key files cannot be read back from the kernel.  apply keeps the path of
  * each job's key file (and upkeyfile), with the job's parameters, in
@@ -58,6 +60,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/if_link.h>
@@ -72,6 +75,8 @@
 #define CONF_DEF_ELEMS		256
 #define CONF_MAX_SLOTS		0x7fffffffU
 #define CONF_MODPROBE		"modprobe"
+#define CONF_RMMOD_TRIES	100	/* conf_unload_module(): 10 s */
+#define CONF_RMMOD_WAIT_MS	100
 
 enum conf_backend {
 	CONF_BE_ANY,		/* no "backend" line: the one in use */
@@ -1169,38 +1174,183 @@ static int conf_do_jobs_del(struct xinactl *x, const struct conf *c,
 	return ret;
 }
 
-static int conf_do_devs(struct xinactl *x, const struct conf *c,
-			const struct conf_plan *p, bool dry)
+/*
+ * rmmod xina: this apply loaded it and stopped before any job.  Tried
+ * again for a while: the programs the rollback detached hold the module
+ * until the kernel frees them, after an RCU grace period.
+ */
+static int conf_unload_module(struct xinactl *x)
 {
-	unsigned int i;
-	int ret;
+	int i, ret = 0;
 
-	for (i = 0; i < p->ndev_del; i++) {
-		conf_say(CONF_DEL, "dev", p->dev_del[i], 0);
-		if (!dry) {
-			ret = xdev_detach(x, p->dev_del[i]);
-			if (ret)
-				return ret;
+	for (i = 0; i < CONF_RMMOD_TRIES; i++) {
+		ret = syscall(SYS_delete_module, "xina", O_NONBLOCK) ? -errno : 0;
+		if (ret != -EAGAIN && ret != -EBUSY)
+			break;
+		usleep(CONF_RMMOD_WAIT_MS * 1000);
+	}
+	if (ret)
+		xwarn("module xina, loaded by this apply, stays loaded: 'rmmod xina': %s",
+		      strerror(-ret));
+	xinactl_pick_backend(x);
+	return ret;
+}
+
+/* A port change made, undone if a later one is refused. */
+struct conf_undo {
+	const char		*name;
+	const struct xdev_info	*old;		/* what ran before, or NULL */
+	bool			attached;	/* the file's port runs */
+	bool			qdisc;		/* its attach added clsact */
+};
+
+static const struct xdev_info *conf_run_dev_find(const struct conf_run *r,
+						 const char *name)
+{
+	unsigned int k;
+
+	for (k = 0; k < r->ndev; k++)
+		if (!strcmp(r->dev[k].ifname, name))
+			return &r->dev[k];
+	return NULL;
+}
+
+/*
+ * Put the ports back as they ran, after a port the kernel refused: the
+ * ports this apply attached are detached, the module it loaded goes, and
+ * the ports it detached run again (the map backend's programs if the
+ * module was loaded for them).  A port that ran no program any more (mode
+ * 0: xina's pins without its program) is left detached.
+ */
+static int conf_devs_undo(struct xinactl *x, const struct conf_undo *u,
+			  unsigned int n, bool unload)
+{
+	const struct xinactl_backend *be = x->be;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = n; i-- > 0;)
+		if (u[i].attached && xdev_detach(x, u[i].name, u[i].qdisc))
+			ret = -EIO;
+	if (unload && conf_unload_module(x))
+		ret = -EIO;
+	if (unload)
+		be = &xinactl_maps_backend;
+	for (i = n; i-- > 0;) {
+		const struct xinactl_backend *cur = x->be;
+		int err;
+
+		if (!u[i].old || !u[i].old->mode)
+			continue;
+		x->be = be;
+		err = xdev_attach(x, u[i].name, u[i].old->port, u[i].old->mode,
+				  NULL);
+		x->be = cur;
+		if (err)
+			ret = -EIO;
+	}
+	return ret;
+}
+
+static int conf_count_dev(struct xinactl *x, const struct xdev_info *d,
+			  void *arg)
+{
+	(*(unsigned int *)arg)++;
+	return 0;
+}
+
+/*
+ * After the ports were put back: the pin dir, bpffs and maps this apply
+ * set up for its first port go too, unless a port (of any namespace)
+ * meanwhile uses them.
+ */
+static void conf_unmake(struct xinactl *x, const struct xmaps_made *made)
+{
+	unsigned int n = 0;
+	int lock_fd;
+
+	if (!made->maps)
+		return;
+	lock_fd = xmaps_lock(x);
+	if (lock_fd < 0)
+		return;
+	if (!xdev_walk(x, conf_count_dev, &n) && !n)
+		xmaps_unmake(x, made);
+	xmaps_unlock(lock_fd);
+}
+
+/*
+ * The ports: added, replaced, then detached.  If the kernel refuses one,
+ * what was done before it is undone (conf_devs_undo()), and the jobs were
+ * not touched yet: the running configuration is as it was (a port that
+ * was replaced runs its old settings again, as new programs).
+ */
+static int conf_do_devs(struct xinactl *x, const struct conf *c,
+			const struct conf_run *r, const struct conf_plan *p,
+			bool dry)
+{
+	struct conf_undo *u = NULL;
+	struct xmaps_made made;
+	unsigned int i, nu = 0;
+	int ret = 0, err;
+
+	xmaps_made_get(x, &made);
+	if (!dry) {
+		u = calloc(p->ndev_del + c->ndev + 1, sizeof(*u));
+		if (!u) {
+			xerr("out of memory");
+			return -ENOMEM;
 		}
 	}
-	for (i = 0; i < c->ndev; i++) {
-		const struct conf_dev *d = &c->dev[i];
+	/* new ports first: a refused one is undone without touching others */
+	for (i = 0; i < 2 * c->ndev && !ret; i++) {
+		const struct conf_dev *d = &c->dev[i % c->ndev];
+		enum conf_act act = p->dev_act[i % c->ndev];
 
-		if (p->dev_act[i] == CONF_KEEP)
+		if (act != (i < c->ndev ? CONF_ADD : CONF_REPLACE))
 			continue;
-		conf_say(p->dev_act[i], "dev", d->name, 0);
+		conf_say(act, "dev", d->name, 0);
 		if (dry)
 			continue;
-		if (p->dev_act[i] == CONF_REPLACE) {
-			ret = xdev_detach(x, d->name);
+		if (act == CONF_REPLACE) {
+			ret = xdev_detach(x, d->name, false);
 			if (ret)
-				return ret;
+				break;
 		}
-		ret = xdev_attach(x, d->name, d->port, d->xdp_flags);
-		if (ret)
-			return ret;
+		u[nu] = (struct conf_undo){
+			.name = d->name,
+			.old = act == CONF_REPLACE ?
+			       conf_run_dev_find(r, d->name) : NULL };
+		xerr_at(c->file, d->line);	/* the kernel's refusal */
+		ret = xdev_attach(x, d->name, d->port, d->xdp_flags,
+				  &u[nu].qdisc);
+		xerr_at(NULL, 0);
+		u[nu].attached = !ret;
+		nu++;
 	}
-	return 0;
+	for (i = 0; i < p->ndev_del && !ret; i++) {
+		conf_say(CONF_DEL, "dev", p->dev_del[i], 0);
+		if (dry)
+			continue;
+		ret = xdev_detach(x, p->dev_del[i], false);
+		if (!ret)
+			u[nu++] = (struct conf_undo){
+				.name = p->dev_del[i],
+				.old = conf_run_dev_find(r, p->dev_del[i]) };
+	}
+	if (ret) {
+		err = conf_devs_undo(x, u, nu, p->load_module);
+		if (!err)
+			conf_unmake(x, &made);
+		if (err)
+			xerr("apply of %s stopped at a port (above), and undoing its port changes failed (above): 'xinactl dev show' shows the ports; no job was changed",
+			     c->file);
+		else
+			xerr("apply of %s stopped at a port (above); the ports run as before%s; nothing was changed",
+			     c->file, p->load_module ? ", module xina unloaded" : "");
+	}
+	free(u);
+	return ret;
 }
 
 /*
@@ -1427,20 +1577,23 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 		xp_close_obj();
 	}
 	ret = conf_run_read(x, &r);
-	if (ret)
-		goto out;
 	if (p.load_module && dry)
 		r.njob = 0;	/* the module would start without jobs */
-	ret = conf_plan_make(&c, &r, p.load_module, &p);
+	if (!ret)
+		ret = conf_plan_make(&c, &r, p.load_module, &p);
 	if (!ret)
 		ret = conf_jobs_fit(x, &c, &p);
-	if (ret)
-		goto out;
 	/* the jobs set, each once it is: a stop keeps the others' old entry */
-	st = calloc(c.njob + 1, sizeof(*st));
-	if (!st) {
-		xerr("out of memory");
-		ret = -ENOMEM;
+	if (!ret) {
+		st = calloc(c.njob + 1, sizeof(*st));
+		if (!st) {
+			xerr("out of memory");
+			ret = -ENOMEM;
+		}
+	}
+	if (ret) {
+		if (p.load_module && !dry)
+			conf_unload_module(x);
 		goto out;
 	}
 
@@ -1450,9 +1603,10 @@ static int conf_apply(struct xinactl *x, const char *file, bool dry)
 	 * every job as it ran.  Then the jobs, what frees slot memory before
 	 * what takes it (conf_jobs_fit() checked it fits).
 	 */
-	ret = conf_do_devs(x, &c, &p, dry);
-	if (!ret)
-		ret = conf_do_jobs_del(x, &c, &p, dry);
+	ret = conf_do_devs(x, &c, &r, &p, dry);
+	if (ret)
+		goto out;	/* put back, or said what is not */
+	ret = conf_do_jobs_del(x, &c, &p, dry);
 	if (!ret)
 		ret = conf_do_jobs_add(x, &c, &p, dry, st, &nst);
 	if (!dry) {

@@ -40,6 +40,8 @@ struct dev_req {
 	unsigned int	ifindex;
 	__u32		port;
 	__u32		xdp_flags;	/* XDP_FLAGS_{DRV,SKB}_MODE */
+	/* attach: it added the clsact qdisc; detach: remove the qdisc too */
+	bool		qdisc;
 	char		pin[PATH_MAX];
 	char		tc_pin[PATH_MAX];
 };
@@ -319,16 +321,19 @@ static int dev_detach_tc(unsigned int ifindex)
 static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 {
 	bool qdisc_made = false;
+	struct xmaps_made made;
 	struct xina *skel;
 	int lock_fd, prog_fd, tc_fd, ret;
 
 	dev_pin_paths(x, r);
+	xmaps_made_get(x, &made);
 	ret = xmaps_pin_dir_setup(x);
 	if (ret)
 		return ret;
 	lock_fd = xmaps_lock(x);
 	if (lock_fd < 0)
 		return lock_fd;
+	made.maps = xmaps_absent(x);
 	ret = dev_check_free(x, r);
 	if (ret)
 		goto unlock;
@@ -362,6 +367,7 @@ static int dev_do_attach(struct xinactl *x, struct dev_req *r)
 	}
 	xina__destroy(skel);
 	xmaps_unlock(lock_fd);
+	r->qdisc = qdisc_made;
 	return 0;
 
 detach:
@@ -373,6 +379,8 @@ detach_tc:
 destroy:
 	xina__destroy(skel);
 unlock:
+	/* the first port, refused: the setup made for it goes as well */
+	xmaps_unmake(x, &made);
 	xmaps_unlock(lock_fd);
 	return ret;
 }
@@ -388,15 +396,20 @@ static int dev_attach(struct xinactl *x, int argc, char **argv)
 	return dev_do_attach(x, &r);
 }
 
+/* *@qdisc_made (may be NULL): it added the clsact qdisc of @name. */
 int xdev_attach(struct xinactl *x, const char *name, __u32 port,
-		__u32 xdp_flags)
+		__u32 xdp_flags, bool *qdisc_made)
 {
 	struct dev_req r = { .name = name, .port = port,
 			     .xdp_flags = xdp_flags };
+	int ret;
 
 	if (xparse_dev(name, &r.ifindex))
 		return -ENODEV;
-	return dev_do_attach(x, &r);
+	ret = dev_do_attach(x, &r);
+	if (qdisc_made)
+		*qdisc_made = r.qdisc;
+	return ret;
 }
 
 static int dev_prog_id(int fd, __u32 *id)
@@ -480,6 +493,8 @@ static int dev_do_detach(struct xinactl *x, struct dev_req *r)
 		     r->name, strerror(-ret), r->name);
 		goto close;
 	}
+	if (r->qdisc)
+		dev_qdisc_del(r->ifindex);
 	if (unlink(r->tc_pin) && errno != ENOENT)
 		xwarn("cannot remove %s: %s", r->tc_pin, strerror(errno));
 	if (unlink(r->pin)) {
@@ -506,9 +521,10 @@ static int dev_detach(struct xinactl *x, int argc, char **argv)
 	return dev_do_detach(x, &r);
 }
 
-int xdev_detach(struct xinactl *x, const char *name)
+/* @qdisc: remove the clsact qdisc too (the attach undone added it). */
+int xdev_detach(struct xinactl *x, const char *name, bool qdisc)
 {
-	struct dev_req r = { .name = name };
+	struct dev_req r = { .name = name, .qdisc = qdisc };
 
 	if (xparse_dev(name, &r.ifindex))
 		return -ENODEV;

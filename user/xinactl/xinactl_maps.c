@@ -120,7 +120,8 @@ struct xm {
 	int	ncpus;		/* possible CPUs: per-CPU value count */
 	__u32	versions;	/* slot versions in xina_meta and xina_vals */
 	/* what this open set up (XB_CREATE); xm_close() undoes it if unmake */
-	bool	made_dir, made_mount, made_maps, unmake;
+	struct xmaps_made made;
+	bool	unmake;
 };
 
 /*
@@ -296,6 +297,12 @@ void xmaps_unlock(int lock_fd)
 		close(lock_fd);		/* drops the flock */
 }
 
+/* Whether @map of @skel is pinned under the pin dir (xmaps_skel_open()). */
+static bool xm_pinned(const struct xina *skel, const struct bpf_map *map)
+{
+	return !bpf_map__is_internal(map) && map != skel->maps.xina_addrs;
+}
+
 /*
  * Open the embedded object with every map pinned by name under the pin
  * dir and the number of CPUs set; the caller picks the programs to load.
@@ -353,9 +360,9 @@ int xmaps_skel_open(struct xinactl *x, struct xina **skelp)
 		 * own, with the addresses of the network namespace the port
 		 * is in (dev_addrs_set()), so that switches in several
 		 * namespaces that share a pin dir never take each other's
-		 * packets.
+		 * packets (xm_pinned()).
 		 */
-		if (bpf_map__is_internal(map) || map == skel->maps.xina_addrs)
+		if (!xm_pinned(skel, map))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
 			 bpf_map__name(map));
@@ -491,26 +498,62 @@ static int xm_open_maps(struct xinactl *x, struct xm *m, bool quiet)
 	return 0;
 }
 
+/* Whether the maps are not pinned (their first one is how they are seen). */
+bool xmaps_absent(struct xinactl *x)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+		 xm_shapes[XM_JOBS].name);
+	return access(path, F_OK) != 0;
+}
+
 /*
- * Undo the setup this open made (the maps it pinned, the bpffs it
+ * What is not set up yet under the pin dir: the directory, the bpffs on
+ * it, the maps.  Taken before a command sets them up (the maps under the
+ * pin dir's lock), so that xmaps_unmake() takes away only what it made.
+ */
+void xmaps_made_get(struct xinactl *x, struct xmaps_made *m)
+{
+	struct stat st;
+
+	m->dir = stat(x->pin_dir, &st) || !S_ISDIR(st.st_mode);
+	m->mount = !is_bpffs(x->pin_dir);
+	m->maps = xmaps_absent(x);
+}
+
+/*
+ * Undo the setup a command made (the maps it pinned, the bpffs it
  * mounted, the pin dir it created), still under the lock: the command
  * that set xina up was refused, and a refused command changes nothing.
  */
-static void xm_unmake(struct xinactl *x, const struct xm *m)
+void xmaps_unmake(struct xinactl *x, const struct xmaps_made *m)
 {
 	char path[PATH_MAX];
-	int i;
+	struct bpf_map *map;
+	struct xina *skel;
 
-	for (i = 0; i < XM_NR && m->made_maps; i++) {
-		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
-			 xm_shapes[i].name);
-		if (unlink(path) && errno != ENOENT)
-			xwarn("cannot remove %s: %s", path, strerror(errno));
+	/* every map the object pins, the ones xinactl does not open too */
+	skel = m->maps ? xina__open() : NULL;
+	if (m->maps && !skel)
+		xwarn("cannot open the embedded BPF object: the maps under %s stay",
+		      x->pin_dir);
+	if (skel) {
+		bpf_object__for_each_map(map, skel->obj) {
+			if (!xm_pinned(skel, map))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
+				 bpf_map__name(map));
+			if (unlink(path) && errno != ENOENT)
+				xwarn("cannot remove %s: %s", path,
+				      strerror(errno));
+		}
+		xina__destroy(skel);
 	}
-	if (m->made_mount && umount2(x->pin_dir, MNT_DETACH))
+	if (m->mount && umount2(x->pin_dir, MNT_DETACH))
 		xwarn("cannot unmount the bpffs on %s: %s", x->pin_dir,
 		      strerror(errno));
-	else if (m->made_dir && rmdir(x->pin_dir))
+	else if (m->dir && rmdir(x->pin_dir))
 		xwarn("cannot remove %s: %s", x->pin_dir, strerror(errno));
 }
 
@@ -525,7 +568,7 @@ static void xm_close(struct xinactl *x)
 		if (m->fd[i] >= 0)
 			close(m->fd[i]);
 	if (m->unmake)
-		xm_unmake(x, m);
+		xmaps_unmake(x, &m->made);
 	xmaps_unlock(m->lock_fd);
 	free(m);
 	x->be_priv = NULL;
@@ -552,10 +595,7 @@ static int xm_open(struct xinactl *x, unsigned int flags)
 		goto err;
 	}
 	if (flags & XB_CREATE) {
-		struct stat st;
-
-		m->made_dir = stat(x->pin_dir, &st) || !S_ISDIR(st.st_mode);
-		m->made_mount = !is_bpffs(x->pin_dir);
+		xmaps_made_get(x, &m->made);
 		ret = xmaps_pin_dir_setup(x);
 	} else {
 		ret = xmaps_pin_dir_check(x, flags & XB_ABSENT_OK);
@@ -570,11 +610,7 @@ static int xm_open(struct xinactl *x, unsigned int flags)
 		}
 	}
 	if (flags & XB_CREATE) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s/%s", x->pin_dir,
-			 xm_shapes[XM_JOBS].name);
-		m->made_maps = access(path, F_OK) != 0;
+		m->made.maps = xmaps_absent(x);
 		ret = xm_create(x);
 		if (ret)
 			goto err;
@@ -1445,7 +1481,7 @@ undo:
 	xm_clear_nhkey(m, idx);
 out:
 	/* the first job, refused: the setup made for it goes as well */
-	m->unmake = ret && m->made_maps;
+	m->unmake = ret && m->made.maps;
 	explicit_bzero(&j, sizeof(j));
 	free(u);
 	return ret;
