@@ -38,6 +38,7 @@
 #endif
 
 #ifdef CONFIG_X86_64
+#include <asm/cpufeature.h>
 #include <asm/fpu/api.h>
 #endif
 
@@ -82,8 +83,42 @@ static void xina_val_init(u32 *val, const __be32 *el, u16 count)
 }
 
 static bool xina_simd __read_mostly;
-module_param_named(simd, xina_simd, bool, 0644);
-MODULE_PARM_DESC(simd, "SUM of INT32/16/8 with SSE2/SSSE3 under kernel_fpu_begin() (x86-64; for measurements)");
+
+/*
+ * simd=1 only where the loop can run: kmod/simd.c is built with -mssse3
+ * (its byte swap is a pshufb), which x86-64's baseline does not have, and
+ * elsewhere there is no loop.  Refused otherwise, rather than an invalid
+ * opcode in softirq context, or a setting that silently does nothing.
+ */
+static int xina_simd_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool(val, &on);
+	if (ret)
+		return ret;
+#ifdef CONFIG_X86_64
+	if (on && !boot_cpu_has(X86_FEATURE_SSSE3)) {
+		pr_warn("xina: simd=1 refused: this CPU has no SSSE3\n");
+		return -ENODEV;
+	}
+#else
+	if (on) {
+		pr_warn("xina: simd=1 refused: the vector loop is x86-64's only\n");
+		return -EOPNOTSUPP;
+	}
+#endif
+	WRITE_ONCE(xina_simd, on);
+	return 0;
+}
+
+static const struct kernel_param_ops xina_simd_ops = {
+	.set	= xina_simd_set,
+	.get	= param_get_bool,
+};
+module_param_cb(simd, &xina_simd_ops, &xina_simd, 0644);
+MODULE_PARM_DESC(simd, "SUM of INT32/16/8 with SSE2/SSSE3 under kernel_fpu_begin() (x86-64 with SSSE3; for measurements)");
 
 /*
  * The vector loop for SUM of INT32, INT16 and INT8, if asked for and the

@@ -115,7 +115,9 @@ run_guest() {
 	# IPI in the trace: seen in a CI run, and in 1 of 5 boots of 6.12
 	# running a 25 s version of xina_kfunc's softirq test; 0 of 11 such
 	# boots without cx16.  The guest kernel then does without
-	# cmpxchg16b, as on the first x86-64 CPUs.
+	# cmpxchg16b, as on the first x86-64 CPUs.  $XINA_VM_CPU replaces
+	# it, e.g. "max,-cx16,-ssse3": a CPU on which xina.ko refuses simd=1
+	# (xina_kfunc's simd_param test checks either way).
 	# no_timer_check: on a loaded host the kernel's check of
 	# the emulated IO-APIC timer can fail and panic the boot ("IO-APIC +
 	# timer doesn't work"), seen here at a load average of 10.
@@ -144,7 +146,7 @@ run_guest() {
 	while :; do
 		rc=0
 		timeout --foreground -k 10 "$TIMEOUT" "$QEMU" \
-			-machine q35 -accel tcg -cpu max,-cx16 -smp 2 -m 2G \
+			-machine q35 -accel tcg -cpu "${XINA_VM_CPU:-max,-cx16}" -smp 2 -m 2G \
 			-kernel "$O/vmlinux-$kver" -initrd "$INITRD" \
 			-append "console=ttyS0 panic=-1 oops=panic loglevel=4 no_timer_check ${XINA_VM_APPEND:-} xina.tests=${TESTS// /,}" \
 			-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
