@@ -458,7 +458,9 @@ out_unlock:
 
 /*
  * Dump the jobs of the caller's netns in id order.  cb->args[0] is the
- * next id to dump, so a dump resumes where the previous skb filled up.
+ * next id to dump, so a dump resumes where the previous skb filled up;
+ * cb->args[1] is set once job U32_MAX is in (the next id would wrap to 0
+ * where unsigned long has 32 bits, and the dump start over).
  */
 static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 {
@@ -468,12 +470,18 @@ static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	struct xina_job *job;
 	int err = 0;
 
+	if (cb->args[1])
+		return 0;
 	mutex_lock(&xina_lock);
 	while ((job = xa_find(&xn->jobs, &id, U32_MAX, XA_PRESENT))) {
 		err = xina_nl_fill(skb, job, NETLINK_CB(cb->skb).portid,
 				   cb->nlh->nlmsg_seq, NLM_F_MULTI, cmd);
 		if (err)
 			break;
+		if (id == U32_MAX) {
+			cb->args[1] = 1;
+			break;
+		}
 		id++;
 	}
 	mutex_unlock(&xina_lock);

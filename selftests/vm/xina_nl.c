@@ -610,7 +610,11 @@ TEST_F(nl, rounds_get)
 /*
  * XINA_MAX_JOBS jobs of 256 members each (~7 KiB per message) do not fit
  * one dump skb: the dump must resume, and list each job exactly once.
+ * The last one has the largest id, U32_MAX: the dump ends after it (the
+ * next id must not wrap to 0).
  */
+#define DUMP_ID(i)	((i) < XINA_MAX_JOBS ? (uint32_t)(i) : UINT32_MAX)
+
 TEST_F(nl, dump_resumes_and_job_limit)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
@@ -623,7 +627,7 @@ TEST_F(nl, dump_resumes_and_job_limit)
 	size_t off;
 
 	for (i = 1; i <= XINA_MAX_JOBS; i++) {
-		s.id = i;
+		s.id = DUMP_ID(i);
 		ASSERT_EQ(0, job_new(&self->nl, &s)) {
 			TH_LOG("job %d: %s", i, self->nl.c.errmsg);
 		}
@@ -642,7 +646,10 @@ TEST_F(nl, dump_resumes_and_job_limit)
 		xnl_attrs(h, tb, XINA_A_MAX);
 		ASSERT_NE(NULL, tb[XINA_A_JOB_ID]);
 		id = mnl_attr_get_u32(tb[XINA_A_JOB_ID]);
+		if (id == UINT32_MAX)
+			id = XINA_MAX_JOBS;
 		ASSERT_LE(id, XINA_MAX_JOBS);
+		ASSERT_GT(id, 0);
 		seen[id]++;
 		/* The dump holds what a doit does, the join state too. */
 		ASSERT_NE(NULL, tb[XINA_A_JOB_EPOCH]);
