@@ -457,7 +457,13 @@ static void test_opts(void)
 	big.tail = 0;
 	CHECK(try_open(&big.o) == 0, "newer opts struct with zero tail accepted");
 	big.tail = 1;
+	big.o.log = open_log;
+	big.o.log_level = XINA_LOG_WARN;
+	open_msg[0] = '\0';
 	CHECK(try_open(&big.o) == -EOPNOTSUPP, "newer opts struct with unknown field set refused");
+	CHECK(strstr(open_msg, "sets byte") && strstr(open_msg, "past the"),
+	      "the refusal reaches the caller's log, naming the byte: \"%s\"",
+	      open_msg);
 	CHECK(xina_open(NULL, &(struct xina *){ NULL }) == -EINVAL, "NULL opts refused");
 
 	base_opts(&o);
@@ -522,6 +528,26 @@ static void test_nonfinite(void)
 	      "infinity refused: \"%s\"", xina_last_error(x));
 	err = xina_allreduce_i32(x, (int32_t *)buf, 20, 9);
 	CHECK(err == -EINVAL, "unknown op refused");
+	/* libxina's own run bits (0x100 sparse, 0x200 map) are no op */
+	err = xina_allreduce(x, buf, 20, XINA_TYPE_INT32, XINA_OP_SUM | 0x100);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "op 257 is none of"),
+	      "op SUM | 0x100 refused, not a sparse call: %d, \"%s\"", err,
+	      xina_last_error(x));
+	err = xina_allreduce_sparse(x, buf, 20, XINA_TYPE_INT32,
+				    XINA_OP_SUM | 0x200);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "op 513 is none of"),
+	      "sparse op SUM | 0x200 refused, no map asked for: %d, \"%s\"",
+	      err, xina_last_error(x));
+	CHECK(!xina_sparse_block(x, XINA_TYPE_INT32, XINA_OP_SUM | 0x100),
+	      "no sparse block for op SUM | 0x100");
+	/* more elements than bytes exist: refused, nothing allocated or sent */
+	err = xina_allreduce_i32(x, (int32_t *)buf, SIZE_MAX, XINA_OP_SUM);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "more bytes than a buffer can hold"),
+	      "n = SIZE_MAX refused: %d, \"%s\"", err, xina_last_error(x));
+	err = xina_allreduce_f32(x, buf, ((size_t)1 << 62) + 1);
+	CHECK(err == -EINVAL && strstr(xina_last_error(x), "more bytes than a buffer can hold"),
+	      "n = 2^62 + 1 floats refused: %d, \"%s\"", err,
+	      xina_last_error(x));
 	err = xina_allreduce_sparse_map(x, buf, 20, XINA_TYPE_INT32,
 					XINA_OP_SUM, NULL);
 	CHECK(err == -EINVAL && strstr(xina_last_error(x), "NULL map"),
@@ -1773,6 +1799,22 @@ static void test_async_reverse(const char *ip)
 					      XINA_OP_SUM, NULL, &r[0]);
 	CHECK(err == -EINVAL && !r[0] && strstr(xina_last_error(x), "NULL map"),
 	      "NULL map refused at the start: %d, '%s'", err, xina_last_error(x));
+	err = xina_allreduce_i32_start(x, one, 5, XINA_OP_SUM, NULL);
+	CHECK(err == -EINVAL &&
+	      strstr(xina_last_error(x), "NULL pointer for the request"),
+	      "NULL request pointer refused at the start: %d, '%s'", err,
+	      xina_last_error(x));
+	err = xina_allreduce_start(x, one, SIZE_MAX, XINA_TYPE_INT32,
+				   XINA_OP_SUM, &r[0]);
+	CHECK(err == -EINVAL && !r[0] &&
+	      strstr(xina_last_error(x), "more bytes than a buffer can hold"),
+	      "n = SIZE_MAX refused at the start: %d, '%s'", err,
+	      xina_last_error(x));
+	err = xina_allreduce_start(x, one, 5, XINA_TYPE_INT32,
+				   XINA_OP_SUM | 0x100, &r[0]);
+	CHECK(err == -EINVAL && !r[0] && strstr(xina_last_error(x), "op 257"),
+	      "op SUM | 0x100 refused at the start: %d, '%s'", err,
+	      xina_last_error(x));
 out_close:
 	xina_close(x);
 	for (k = 0; k < AS_REQS; k++)

@@ -111,7 +111,8 @@ unsigned int xina_headroom_bits(unsigned int workers)
  * has: a shorter struct leaves our newer fields at zero (= default), a
  * longer one must not set anything we do not know about.
  */
-static int xina_opts_copy(struct xina_opts *dst, const struct xina_opts *src)
+static int xina_opts_copy(struct xina_opts *dst, const struct xina_opts *src,
+			  size_t *unknown)
 {
 	const uint8_t *tail;
 	size_t i;
@@ -119,14 +120,18 @@ static int xina_opts_copy(struct xina_opts *dst, const struct xina_opts *src)
 	memset(dst, 0, sizeof(*dst));
 	if (!src || src->sz < offsetofend(struct xina_opts, sz))
 		return -EINVAL;
-	if (src->sz > sizeof(*dst)) {
-		tail = (const uint8_t *)src + sizeof(*dst);
-		for (i = 0; i < src->sz - sizeof(*dst); i++)
-			if (tail[i])
-				return -EOPNOTSUPP;
-	}
+	/* what we know first: the refusal below reaches the caller's log */
 	memcpy(dst, src, src->sz < sizeof(*dst) ? src->sz : sizeof(*dst));
 	dst->sz = sizeof(*dst);
+	if (src->sz > sizeof(*dst)) {
+		tail = (const uint8_t *)src + sizeof(*dst);
+		for (i = 0; i < src->sz - sizeof(*dst); i++) {
+			if (tail[i]) {
+				*unknown = sizeof(*dst) + i;
+				return -EOPNOTSUPP;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -273,6 +278,7 @@ void xina_tx_tag(struct xina *x, uint32_t s)
 int xina_open(const struct xina_opts *opts, struct xina **out)
 {
 	struct xina *x;
+	size_t unknown = 0;
 	int err;
 
 	if (!out)
@@ -283,11 +289,14 @@ int xina_open(const struct xina_opts *opts, struct xina **out)
 		return -ENOMEM;
 	x->fd = -1;
 	xina_req_init(x);
-	err = xina_opts_copy(&x->o, opts);
+	err = xina_opts_copy(&x->o, opts, &unknown);
+	if (err == -EOPNOTSUPP) {
+		xina_fail(x, "options struct (sz %zu) sets byte %zu, past the %zu bytes this libxina knows: a field it does not know",
+			  opts->sz, unknown, sizeof(x->o));
+		goto err_out;
+	}
 	if (err) {
-		xina_fail(x, err == -EOPNOTSUPP ?
-			  "options struct carries fields this libxina does not know" :
-			  "options struct missing or too short (sz)");
+		xina_fail(x, "options struct missing or too short (sz)");
 		goto err_out;
 	}
 	err = xina_opts_check(&x->o, x->err, sizeof(x->err));
@@ -698,7 +707,7 @@ static void xina_timers(struct xina *x, uint64_t now)
 				next = sl->deadline_ns;
 			continue;
 		}
-		sl->rto_us = sl->rto_us * 2 > x->o.rto_max_us ?
+		sl->rto_us = (uint64_t)sl->rto_us * 2 > x->o.rto_max_us ?
 			     x->o.rto_max_us : sl->rto_us * 2;
 		x->st.timeouts++;
 		if (x->backoff < 8)

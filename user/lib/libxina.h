@@ -33,8 +33,9 @@
  *    them (the order of the _start calls and blocking calls, as they take
  *    the mutex).  Threads that start calls of one handle concurrently must
  *    order them among themselves, the same way on every worker.
- *  - xina_last_error() gives the last failure of a blocking call, of a
- *    _start, or of xina_open; read it from the thread whose call failed
+ *  - xina_last_error() gives the last failure of a blocking call or of a
+ *    _start (a failed xina_open() returns no handle: its message goes to
+ *    opts.log); read it from the thread whose call failed
  *    before that thread calls again.  A request's own failure is in
  *    xina_req_error().
  *  - xina_close() must not run concurrently with any other call of the
@@ -51,14 +52,17 @@
  * Errors are negative errno values; xina_last_error() gives the details of
  * the last failure of a handle in words (xina_open(), which returns no
  * handle when it fails, passes them to opts.log at XINA_LOG_WARN).  After a
- * failure in the middle of an allreduce (-ETIMEDOUT, -ECONNREFUSED, -EIO)
- * the switch may hold half a round of this worker: the handle refuses
- * further allreduces with -ENOTRECOVERABLE and the workers have to be
- * restarted (all of them reopen their handles: their joins open a new
+ * failure in the middle of an allreduce (-ETIMEDOUT, also when the switch
+ * answered with ICMP port unreachable, which its message then says; -EIO;
+ * -EPROTO, a peer or an aggregator that does not speak this libxina's
+ * protocol) the switch may hold half a round of this worker: the handle
+ * refuses further allreduces with -ENOTRECOVERABLE and the workers have to
+ * be restarted (all of them reopen their handles: their joins open a new
  * epoch on the switch, nothing needs to be done there).  Argument errors
- * (-EINVAL) are detected before anything is sent and leave the handle
- * usable, but for a NaN or an infinity in a float SUM or AVG past its
- * first window of blocks (below), found in the middle of the call.
+ * (-EINVAL; -E2BIG for a sparse call of 2^31 blocks or more) are detected
+ * before anything is sent and leave the handle usable, but for a NaN or an
+ * infinity in a float SUM or AVG past its first window of blocks (below),
+ * found in the middle of the call.
  *
  * Joining.  xina_open() sets up the I/O, then joins the job: it sends a
  * XINA_T_JOIN (include/uapi/linux/xina.h, "Join handshake") and waits for
@@ -258,7 +262,9 @@
  *
  * Refused with -EINVAL before anything is sent: AND, OR, XOR of a float
  * type; an unknown type or op; a type and op whose element does not fit
- * one packet (int64 needs opts.elems >= 2, int64 AVG >= 4).
+ * one packet (int64 needs opts.elems >= 2, int32 AVG >= 2, int64 AVG >= 4);
+ * more elements than bytes an address space holds; an op that carries
+ * bits beyond enum xina_op.
  */
 #ifndef LIBXINA_H
 #define LIBXINA_H

@@ -19,6 +19,8 @@ int xina_grow(void **p, size_t *len, size_t want, size_t elsz)
 
 	if (*len >= want)
 		return 0;
+	if (want > SIZE_MAX / elsz)
+		return -ENOMEM;
 	n = realloc(*p, want * elsz);
 	if (!n)
 		return -ENOMEM;

@@ -35,6 +35,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -354,11 +355,13 @@ static int xina_fb_open(struct xina *x)
 {
 	struct xina_fb *f = x->fb;
 	uint64_t idle = (xina_now_ns() - x->idle_since_ns) / 1000000;
+	/* the peers' own call and join timeouts, and then some */
+	uint64_t tmo = 3ULL * x->o.timeout_ms +
+		       2 * (idle > 600000 ? 600000 : idle);
 	struct xina_ring_cfg cfg = {
 		.job = x->o.job, .rank = x->o.rank, .workers = x->o.workers,
 		.peers = f->peers, .key = f->key,
-		/* the peers' own call and join timeouts, and then some */
-		.timeout_ms = 3 * x->o.timeout_ms + 2 * (idle > 600000 ? 600000 : idle),
+		.timeout_ms = tmo > INT_MAX ? INT_MAX : (int)tmo,
 	};
 	char msg[512];
 	int err;

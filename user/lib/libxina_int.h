@@ -228,6 +228,9 @@ struct xina_codec {
 int xina_codec_init(const struct xina *x, struct xina_codec *k,
 		    enum xina_type type, enum xina_op op, char *err,
 		    size_t len);
+/* -EINVAL, the reason in @err, if @n elements are more bytes than exist. */
+int xina_codec_n(const struct xina_codec *k, size_t n, char *err,
+		 size_t len);
 /* Wire words of @cnt elements (the last one padded). */
 size_t xina_codec_words(const struct xina_codec *k, size_t cnt);
 /* Bytes of one element in the caller's buffer. */
@@ -324,6 +327,12 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 /* With XINA_RUN_SPARSE: the caller gives its map (@map may not be NULL). */
 #define XINA_RUN_MAP	0x200
 #define XINA_RUN_BITS	(XINA_RUN_SPARSE | XINA_RUN_MAP)
+/*
+ * Set with the bits above by libxina's own entry points (xina_op_run()),
+ * so that xina_codec_init() takes them off; a caller's op that carries any
+ * of the three is none of enum xina_op, and refused as such.
+ */
+#define XINA_RUN_OWN	0x400
 int xina_run_sparse(struct xina *x, void *buf, size_t n,
 		    const struct xina_codec *k, const uint8_t *map);
 

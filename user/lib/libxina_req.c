@@ -154,8 +154,14 @@ int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
 	char msg[256];
 	int err;
 
-	if (!x || !out)
+	if (!x)
 		return -EINVAL;
+	if (!out) {
+		pthread_mutex_lock(&x->lock);
+		xina_api_fail(x, "NULL pointer for the request");
+		pthread_mutex_unlock(&x->lock);
+		return -EINVAL;
+	}
 	*out = NULL;
 	r = calloc(1, sizeof(*r));
 	pthread_mutex_lock(&x->lock);
@@ -170,6 +176,8 @@ int xina_start(struct xina *x, void *buf, size_t n, enum xina_type type,
 		goto err_unlock;
 	}
 	err = xina_codec_init(x, &k, type, op, msg, sizeof(msg));
+	if (!err)
+		err = xina_codec_n(&k, n, msg, sizeof(msg));
 	if (err) {
 		xina_api_fail(x, "%s", msg);
 		goto err_unlock;

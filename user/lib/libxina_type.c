@@ -82,7 +82,8 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 	unsigned int words;
 
 	memset(k, 0, sizeof(*k));
-	op &= ~XINA_RUN_BITS;
+	if (op & XINA_RUN_OWN)
+		op &= ~(XINA_RUN_BITS | XINA_RUN_OWN);
 	k->type = type;
 	k->op = op;
 	if (!esz) {
@@ -147,6 +148,18 @@ int xina_codec_init(const struct xina *x, struct xina_codec *k,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int xina_codec_n(const struct xina_codec *k, size_t n, char *err,
+		 size_t len)
+{
+	size_t esz = xina_type_size(k->type);
+
+	if (n <= PTRDIFF_MAX / esz)
+		return 0;
+	snprintf(err, len, "n = %zu elements of %s: more bytes than a buffer can hold",
+		 n, xina_type_name(k->type));
+	return -EINVAL;
 }
 
 size_t xina_codec_words(const struct xina_codec *k, size_t cnt)
@@ -400,6 +413,8 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 	if (err)
 		return err;
 	err = xina_codec_init(x, &k, type, op, x->err, sizeof(x->err));
+	if (!err)
+		err = xina_codec_n(&k, n, x->err, sizeof(x->err));
 	if (err)
 		return err;
 	if ((op & XINA_RUN_MAP) && n && !map) {
@@ -425,6 +440,17 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 	return 0;
 }
 
+/*
+ * A caller's @op with libxina's run @bits; one that carries any bit of
+ * them itself goes on as it is, for xina_codec_init() to refuse it.
+ */
+static enum xina_op xina_op_run(enum xina_op op, unsigned int bits)
+{
+	if (op & (XINA_RUN_BITS | XINA_RUN_OWN))
+		return op;
+	return op | bits | XINA_RUN_OWN;
+}
+
 int xina_allreduce(struct xina *x, void *buf, size_t n, enum xina_type type,
 		   enum xina_op op)
 {
@@ -434,7 +460,8 @@ int xina_allreduce(struct xina *x, void *buf, size_t n, enum xina_type type,
 int xina_allreduce_sparse(struct xina *x, void *buf, size_t n,
 			  enum xina_type type, enum xina_op op)
 {
-	return x ? xina_call(x, buf, n, type, op | XINA_RUN_SPARSE, NULL) :
+	return x ? xina_call(x, buf, n, type,
+			     xina_op_run(op, XINA_RUN_SPARSE), NULL) :
 		   -EINVAL;
 }
 
@@ -442,14 +469,16 @@ int xina_allreduce_sparse_start(struct xina *x, void *buf, size_t n,
 				enum xina_type type, enum xina_op op,
 				struct xina_req **req)
 {
-	return xina_start(x, buf, n, type, op | XINA_RUN_SPARSE, NULL, req);
+	return xina_start(x, buf, n, type, xina_op_run(op, XINA_RUN_SPARSE),
+			  NULL, req);
 }
 
 int xina_allreduce_sparse_map(struct xina *x, void *buf, size_t n,
 			      enum xina_type type, enum xina_op op,
 			      const uint8_t *map)
 {
-	return x ? xina_call(x, buf, n, type, op | XINA_RUN_BITS, map) :
+	return x ? xina_call(x, buf, n, type,
+			     xina_op_run(op, XINA_RUN_BITS), map) :
 		   -EINVAL;
 }
 
@@ -457,7 +486,8 @@ int xina_allreduce_sparse_map_start(struct xina *x, void *buf, size_t n,
 				    enum xina_type type, enum xina_op op,
 				    const uint8_t *map, struct xina_req **req)
 {
-	return xina_start(x, buf, n, type, op | XINA_RUN_BITS, map, req);
+	return xina_start(x, buf, n, type, xina_op_run(op, XINA_RUN_BITS),
+			  map, req);
 }
 
 size_t xina_sparse_block(const struct xina *x, enum xina_type type,
