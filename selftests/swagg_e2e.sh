@@ -527,6 +527,50 @@ test_member_rank()
 	log_test $rc "--member with a rank not below --workers refused before it is written"
 }
 
+# Numbers out of range on the command lines, each named with its range
+# (xina-swagg said "0 is not valid there", or nothing for --up-*), and an
+# --elems too few for one element of xina-allreduce's type and op (it
+# divided by zero after the open): usage errors, refused before anything
+# runs.
+test_cli_ranges()
+{
+	local rc=0 base="--port $PORT --job $JOB --key-file $KEYFILE --workers 1 --slots 4 --elems 8 --member 0=10.0.0.1"
+	local opt val want st type op elems words
+
+	while read -r opt val want; do
+		# shellcheck disable=SC2086 # the options, split
+		"$SWAGG" $base "$opt" "$val" > /dev/null 2> "$tmp/range.err"
+		st=$?
+		[ "$st" -eq 2 ] || { why "xina-swagg $opt $val: exit $st (want 2)"; rc=1; }
+		grep -qF -- "xina-swagg: $opt '$val' is not a number in $want" "$tmp/range.err" ||
+			{ why "xina-swagg $opt $val: said '$(head -n1 "$tmp/range.err")'"; rc=1; }
+	done <<-END
+	--job 0 1..4294967295
+	--job abc 1..4294967295
+	--workers 0 1..256
+	--slots 0 1..1048576
+	--elems 0 1..2048
+	--up-job 0 1..4294967295
+	--up-rto-us 50 100..10000000
+	--up-timeout-ms 0 1..3600000
+	END
+	while read -r type op elems words; do
+		"$AR" --switch 127.0.0.1:$PORT --job "$JOB" --workers 1 --rank 0 \
+			--slots 4 --elems "$elems" --type "$type" --op "$op" \
+			> /dev/null 2> "$tmp/range.err"
+		st=$?
+		[ "$st" -ne 0 ] && [ "$st" -lt 128 ] ||
+			{ why "xina-allreduce --type $type --op $op --elems $elems: exit $st"; rc=1; }
+		grep -qF "xina-allreduce: --elems $elems is too few: one $type $op element takes $words words of 32 bits" "$tmp/range.err" ||
+			{ why "xina-allreduce --type $type --op $op --elems $elems: said '$(head -n1 "$tmp/range.err")'"; rc=1; }
+	done <<-END
+	int64 sum 1 2
+	int32 avg 1 2
+	int64 avg 3 4
+	END
+	log_test $rc "numbers out of range, and --elems too few for one element: named, refused"
+}
+
 # ---- two levels -------------------------------------------------------------
 # 4 workers in 2 racks of 2: rack a (ranks 0, 1) behind the agent at
 # 127.0.2.1, rack b (2, 3) behind 127.0.2.2; the agents are ranks 0 and 1 of
@@ -821,6 +865,7 @@ ip -n "$ns" link set lo up
 echo "TAP version 13"
 test_api
 test_member_rank
+test_cli_ranges
 test_bad_packets
 run_job "2 workers i32, 1 element" 2 i32 4 2
 run_job "2 workers i32, last packet partial" 2 i32 $((4 * (ELEMS * 3 + 5))) 3

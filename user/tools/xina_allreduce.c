@@ -479,6 +479,13 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 			xina_type_name(c->type));
 		goto usage;
 	}
+	if (!ar_per_pkt(c)) {
+		fprintf(stderr, "xina-allreduce: --elems %u is too few: one %s %s element takes %u words of 32 bits\n",
+			c->o.elems, xina_type_name(c->type), ar_ops[c->op],
+			c->type == XINA_TYPE_INT64 ?
+			(c->op == XINA_OP_AVG ? 4 : 2) : 2);
+		goto usage;
+	}
 	c->f32 = c->type == XINA_TYPE_FLOAT32 && c->op == XINA_OP_SUM;
 	if (ar_sparse_same && !ar_sparse_pm) {
 		fprintf(stderr, "xina-allreduce: --sparse-same without --sparse\n");

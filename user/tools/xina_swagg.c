@@ -99,20 +99,28 @@ static void sw_usage(FILE *f)
 		"for its rack (Documentation/protocol.md, \"Two levels\").\n");
 }
 
-int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
+/* @s as a number in @min..@max, or a message naming @opt and the range. */
+static int sw_parse_range(const char *opt, const char *s, uint64_t min,
+			  uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
 
 	errno = 0;
 	v = strtoull(s, &end, 0);
-	if (errno || !*s || *end || *s == '-' || v > max) {
-		fprintf(stderr, "xina-swagg: %s '%s' is not a number in 0..%llu\n",
-			opt, s, (unsigned long long)max);
+	if (errno || !*s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "xina-swagg: %s '%s' is not a number in %llu..%llu\n",
+			opt, s, (unsigned long long)min,
+			(unsigned long long)max);
 		return -EINVAL;
 	}
 	*out = v;
 	return 0;
+}
+
+int sw_parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+	return sw_parse_range(opt, s, 0, max, out);
 }
 
 /* "IP[:PORT]" */
@@ -197,7 +205,7 @@ static int sw_parse_up(struct swagg *sw, int c, const char *arg)
 	case OPT_UP:
 		return sw_parse_addr("--up", arg, &up->addr);
 	case OPT_UP_JOB:
-		if (sw_parse_u64("--up-job", arg, UINT32_MAX, &v) || !v)
+		if (sw_parse_range("--up-job", arg, 1, UINT32_MAX, &v))
 			return -EINVAL;
 		up->job = v;
 		return 0;
@@ -210,14 +218,14 @@ static int sw_parse_up(struct swagg *sw, int c, const char *arg)
 		up->key_file = arg;
 		return 0;
 	case OPT_UP_RTO:
-		if (sw_parse_u64("--up-rto-us", arg, 10000000, &v) || v < 100)
+		if (sw_parse_range("--up-rto-us", arg, 100, 10000000, &v))
 			return -EINVAL;
 		up->rto_us = v;
 		if (up->rto_max_us < v)
 			up->rto_max_us = v;
 		return 0;
 	case OPT_UP_TIMEOUT:
-		if (sw_parse_u64("--up-timeout-ms", arg, 3600000, &v) || !v)
+		if (sw_parse_range("--up-timeout-ms", arg, 1, 3600000, &v))
 			return -EINVAL;
 		up->timeout_ms = v;
 		return 0;
@@ -294,26 +302,27 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 				goto err;
 			break;
 		case 'j':
-			if (sw_parse_u64("--job", optarg, UINT32_MAX, &v) || !v)
-				goto err_range;
+			if (sw_parse_range("--job", optarg, 1, UINT32_MAX, &v))
+				goto err;
 			sw->job = v;
 			break;
 		case 'k':
 			sw->key_file = optarg;
 			break;
 		case 'w':
-			if (sw_parse_u64("--workers", optarg, XINA_MAX_WORKERS, &v) || !v)
-				goto err_range;
+			if (sw_parse_range("--workers", optarg, 1, XINA_MAX_WORKERS,
+					   &v))
+				goto err;
 			sw->workers = v;
 			break;
 		case 's':
-			if (sw_parse_u64("--slots", optarg, 1u << 20, &v) || !v)
-				goto err_range;
+			if (sw_parse_range("--slots", optarg, 1, 1u << 20, &v))
+				goto err;
 			sw->slots = v;
 			break;
 		case 'e':
-			if (sw_parse_u64("--elems", optarg, XINA_MAX_ELEMS, &v) || !v)
-				goto err_range;
+			if (sw_parse_range("--elems", optarg, 1, XINA_MAX_ELEMS, &v))
+				goto err;
 			sw->elems = v;
 			break;
 		case 'm':
@@ -387,9 +396,6 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	free(members);
 	return sw_keys(sw);
 
-err_range:
-	fprintf(stderr, "xina-swagg: 0 is not valid there (see --help)\n");
-	goto err;
 err_usage:
 	sw_usage(stderr);
 err:
