@@ -397,7 +397,11 @@ class Xina:
         count as zeros (xina_allreduce_sparse_map())."""
         addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
-        if blocks is not None:
+        if blocks is not None and not self.sparse_block(buf, op):
+            # no block fits a packet: libxina refuses the call and says why
+            rc = self._lib.xina_allreduce_sparse_map(h, addr, n, xtype, xop,
+                                                     None)
+        elif blocks is not None:
             np = _np()
             bs = self.sparse_block(buf, op)
             nb = -(-n // bs)
