@@ -1582,30 +1582,46 @@ out:
  * unlinked has ended.  The programs run as RCU read-side sections, and an
  * update of a map-in-map returns only after an RCU grace period
  * (maybe_wait_bpf_programs() in kernel/bpf/syscall.c): one update of a
- * throw-away ARRAY_OF_MAPS is that wait, from user space.
+ * throw-away ARRAY_OF_MAPS is that wait, from user space.  The maps are
+ * made first (xm_sync_make()), before what is to be waited for changes,
+ * so that what can fail fails before any change.
  */
-static int xm_wait_programs(void)
+struct xm_sync {
+	int	inner, outer;
+};
+
+static int xm_sync_make(struct xm_sync *y)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o);
-	int inner, outer, ret = 0;
 	__u32 k = 0;
+	int ret;
 
-	inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xina_sync_in", sizeof(k),
-			       sizeof(k), 1, NULL);
-	if (inner < 0)
+	y->outer = -1;
+	y->inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xina_sync_in",
+				  sizeof(k), sizeof(k), 1, NULL);
+	if (y->inner < 0)
 		return -errno;
-	o.inner_map_fd = inner;
-	outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "xina_sync",
-			       sizeof(k), sizeof(k), 1, &o);
-	if (outer < 0) {
+	o.inner_map_fd = y->inner;
+	y->outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "xina_sync",
+				  sizeof(k), sizeof(k), 1, &o);
+	if (y->outer < 0) {
 		ret = -errno;
-		goto out;
+		close(y->inner);
+		return ret;
 	}
-	if (bpf_map_update_elem(outer, &k, &inner, BPF_ANY))
+	return 0;
+}
+
+/* The wait; the maps go either way. */
+static int xm_sync_wait(struct xm_sync *y)
+{
+	__u32 k = 0;
+	int ret = 0;
+
+	if (bpf_map_update_elem(y->outer, &k, &y->inner, BPF_ANY))
 		ret = -errno;
-	close(outer);
-out:
-	close(inner);
+	close(y->outer);
+	close(y->inner);
 	return ret;
 }
 
@@ -1613,16 +1629,25 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 {
 	struct xm *m = x->be_priv;
 	struct xina_job j, zero = {};
+	struct xm_sync sync;
 	__u32 bucket;
 	int ret;
 
 	ret = xm_job_find_say(m, id, &j, &bucket);
 	if (ret)
 		return ret;
+	ret = xm_sync_make(&sync);
+	if (ret) {
+		xerr("cannot delete job %u: the maps to wait for its packets in flight cannot be made: %s",
+		     id, strerror(-ret));
+		return ret;
+	}
 	/* first: the fast path stops using the job's members and slots */
 	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &zero, BPF_ANY)) {
 		ret = -errno;
 		xerr("cannot delete job %u: %s", id, strerror(-ret));
+		close(sync.outer);
+		close(sync.inner);
 		return ret;
 	}
 	/*
@@ -1631,7 +1656,7 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	 * returns, and a late add of the old job must not land in the new
 	 * one's slot memory.
 	 */
-	ret = xm_wait_programs();
+	ret = xm_sync_wait(&sync);
 	if (ret) {
 		xerr("job %u deleted, but waiting for the fast path's packets in flight failed (%s): do not add a job for a moment",
 		     id, strerror(-ret));
