@@ -320,7 +320,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 		/* a contribution of count zero words, none in the frame */
 		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS) ||
 		    ulen != sizeof(struct udphdr) + sizeof(*xh) ||
-		    ulen + sizeof(struct iphdr) >
+		    ulen + sizeof(struct iphdr) !=
 		    ntohs_bounded(pkt->iph->tot_len))
 			return XINA_MALFORMED;
 		pkt->count = count;
@@ -331,7 +331,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	/* count is in 32-bit words for every dtype (checked per job) */
 	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
 		return XINA_MALFORMED;
-	if (ulen + sizeof(struct iphdr) > ntohs_bounded(pkt->iph->tot_len))
+	if (ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len))
 		return XINA_MALFORMED;
 	room = (__u32)(end - (void *)(xh + 1)) / 4;
 	pkt->count = count;
@@ -398,6 +398,8 @@ static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt)
 	void *data = (void *)(long)ctx->data;
 	struct cursor c = { .pos = data, .end = data_end };
 
+	__u32 len, want;
+
 	if (parse_ethhdr(&c, &pkt->eth) != bpf_htons(ETH_P_IP))
 		return XINA_NOT_OURS;
 	if (parse_iphdr(&c, &pkt->iph) != IPPROTO_UDP)
@@ -406,6 +408,25 @@ static __always_inline int xina_parse(struct xdp_md *ctx, struct xina_pkt *pkt)
 		return XINA_NOT_OURS;
 	if (!xina_to_switch(pkt->iph->daddr))
 		return XINA_NOT_OURS;
+	/*
+	 * Bytes after the IP datagram (Ethernet padding, a trailer) are cut
+	 * off before anything reads the packet: what is kept and sent on
+	 * (results, partials, answers) is sized by the frame, and would carry
+	 * them.  The headers are read again: the cut moved the packet.
+	 */
+	want = sizeof(struct ethhdr) + ntohs_bounded(pkt->iph->tot_len);
+	len = bpf_xdp_get_buff_len(ctx);
+	if (len > want) {
+		if (bpf_xdp_adjust_tail(ctx, (int)want - (int)len))
+			return XINA_MALFORMED;
+		data_end = (void *)(long)ctx->data_end;
+		c.pos = (void *)(long)ctx->data;
+		c.end = data_end;
+		if (parse_ethhdr(&c, &pkt->eth) != bpf_htons(ETH_P_IP) ||
+		    parse_iphdr(&c, &pkt->iph) != IPPROTO_UDP ||
+		    parse_udphdr(&c, &pkt->udp) != xina_port)
+			return XINA_MALFORMED;
+	}
 	pkt->xh = c.pos;
 	return xina_check_hdr(ctx, pkt, data_end);
 }

@@ -662,6 +662,45 @@ TEST_F(agg, round)
 }
 
 /* Round r+1 runs on the other version while round r's result is kept. */
+/* send_c() of @c with @pad bytes of 0xee after its datagram. */
+static int send_padded(const struct contrib *c, size_t pad, struct run *r)
+{
+	static __u8 buf[FRAME_MAX + 64];
+	size_t len = build_frame(buf, c);
+
+	memset(buf + len, 0xee, pad);
+	run(buf, len + pad, r);
+	return verdict(r);
+}
+
+/*
+ * Bytes after the datagram (Ethernet padding, a trailer) are cut before
+ * the packet is read: the result a padded contribution completes, and the
+ * answer to a padded retransmission, are the datagram and no byte more
+ * (the fan-out sizes what it sends by the frame).  The padding may even
+ * be longer than the payload, and the ZERO contribution's header alone.
+ */
+TEST_F(fp, padding_cut)
+{
+	struct contrib c;
+	struct run r;
+
+	ASSERT_EQ(0, job_add(2, 4, 32, false));
+	c = contrib(0, 1, 0, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_padded(&c, 60, &r), XDP_DROP);
+	c = contrib(1, 1, 0, 32, XINA_OP_SUM);
+	ASSERT_EQ(send_padded(&c, 16, &r), V_RESULT);
+	EXPECT_EQ(r.len, PAYLOAD_OFF + 4 * 32);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 32), 0);
+	EXPECT_TRUE(result_tag_ok(r.out));
+
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_padded(&c, 200, &r), V_ANSWER);
+	EXPECT_EQ(r.len, PAYLOAD_OFF + 4 * 32);
+	EXPECT_EQ(result_errors(r.out, XINA_OP_SUM, 2, 1, 0, 32), 0);
+	EXPECT_TRUE(result_tag_ok(r.out));
+}
+
 TEST_F(fp, next_round_other_version)
 {
 	struct xina_meta m0, m1;
@@ -1597,6 +1636,15 @@ TEST_F(fp, malformed_lengths)
 	iph->tot_len = htons(ntohs(iph->tot_len) + 4);
 	counts_read(&before);
 	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
+
+	/* the IP datagram longer than the UDP one, its bytes in the frame */
+	len = build_frame(buf, &c);
+	memset(buf + len, 0xee, 4);
+	iph->tot_len = htons(ntohs(iph->tot_len) + 4);
+	counts_read(&before);
+	run(buf, len + 4, &r);
 	EXPECT_EQ(r.retval, XDP_DROP);
 	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
 
