@@ -1555,6 +1555,7 @@ static __always_inline int xina_claim(struct xina_meta *m,
 			}
 			m->up_ns = c->now;
 			m->up_resent = 1;
+			m->up_wait = 1;
 		}
 		kept->epoch = m->epoch;
 		kept->round = m->round;
@@ -2077,6 +2078,7 @@ static __always_inline int xina_up_complete(struct xdp_md *ctx,
 	m->tag = nh;
 	m->up_ns = c->now;
 	m->up_resent = 0;
+	m->up_wait = 1;
 	bpf_spin_unlock(&m->lock);
 
 	active = bpf_map_lookup_elem(&xina_active, &j->idx);
@@ -2248,8 +2250,11 @@ static __always_inline int xina_up_join_reply(struct xina_hdr *xh,
 /*
  * The upper job's result of a round: if the rack's version of that round
  * went up and waits on it, it becomes the rack's result, for every member.
- * Nothing of the version changes: a later retransmission sends the
- * partial up again, and the upper switch answers it.
+ * One per time the partial went up (meta->up_wait): another copy (the
+ * answer to an earlier send, a duplicate, a replay) is dropped, so that
+ * no copy of a result fans out to the members more often than the rack
+ * asks for one, which its hold bounds.  The version keeps its partial: a
+ * later retransmission sends it up again, and the upper switch answers.
  */
 static __always_inline int xina_up_result(struct xdp_md *ctx,
 					  struct xina_pkt *pkt,
@@ -2295,13 +2300,15 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&m->lock);
 	ok = m->epoch == re && m->round == round && m->complete &&
-	     m->count == pkt->count && m->op == xh->op &&
+	     m->up_wait && m->count == pkt->count && m->op == xh->op &&
 	     m->dtype == xh->dtype;
 	sent = m->up_ns;
 	resent = m->up_resent;
 	/* later answers (to resends, or duplicates) are no sample */
-	if (ok)
+	if (ok) {
 		m->up_resent = 1;
+		m->up_wait = 0;
+	}
 	bpf_spin_unlock(&m->lock);
 	if (!ok) {
 		upstat_inc(uc, XINA_UPSTAT_DROP_STALE);

@@ -178,7 +178,10 @@ struct xina_meta {
 	__u8	up_resent;	/* a job with an uplink: the partial of
 				 * @round went up more than once (its
 				 * result is no round-trip sample) */
-	__u8	pad2;
+	__u8	up_wait;	/* a job with an uplink: the partial of
+				 * @round went up and no upper result
+				 * came back since (only then is one sent
+				 * down to the members) */
 	__s32	aux;		/* MAX of the aux of the contributions
 				 * accepted into @round (host order): set
 				 * by its first claim, raised by the later

@@ -1269,21 +1269,39 @@ static int up_partial_errors(const struct run *r, __u32 slot, __u32 round,
 				   16);
 }
 
+/* Uplink counter @stat of the test job (JOB_IDX), over every CPU. */
+static __u64 upstat_of(unsigned int stat)
+{
+	struct xina_up_counters c[XINA_MAX_CPUS];
+	__u64 sum = 0;
+	__u32 idx = JOB_IDX;
+	int i;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(F.skel->maps.xina_upstats), &idx,
+				c))
+		return ~0ULL;
+	for (i = 0; i < F.ncpus; i++)
+		sum += c[i].c[stat];
+	return sum;
+}
+
 /*
  * Two levels (a job with an uplink): the rack's partial goes up carrying
  * the MAX of the rack round's aux, and so does its resend from the kept
  * partial, before and after the upper result; the upper result, whose aux
  * is the MAX over every rack, comes down to the members with that aux,
- * re-tagged for the rack job.
+ * re-tagged for the rack job, once per time the partial went up.
  */
 TEST_F(fp, aux_up)
 {
 	static const __u32 words[16] = { 1, 2, 3 };
 	static __u8 buf[FRAME_MAX];
 	struct xina_hdr *xh = (void *)(buf + HDRS_LEN);
+	__u64 stale, results;
 	struct contrib c;
 	struct run r;
 	size_t len;
+	int i;
 
 	ASSERT_EQ(0, job_add(2, 4, 16, false));
 	ASSERT_EQ(0, up_add());
@@ -1330,12 +1348,30 @@ TEST_F(fp, aux_up)
 		TH_LOG("the rack's result tag does not verify");
 	}
 	EXPECT_EQ(memcmp(r.out + PAYLOAD_OFF, buf + PAYLOAD_OFF, 4 * 16), 0);
+	/*
+	 * The same upper result again (a late answer, a duplicate, a
+	 * replay): the rack asked for one, got it, and sends nothing more
+	 * down; counted as stale.
+	 */
+	stale = upstat_of(XINA_UPSTAT_DROP_STALE);
+	results = upstat_of(XINA_UPSTAT_RESULT);
+	for (i = 0; i < 3; i++) {
+		run(buf, len, &r);
+		EXPECT_EQ(r.retval, XDP_DROP);
+	}
+	EXPECT_EQ(upstat_of(XINA_UPSTAT_DROP_STALE), stale + 3);
+	EXPECT_EQ(upstat_of(XINA_UPSTAT_RESULT), results);
 	/* and the rack's partial is still its own: a resend carries -5 */
 	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
 	c.flags = XINA_F_RETRANS;
 	c.aux = -5;
 	send_c(&c, &r);
 	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	/* that resend asked again: the upper result goes down once more */
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), V_RESULT);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
 }
 
 /* ---- negative tests: nothing may touch slot state ----------------------- */
