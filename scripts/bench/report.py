@@ -59,7 +59,12 @@ SUM_LANE_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64,
 
 def verdict(got, need):
     """A target's verdict: met when @got reaches @need, else by how much not."""
-    return "met" if got >= need else f"missed by {need / got:.2f}x"
+    if got >= need:
+        return "met"
+    short = need / got
+    # a miss under 1% would print as "by 1.00x": say it in percent
+    return (f"missed by {short:.2f}x" if short >= 1.01 else
+            f"missed by {100 * (1 - got / need):.2f}%")
 
 
 def mb(bps):
