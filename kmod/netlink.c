@@ -204,6 +204,30 @@ static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/*
+ * A command that names a job and takes nothing else (JOB_DEL, a JOB_GET or
+ * STATS_GET of one job), or a dump of every job (no attribute at all):
+ * any other attribute meant something the command does not do, and is
+ * refused by name rather than ignored (a dump with JOB_ID would list
+ * every job, not that one).
+ */
+#define XINA_NL_ONLY(attrs, keep, extack, msg) ({			\
+	struct nlattr **__a = (attrs);					\
+	int __i, __err = 0;						\
+									\
+	for (__i = XINA_A_UNSPEC + 1; __i <= XINA_A_MAX; __i++) {	\
+		if (__i == (keep) || !__a[__i])				\
+			continue;					\
+		NL_SET_ERR_MSG_MOD(extack, msg);			\
+		NL_SET_BAD_ATTR(extack, __a[__i]);			\
+		__err = -EINVAL;					\
+		break;							\
+	}								\
+	__err;								\
+})
+
+#define XINA_ONLY_ID_MSG "attribute not taken here: this command names a job (JOB_ID) and nothing else"
+
 static int xina_nl_job_del(struct sk_buff *skb, struct genl_info *info)
 {
 	struct xina_job *job;
@@ -211,6 +235,10 @@ static int xina_nl_job_del(struct sk_buff *skb, struct genl_info *info)
 
 	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
 		return -EINVAL;
+	err = XINA_NL_ONLY(info->attrs, XINA_A_JOB_ID, info->extack,
+			   XINA_ONLY_ID_MSG);
+	if (err)
+		return err;
 
 	mutex_lock(&xina_lock);
 	job = xina_nl_job(info);
@@ -431,6 +459,10 @@ static int xina_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 
 	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
 		return -EINVAL;
+	err = XINA_NL_ONLY(info->attrs, XINA_A_JOB_ID, info->extack,
+			   XINA_ONLY_ID_MSG);
+	if (err)
+		return err;
 
 	mutex_lock(&xina_lock);
 	job = xina_nl_job(info);
@@ -456,6 +488,16 @@ out_unlock:
 	return err;
 }
 
+/* The attributes of a dump's request (6.1 has no genl_info for a dump). */
+static struct nlattr **xina_nl_dump_attrs(struct netlink_callback *cb)
+{
+#ifdef XINA_HAVE_GENL_INFO_DUMP
+	return genl_info_dump(cb)->attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
+#endif
+}
+
 /*
  * Dump the jobs of the caller's netns in id order.  cb->args[0] is the
  * next id to dump, so a dump resumes where the previous skb filled up;
@@ -472,6 +514,12 @@ static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 
 	if (cb->args[1])
 		return 0;
+	if (!id) {
+		err = XINA_NL_ONLY(xina_nl_dump_attrs(cb), 0, cb->extack,
+				   "a dump lists every job and takes no attribute: one job's is a request without NLM_F_DUMP");
+		if (err)
+			return err;
+	}
 	mutex_lock(&xina_lock);
 	while ((job = xa_find(&xn->jobs, &id, U32_MAX, XA_PRESENT))) {
 		err = xina_nl_fill(skb, job, NETLINK_CB(cb->skb).portid,
@@ -491,16 +539,6 @@ static int xina_nl_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 	if (err && !skb->len)
 		return err;
 	return skb->len;
-}
-
-/* The attributes of a dump's request (6.1 has no genl_info for a dump). */
-static struct nlattr **xina_nl_dump_attrs(struct netlink_callback *cb)
-{
-#ifdef XINA_HAVE_GENL_INFO_DUMP
-	return genl_info_dump(cb)->attrs;
-#else
-	return genl_dumpit_info(cb)->attrs;
-#endif
 }
 
 /* A round in progress on one slot version, as ROUNDS_GET reports it. */
@@ -638,6 +676,9 @@ static int xina_nl_rounds_dumpit(struct sk_buff *skb,
 		NL_SET_ERR_MSG_MOD(extack, "missing job id");
 		return -EINVAL;
 	}
+	err = XINA_NL_ONLY(attrs, XINA_A_JOB_ID, extack, XINA_ONLY_ID_MSG);
+	if (err)
+		return err;
 
 	mutex_lock(&xina_lock);
 	job = xina_job_find(sock_net(skb->sk),

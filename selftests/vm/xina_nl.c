@@ -478,6 +478,53 @@ TEST_F(nl, del_get_missing_job)
 	EXPECT_EQ(XINA_A_JOB_ID, self->nl.c.miss_type);
 }
 
+/*
+ * Commands that name a job and nothing else refuse any other attribute by
+ * name (they ignored it), and change nothing; a dump of every job takes
+ * no attribute (with JOB_ID it listed every job, not that one).
+ */
+TEST_F(nl, only_the_job_id)
+{
+	static const char only[] =
+		"xina: attribute not taken here: this command names a job (JOB_ID) and nothing else";
+	static const uint8_t cmds[] = {
+		XINA_CMD_JOB_DEL, XINA_CMD_JOB_GET, XINA_CMD_STATS_GET,
+	};
+	struct xina_nl_msg *m = self->m;
+	unsigned int i;
+	int off;
+
+	ASSERT_EQ(0, job_new(&self->nl, &job1));
+	for (i = 0; i < sizeof(cmds); i++) {
+		xina_nl_msg_init(m, self->nl.c.family, 0, cmds[i]);
+		xina_nl_put_u32(m, XINA_A_JOB_ID, job1.id);
+		off = xina_nl_put_u16(m, XINA_A_JOB_WORKERS, 2);
+		EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+		EXPECT_STREQ(only, self->nl.c.errmsg);
+		EXPECT_EQ(off, self->nl.c.bad_off);
+	}
+	EXPECT_EQ(0, job_get(&self->nl, XINA_CMD_JOB_GET, job1.id));
+
+	/*
+	 * A dump's own refusal: 6.1 reports its message but no offset
+	 * (netlink_dump_done() puts NLMSGERR_ATTR_MSG only), later kernels
+	 * both; a wrong offset fails either way.
+	 */
+	xina_nl_msg_init(m, self->nl.c.family, NLM_F_DUMP, XINA_CMD_JOB_GET);
+	off = xina_nl_put_u32(m, XINA_A_JOB_ID, job1.id);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ("xina: a dump lists every job and takes no attribute: one job's is a request without NLM_F_DUMP",
+		     self->nl.c.errmsg);
+	EXPECT_TRUE(self->nl.c.bad_off == off || self->nl.c.bad_off == -1);
+
+	xina_nl_msg_init(m, self->nl.c.family, NLM_F_DUMP, XINA_CMD_ROUNDS_GET);
+	xina_nl_put_u32(m, XINA_A_JOB_ID, job1.id);
+	off = xina_nl_put_u32(m, XINA_A_JOB_FLAGS, 0);
+	EXPECT_EQ(-EINVAL, xnl_do(&self->nl, m));
+	EXPECT_STREQ(only, self->nl.c.errmsg);
+	EXPECT_TRUE(self->nl.c.bad_off == off || self->nl.c.bad_off == -1);
+}
+
 TEST_F(nl, set)
 {
 	struct nlattr *tb[XINA_A_MAX + 1];
