@@ -121,6 +121,7 @@ static bool ar_dense_step;	/* ... and this step is the dense one */
 static uint8_t *ar_maps[AR_MAX_INFLIGHT];
 
 static size_t ar_per_pkt(const struct ar_cfg *c);
+static unsigned int ar_elem_words(const struct ar_cfg *c);
 
 struct ar_result {
 	double		max_abs_err;
@@ -482,8 +483,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 	if (!ar_per_pkt(c)) {
 		fprintf(stderr, "xina-allreduce: --elems %u is too few: one %s %s element takes %u words of 32 bits\n",
 			c->o.elems, xina_type_name(c->type), ar_ops[c->op],
-			c->type == XINA_TYPE_INT64 ?
-			(c->op == XINA_OP_AVG ? 4 : 2) : 2);
+			ar_elem_words(c));
 		goto usage;
 	}
 	c->f32 = c->type == XINA_TYPE_FLOAT32 && c->op == XINA_OP_SUM;
@@ -554,6 +554,20 @@ static float ar_f32(uint32_t rank, uint64_t i, uint32_t iter, uint32_t elems)
 }
 
 /*
+ * 32-bit words one element of @c's type and op takes on the wire where it
+ * takes more than one (int64 two, int64 AVG four in two int64 lanes, int32
+ * AVG two in an int64 lane); 0 where it takes one or less.
+ */
+static unsigned int ar_elem_words(const struct ar_cfg *c)
+{
+	bool avg = c->op == XINA_OP_AVG;
+
+	if (c->type == XINA_TYPE_INT64)
+		return avg ? 4 : 2;
+	return c->type == XINA_TYPE_INT32 && avg ? 2 : 0;
+}
+
+/*
  * Elements of one packet for @c's type and op, as the wire packs them
  * (include/uapi/linux/xina.h: count in 32-bit words; 8 and 16-bit lanes
  * four and two to a word; int64 two words) and libxina.h says AVG of an
@@ -563,16 +577,15 @@ static size_t ar_per_pkt(const struct ar_cfg *c)
 {
 	size_t e = c->o.elems;
 	bool avg = c->op == XINA_OP_AVG;
+	unsigned int w = ar_elem_words(c);
 
+	if (w)
+		return e / w;
 	switch (c->type) {
 	case XINA_TYPE_INT8:
 		return avg ? e * 2 : e * 4;
 	case XINA_TYPE_INT16:
 		return avg ? e : e * 2;
-	case XINA_TYPE_INT32:
-		return avg ? e / 2 : e;
-	case XINA_TYPE_INT64:
-		return avg ? e / 4 : e / 2;
 	case XINA_TYPE_FLOAT16:		/* SUM and AVG: BFP in INT16 lanes */
 		return (c->o.flags & XINA_OPT_F_F16_WIDE) &&
 		       (avg || c->op == XINA_OP_SUM) ? e : e * 2;

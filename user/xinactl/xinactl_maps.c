@@ -1612,6 +1612,12 @@ static int xm_sync_make(struct xm_sync *y)
 	return 0;
 }
 
+static void xm_sync_drop(struct xm_sync *y)
+{
+	close(y->outer);
+	close(y->inner);
+}
+
 /* The wait; the maps go either way. */
 static int xm_sync_wait(struct xm_sync *y)
 {
@@ -1620,8 +1626,7 @@ static int xm_sync_wait(struct xm_sync *y)
 
 	if (bpf_map_update_elem(y->outer, &k, &y->inner, BPF_ANY))
 		ret = -errno;
-	close(y->outer);
-	close(y->inner);
+	xm_sync_drop(y);
 	return ret;
 }
 
@@ -1646,8 +1651,7 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	if (bpf_map_update_elem(m->fd[XM_JOBS], &bucket, &zero, BPF_ANY)) {
 		ret = -errno;
 		xerr("cannot delete job %u: %s", id, strerror(-ret));
-		close(sync.outer);
-		close(sync.inner);
+		xm_sync_drop(&sync);
 		return ret;
 	}
 	/*

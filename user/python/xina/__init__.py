@@ -397,13 +397,14 @@ class Xina:
         count as zeros (xina_allreduce_sparse_map())."""
         addr, n, xtype, xop = self._check(buf, op)
         h = self._handle()
-        if blocks is not None and not self.sparse_block(buf, op):
+        bs = (self._lib.xina_sparse_block(h, xtype, xop)
+              if blocks is not None else None)
+        if bs == 0:
             # no block fits a packet: libxina refuses the call and says why
             rc = self._lib.xina_allreduce_sparse_map(h, addr, n, xtype, xop,
                                                      None)
         elif blocks is not None:
             np = _np()
-            bs = self.sparse_block(buf, op)
             nb = -(-n // bs)
             mask = np.asarray(blocks, dtype=bool).reshape(-1)
             if mask.size != nb:
