@@ -116,8 +116,10 @@ run_guest() {
 	# running a 25 s version of xina_kfunc's softirq test; 0 of 11 such
 	# boots without cx16.  The guest kernel then does without
 	# cmpxchg16b, as on the first x86-64 CPUs.  $XINA_VM_CPU replaces
-	# it, e.g. "max,-cx16,-ssse3": a CPU on which xina.ko refuses simd=1
-	# (xina_kfunc's simd_param test checks either way).
+	# it, e.g. "qemu64,-cx16": no SSSE3, so xina.ko refuses simd=1
+	# (xina_kfunc's simd_param test checks either way).  Not
+	# "max,-ssse3": that keeps SSE4.2, and the guest's glibc then runs
+	# pshufb and dies.
 	# no_timer_check: on a loaded host the kernel's check of
 	# the emulated IO-APIC timer can fail and panic the boot ("IO-APIC +
 	# timer doesn't work"), seen here at a load average of 10.

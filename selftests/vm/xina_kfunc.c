@@ -1579,7 +1579,7 @@ static bool cpu_ssse3(void)
 
 /*
  * The parameter takes booleans only, and takes 1 only on a CPU with SSSE3
- * (qemu -cpu max has it; scripts/vm.sh with XINA_VM_CPU=max,-cx16,-ssse3
+ * (qemu -cpu max has it; scripts/vm.sh with XINA_VM_CPU=qemu64,-cx16
  * boots one without): refused there with -ENODEV.  A refused write
  * changes nothing.
  */
