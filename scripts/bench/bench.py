@@ -124,7 +124,9 @@ SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
             "types": "of the rack's runs, only the element types (4 workers)",
             "sparse": "of the rack's runs, only sparse (4 workers)",
             "fallback": "of the rack's runs, only the fallback (4 workers)",
-            "loss": "of the rack's runs, only the loss rounds (4 workers)"}
+            "loss": "of the rack's runs, only the loss rounds (4 workers)",
+            "floor": "the transport alone, frames against GSO trains "
+                     "(scripts/bench/floor, 4 workers; part of rack)"}
 # The sections that are parts of "rack", each on its own rack of 4 workers.
 RACK_PARTS = ("types", "sparse", "fallback", "loss")
 
@@ -525,6 +527,7 @@ class Bench:
         self.rack = Rack(args.rack, self.o)
         self.results = []
         self.trains = []
+        self.floors = []
         self.port_seq = 0
         self.port_ratio = 0.0
         self.busiest_ratio = 0.0
@@ -554,6 +557,7 @@ class Bench:
                     "link": {"workers": [4], "sizes": [64 * MIB], "iters": [3]},
                     "loss_size": 64 * MIB, "loss_rounds": 3,
                     "loss_iters": 2, "fastpath_packets": 3000,
+                    "floor_mib": 1024, "floor_runs": 3,
                     "addloop_packets": 200000, "packloop_blocks": 5000,
                     "types_size": 16 * MIB, "types_iters": 3,
                     "sparse_size": 64 * MIB, "sparse_iters": 3,
@@ -565,6 +569,7 @@ class Bench:
                 "link": {"workers": [2, 4, 8], "sizes": [64 * MIB], "iters": [3]},
                 "loss_size": 64 * MIB, "loss_rounds": 6,
                 "loss_iters": 3, "fastpath_packets": 20000,
+                "floor_mib": 2048, "floor_runs": 5,
                 "addloop_packets": 2000000, "packloop_blocks": 40000,
                 "types_size": 64 * MIB, "types_iters": 25,
                 "sparse_size": 64 * MIB, "sparse_iters": 9,
@@ -1468,6 +1473,8 @@ class Bench:
             self.run_rack(p)
         elif self.sections & set(RACK_PARTS):
             self.run_parts([s for s in RACK_PARTS if s in self.sections])
+        if "floor" in self.sections and "rack" not in self.sections:
+            self.floor()
         if "racks" in self.sections:
             self.racks()
         self.write(p, t0, load0)
@@ -1507,7 +1514,41 @@ class Bench:
                ROUND_SIZE in cpu["sizes"]:
                 self.rounds(n, cpu)
             self.rack.down()
+        self.floor()
         self.train()
+
+    def floor(self):
+        """The transport under xina's allreduce without its arithmetic
+        or its tags (scripts/bench/floor/train_floor.sh, on a rack of its
+        own): each of 4 workers' bytes to the switch once and a result to
+        every worker, as one frame at a time behind an XDP program (the
+        shape of xina's XDP switch) and as GSO trains through TC alone.
+        What the host spends per GiB in each, against what xina and the
+        peers spend in the same run (report.py), says how much of xina's
+        cost is the transport's shape and how much its own work."""
+        p = self.plan()
+        log(f"floor: 4 workers, {p['floor_mib']} MiB each, "
+            f"{p['floor_runs']} runs per shape")
+        out = subprocess.run(
+            [f"{ROOT}/scripts/bench/floor/train_floor.sh", "4",
+             str(p["floor_mib"]), str(p["floor_runs"])], text=True,
+            capture_output=True, env=dict(os.environ, O=self.o,
+                                          TF_RACK=f"{self.rack.name}f"))
+        rows = []
+        for line in out.stdout.splitlines():
+            if line.startswith("floor "):
+                r = dict(w.split("=", 1) for w in line.split()[1:])
+                rows.append({k: (v if k == "shape" else float(v))
+                             for k, v in r.items()})
+        if out.returncode or not rows:
+            raise BenchError("train_floor.sh failed: "
+                             + (out.stderr or out.stdout)[-1500:])
+        for r in rows:
+            r["mib"] = p["floor_mib"]
+            log(f"floor {r['shape']} read={r['read']:.0f}: "
+                f"{r['cpu_s_per_gib']:.2f} CPU s per GiB, "
+                f"{r['goodput_Bps'] / 1e6:.0f} MB/s per worker")
+        self.floors += rows
 
     def loss(self, n):
         """xina through the XDP switch at 0.1% and 1% loss, against lossless
@@ -1577,7 +1618,8 @@ class Bench:
         }
         with open(self.a.out, "w") as f:
             json.dump({"meta": meta, "results": self.results,
-                       "train": self.trains}, f, indent=1)
+                       "train": self.trains, "floor": self.floors}, f,
+                      indent=1)
         log(f"{len(self.results)} records in {self.a.out} ({elapsed:.0f} s)")
 
 

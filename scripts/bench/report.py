@@ -143,6 +143,7 @@ class Report:
         self.micro = [r for r in self.res if "bench" in r and
                       r["bench"] != "racks"]
         self.trains = data.get("train", [])
+        self.floors = data.get("floor", [])
         ov = self.meta.get("frame_overhead", {})
         self.xina_hdr = ov.get("xina_hdr", 82)
         self.wire_extra = ov.get("wire_extra", 24)
@@ -438,6 +439,78 @@ class Report:
                     row.append(next(r["switch_cpu_method"] for r in rs if r))
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
+
+    FLOOR_SHAPES = {
+        "frame": "frames: an XDP program on the switch's ports (xina's "
+                 "shape), each frame through TC",
+        "train": "GSO trains through TC alone, no XDP program"}
+
+    def floor_table(self):
+        """scripts/bench/floor: the transport without xina's work, per
+        shape, against what xina and Gloo spent in this run's CPU-bound
+        launches at the same worker count (4, 64 MiB)."""
+        if not self.floors:
+            return None
+        work = {0: "none", 1: "reads every byte",
+                2: "reads, swaps, hashes (NH), adds; writes the result"}
+        out = ["| transport | the switch's work on the payload | runs | host CPU s "
+               "per GiB (median, range) | workers' CPU s per GiB | MB/s per "
+               "worker | result bytes lost |",
+               "|---|---|---:|---:|---:|---:|---:|"]
+        for shape in self.FLOOR_SHAPES:
+            for rd in work:
+                rs = [r for r in self.floors
+                      if r["shape"] == shape and r["read"] == rd]
+                if not rs:
+                    continue
+                c = sorted(r["cpu_s_per_gib"] for r in rs)
+                gib = rs[0]["mib"] / 1024
+                out.append(
+                    f"| {self.FLOOR_SHAPES[shape]} | {work[rd]} "
+                    f"| {len(rs)} | {statistics.median(c):.2f} "
+                    f"({c[0]:.2f}-{c[-1]:.2f}) | "
+                    f"{statistics.median(r['worker_cpu_s'] for r in rs) / gib:.2f} | "
+                    f"{mb(statistics.median(r['goodput_Bps'] for r in rs))} | "
+                    f"{sum(r['lost_bytes'] for r in rs):.0f} |")
+        for sy in ("xina-xdp", "gloo"):
+            rs = [self.get(sy, 4, d, 64 * MIB) for d in ("f32", "i32")]
+            if any(rs):
+                out.append(
+                    f"| this run's {TITLES[sy]}, 4 workers, 64 MiB f32 / i32 "
+                    "(the whole allreduce) | | | "
+                    + " / ".join(f"{r['host_busy_s'] / r['reduced_gib']:.2f}"
+                                 if r else "–" for r in rs)
+                    + " | " + " / ".join(
+                        f"{r['worker_cpu_s'] / r['reduced_gib']:.2f}"
+                        if r else "–" for r in rs)
+                    + " | " + " / ".join(mb(r["goodput_Bps"]) if r else "–"
+                                         for r in rs) + " | |")
+        return "\n".join(out)
+
+    def floor_section(self):
+        f = self.floors[0]
+        return [
+            "## The transport alone: frames against GSO trains", "",
+            "scripts/bench/floor/train_floor.sh, on a rack of its own: 4 "
+            f"workers each send {f['mib']:.0f} MiB to the switch in GSO "
+            "trains of 7 datagrams of 8240 bytes (a 2048-int32 xina packet's "
+            "UDP payload), at most 5 trains ahead of their results; the "
+            "switch's TC program sends the last worker's datagram (or train) "
+            "of each number back to every worker as the result, the others "
+            "end there.  No tags checked and no packing on the workers: "
+            "with no work on the payload, what the transport alone costs; "
+            "with the arithmetic, a scalar stand-in for the fast path's "
+            "(each 8-byte pair byte-swapped, hashed with NH and added into "
+            "per-CPU words, the result written over the payload that "
+            "completes a number before its clones), for its cost, not its "
+            "function.  **frames**: an XDP program on the "
+            "switch's ports, as xina's XDP switch has, so veth segments the "
+            "workers' trains in software and copies every frame for XDP.  "
+            "**trains**: TC alone, so a train crosses veth as one skb and "
+            "reaches the workers' UDP_GRO sockets as one receive.  Host CPU "
+            "per GiB of one worker's bytes (the busy time of all CPUs over the run; "
+            "the machine is shared); the runs alternate the kinds.", "",
+            self.floor_table(), ""]
 
     def fastpath_table(self):
         out = ["| elements | nop (timer) | K=inf | K=4 | K=1 | C loop scalar | "
@@ -1381,6 +1454,8 @@ class Report:
                 targets += rows()
                 tables += [f"## {title}", "", table() or "not in this run",
                            ""]
+        if self.floors:
+            tables += self.floor_section()
         return "\n".join([
             f"# Benchmarks: sections {', '.join(secs)} only",
             "", f"Run of {m['date']} ({m['elapsed_s']:.0f} s): {m['cpus']} CPUs "
@@ -1512,6 +1587,8 @@ class Report:
             "what each measure leaves out).", "",
             self.cpu_table(), "",
         ]
+        if self.floors:
+            parts += self.floor_section()
         if loss_runs:
             parts += ["## xina under loss", "",
                       "In rounds: each round one lossless launch and one "
@@ -1679,7 +1756,8 @@ def main():
     a = ap.parse_args()
     with open(a.results) as f:
         rep = Report(json.load(f))
-    if not rep.runs and not rep.racks_rows and not rep.micro:
+    if not rep.runs and not rep.racks_rows and not rep.micro and \
+       not rep.floors:
         print("report: no measurements in " + a.results, file=sys.stderr)
         return 1
     os.makedirs(a.plots, exist_ok=True)
