@@ -189,15 +189,21 @@ class Report:
                 return r
         return None
 
+    def launches(self, system, workers, dtype, nbytes):
+        """A CPU-bound size's lossless launches: the sweep's row and those
+        of bench.py's rounds()."""
+        main = self.get(system, workers, dtype, nbytes)
+        return [main] * bool(main) + [
+            r for r in self.res if r.get("bench") == "round" and
+            (r["system"], r["workers"], r["dtype"], r["bytes"]) ==
+            (system, workers, dtype, nbytes)]
+
     def median_launch(self, system, workers, dtype, nbytes):
         """A CPU-bound row's median goodput over its lossless launches (the
         sweep's, then those of bench.py's rounds()), and their goodputs in
         the order they ran."""
-        main = self.get(system, workers, dtype, nbytes)
-        more = [r for r in self.res if r.get("bench") == "round" and
-                (r["system"], r["workers"], r["dtype"], r["bytes"]) ==
-                (system, workers, dtype, nbytes)]
-        return medians([r["goodput_Bps"] for r in [main] * bool(main) + more])
+        return medians([r["goodput_Bps"] for r in
+                        self.launches(system, workers, dtype, nbytes)])
 
     def values(self, key, regime="cpu", **f):
         return sorted({r[key] for r in self.runs if r["loss"] == 0 and
@@ -473,18 +479,22 @@ class Report:
                     f"{mb(statistics.median(r['goodput_Bps'] for r in rs))} | "
                     f"{sum(r['lost_bytes'] for r in rs):.0f} |")
         for sy in ("xina-xdp", "gloo"):
-            rs = [self.get(sy, 4, d, 64 * MIB) for d in ("f32", "i32")]
-            if any(rs):
-                out.append(
-                    f"| this run's {TITLES[sy]}, 4 workers, 64 MiB f32 / i32 "
-                    "(the whole allreduce) | | | "
-                    + " / ".join(f"{r['host_busy_s'] / r['reduced_gib']:.2f}"
-                                 if r else "–" for r in rs)
-                    + " | " + " / ".join(
-                        f"{r['worker_cpu_s'] / r['reduced_gib']:.2f}"
-                        if r else "–" for r in rs)
-                    + " | " + " / ".join(mb(r["goodput_Bps"]) if r else "–"
-                                         for r in rs) + " | |")
+            cells = []
+            for key in ("host_busy_s", "worker_cpu_s", "goodput_Bps"):
+                c = []
+                for d in ("f32", "i32"):
+                    rs = self.launches(sy, 4, d, 64 * MIB)
+                    v = [r[key] / (1 if key == "goodput_Bps" else
+                                   r["reduced_gib"]) for r in rs]
+                    c.append("–" if not v else mb(statistics.median(v))
+                             if key == "goodput_Bps" else
+                             f"{statistics.median(v):.2f}")
+                cells.append(" / ".join(c))
+            if any(self.launches(sy, 4, d, 64 * MIB) for d in ("f32", "i32")):
+                out.append(f"| this run's {TITLES[sy]}, 4 workers, 64 MiB f32 "
+                           "/ i32, the whole allreduce (medians over its "
+                           f"launches) | | | {cells[0]} | {cells[1]} | "
+                           f"{cells[2]} | |")
         return "\n".join(out)
 
     def floor_section(self):
