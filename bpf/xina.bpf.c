@@ -2176,14 +2176,21 @@ static __always_inline __u64 xina_up_join_wait(struct xina_up *up,
 					       const struct xina_epoch *ep,
 					       __u32 status, __u32 epoch)
 {
-	__u64 nonce = 0;
+	__u64 nonce = 0, now;
 
 	if (status != XINA_JOIN_OK || epoch != xina_epoch_now(ep))
 		return 0;
+	/*
+	 * A clock, as a worker's nonce: the upper job takes no join older
+	 * than itself less XINA_JOIN_SKEW_MS, and a rack job may be years
+	 * older than its upper job.  CLOCK_TAI is never behind the workers'
+	 * CLOCK_REALTIME (xinactl starts the count there).
+	 */
+	now = bpf_ktime_get_tai_ns();
 	bpf_spin_lock(&up->lock);
 	if (up->rack_epoch != epoch) {
 		if (up->want != epoch || up->status != XINA_UP_PENDING) {
-			up->nonce++;
+			up->nonce = now > up->nonce ? now : up->nonce + 1;
 			up->want = epoch;
 			up->status = XINA_UP_PENDING;
 		}

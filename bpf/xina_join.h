@@ -64,6 +64,25 @@ enum xina_join_verdict {
 	XINA_JD_REFUSE,		/* refused (MISMATCH or BUSY) */
 };
 
+/*
+ * A new job's record of member @m, made at @now_ns (CLOCK_REALTIME, ns):
+ * joins with a nonce older than @now_ns less XINA_JOIN_SKEW_MS are stale,
+ * one exactly at that floor gets a BUSY answer (the worker asks again with
+ * a new nonce), as if the member had joined then and been refused: a join
+ * captured from an earlier instance of the job is stale in this one.
+ * Every control plane (xinactl, xina.ko, xina-swagg) starts a job's
+ * members with it.
+ */
+static __always_inline void xina_join_mbr_start(struct xina_join_mbr *m,
+						__u64 now_ns)
+{
+	const __u64 skew = (__u64)XINA_JOIN_SKEW_MS * 1000000;
+
+	m->nonce = now_ns > skew ? now_ns - skew : 0;
+	m->epoch = 0;
+	m->status = XINA_JOIN_BUSY;
+}
+
 /* The epoch after @epoch: epochs are never 0. */
 static __always_inline __u32 xina_epoch_next(__u32 epoch)
 {

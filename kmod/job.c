@@ -14,6 +14,7 @@
 #include <linux/overflow.h>
 #include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
 #include <linux/vmalloc.h>
 #include <net/netns/generic.h>
 
@@ -145,6 +146,7 @@ void xina_job_release(struct kobject *kobj)
 static int xina_job_alloc_mem(struct xina_job *job)
 {
 	u32 nv = job->slots * XINA_SLOT_VERSIONS, i;
+	u64 now;
 
 	job->slotv = kvcalloc(nv, sizeof(*job->slotv), GFP_KERNEL_ACCOUNT);
 	if (!job->slotv)
@@ -175,6 +177,10 @@ static int xina_job_alloc_mem(struct xina_job *job)
 			    GFP_KERNEL_ACCOUNT);
 	if (!job->jmbr)
 		return -ENOMEM;
+	/* a join captured from an earlier job of this id and secret is stale */
+	now = ktime_get_real_ns();
+	for (i = 0; i < job->workers; i++)
+		xina_join_mbr_start(&job->jmbr[i], now);
 	return 0;
 }
 

@@ -805,6 +805,33 @@ test_aux()
 	log_test $rc "$name: the forged, wrong-op and duplicate packets are counted, and no aux is malformed"
 }
 
+# An aggregator's members start at its start less XINA_JOIN_SKEW_MS (60
+# s): rank 0's join made 120 s before (what a capture from an earlier
+# run of the job's aggregator replays) is join_stale and unanswered; one
+# made 30 s before (a worker's clock a little behind) joins.
+test_old_join()
+{
+	local rc=0 got name="join older than the aggregator"
+
+	command -v python3 >/dev/null || { peer_skip "$name"; return; }
+	start_swagg 2 || { log_test 1 "$name"; return; }
+	got=$(ip netns exec "$ns" python3 "$PEER" join "$KEYFILE" \
+		127.0.0.1:$PORT $JOB 0 127.0.1.1:0 120)
+	[ "$got" = none ] || { why "a join made 120 s before: '$got', want none"; rc=1; }
+	got=$(ip netns exec "$ns" python3 "$PEER" join "$KEYFILE" \
+		127.0.0.1:$PORT $JOB 1 127.0.1.2:0 30)
+	case "$got" in
+	"reply 0 "[1-9]*) ;;
+	*) why "a join made 30 s before: '$got', want 'reply 0 EPOCH'"; rc=1 ;;
+	esac
+	stop_swagg
+	for c in join_stale=3 join=1 join_refused=0; do
+		[ "$(swagg_stat "${c%=*}")" = "${c#*=}" ] ||
+			{ why "${c%=*} is $(swagg_stat "${c%=*}"), want ${c#*=}"; rc=1; }
+	done
+	log_test $rc "$name: one made 120 s before is join_stale x3 and unanswered, one made 30 s before joins"
+}
+
 # A rack agent between xina_swagg_peer.py's three rack members and
 # xina_swagg_peer.py as the upper switch: the partial (and its resend)
 # carries the rack's MAX, the members get the upper result's aux.
@@ -890,6 +917,7 @@ test_run_first
 test_agents
 test_aux
 test_aux_agent
+test_old_join
 
 echo "1..$ntest"
 [ $nfail -eq 0 ] && exit 0

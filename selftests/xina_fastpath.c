@@ -2406,6 +2406,55 @@ static int two_ports(int *a, int *b)
 	return *a && *b ? 0 : -1;
 }
 
+/*
+ * A rack's join of its upper job carries a clock, not the count xinactl
+ * started when the rack job was made: the upper job takes no join older
+ * than itself less XINA_JOIN_SKEW_MS, and a rack job may be far older than
+ * its upper job.  With the rack's count at 1 (a rack job made long ago), a
+ * member's join that needs the upper epoch sends the upper join with
+ * CLOCK_TAI, which is never behind the workers' CLOCK_REALTIME.
+ */
+TEST_F(fp, up_join_nonce_is_a_clock)
+{
+	const struct xina_hdr *xh;
+	struct timespec ts;
+	__u32 k = JOB_IDX;
+	struct xina_up up;
+	struct contrib c;
+	struct run r;
+	__u64 t0;
+
+	ASSERT_EQ(0, job_add(2, 4, 16, false));
+	ASSERT_EQ(0, up_add());
+	ASSERT_EQ(0, bpf_map_lookup_elem(bpf_map__fd(F.skel->maps.xina_ups),
+					 &k, &up));
+	up.rack_epoch = 0;		/* the upper epoch stands for none */
+	up.want = 0;
+	up.nonce = 1;
+	ASSERT_EQ(0, bpf_map_update_elem(bpf_map__fd(F.skel->maps.xina_ups),
+					 &k, &up, BPF_ANY));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t0 = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+
+	c = join_of(0, 4, 16, t0);
+	send_join(&c, &r);
+	xh = xhdr(r.out);
+	EXPECT_TRUE(!r.err && xh->type == XINA_T_JOIN &&
+		    ntohl(xh->job) == UP_JOB && ntohs(xh->rank) == UP_RANK) {
+		TH_LOG("no upper join: err %d type %u job %u rank %u", r.err,
+		       xh->type, ntohl(xh->job), ntohs(xh->rank));
+	}
+	EXPECT_GE(be64toh(xh->offset), t0) {
+		TH_LOG("the upper join's nonce %llu is behind the clock %llu",
+		       (unsigned long long)be64toh(xh->offset),
+		       (unsigned long long)t0);
+	}
+	ASSERT_EQ(0, bpf_map_lookup_elem(bpf_map__fd(F.skel->maps.xina_ups),
+					 &k, &up));
+	EXPECT_EQ(up.nonce, be64toh(xh->offset));
+	EXPECT_EQ(up.status, XINA_UP_PENDING);
+}
+
 /* A join that fits: answered OK with the job's epoch, the member learned. */
 TEST_F(fp, join_ok)
 {

@@ -22,7 +22,12 @@
 # - the old run's packets, captured on a member's interface and replayed
 #   byte for byte afterwards, are all dropped as drop_epoch, its join as
 #   join_stale; a replay of the new run's join is answered again
-#   (join) and changes nothing: epoch, joined, epoch_new, completions.
+#   (join) and changes nothing: epoch, joined, epoch_new, completions;
+# - the job deleted and added again with the same key file: a join made
+#   two minutes before (what a capture from the earlier job replays) is
+#   join_stale in the new one, unanswered, and changes nothing; one made
+#   30 s before (a worker's clock a little behind the switch's) joins,
+#   and a run completes.
 
 . "$(dirname "$0")/lib.sh"
 require_root
@@ -32,6 +37,7 @@ require_cmd jq python3 "$O/xinactl" "$O/xina-allreduce" \
 
 rack_test_init xjn
 ROGUE_PY=$XINA_ROOT/selftests/xina_rogue.py
+PEER_PY=$XINA_ROOT/selftests/xina_swagg_peer.py
 N=3
 SLOTS=32
 ELEMS=256
@@ -149,7 +155,7 @@ count()		# count NAME TYPE: frames of TYPE in the capture
 	python3 "$ROGUE_PY" count "$TMP/$1.frames" "$2"
 }
 
-tap_begin 8
+tap_begin 10
 rack_up "$RACK" "$N" >/dev/null && rack_xdp "$RACK" "$N" "$PIN" &&
 	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN"
 if [ $? -ne 0 ]; then
@@ -339,5 +345,37 @@ check_err $? "the replayed join changed the job: epoch $(jshow "$JOB" epoch), jo
 [ "$(xctl -j job show "$JOB" | jq -c '.jobs[0].members[0] | [.mac, .ifindex, .rport]')" = "$loc0" ]
 check_err $? "the replayed join moved member 0"
 log_test "run B's $J_B join(s) of rank 0 replayed: the $L_B with its latest nonce answered again (join), the others join_stale; epoch, joined, location unchanged"
+
+# ---- the job deleted and added again, the same key file ----------------------------
+# aged_join AGE: rank 0's join, its nonce the clock AGE seconds ago, from
+# member 0's address: "reply STATUS EPOCH" or "none" (sent 3 times).
+aged_join()
+{
+	ip netns exec "$RACK-w0" python3 "$PEER_PY" join "$KEYFILE" \
+		"$RACK_SWITCH_IP:9277" "$JOB" 0 \
+		"$(rack_worker_ip 0):$RACK_WORKER_PORT" "$1"
+}
+
+xctl job del "$JOB" >/dev/null &&
+	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN"
+check_err $? "could not delete and add job $JOB again"
+EPOCH2=$(jshow "$JOB" epoch)
+got=$(aged_join 120)
+[ "$got" = none ] && [ "$(jstat "$JOB" join_stale)" = 3 ] &&
+	[ "$(jstat "$JOB" join)" = 0 ] && [ "$(jstat "$JOB" join_refused)" = 0 ] &&
+	[ "$(jshow "$JOB" joined)" = 0 ] && [ "$(jshow "$JOB" epoch)" = "$EPOCH2" ] &&
+	[ "$(jshow "$JOB" 'members[0].ifindex')" = 0 ]
+check_err $? "a join 120 s older than the job: '$got', join_stale $(jstat "$JOB" join_stale), join $(jstat "$JOB" join), joined $(jshow "$JOB" joined), member 0 at ifindex $(jshow "$JOB" 'members[0].ifindex'): want none, 3, 0, 0, 0"
+log_test "job $JOB deleted and added again with the same key: a join made 120 s before (a capture's replay) is join_stale x3, unanswered, nothing learned"
+
+got=$(aged_join 30)
+[ "$got" = "reply 0 $EPOCH2" ] && [ "$(jshow "$JOB" joined)" = 1 ] &&
+	[ "$(jstat "$JOB" join_stale)" = 3 ]
+check_err $? "a join 30 s older than the job: '$got', joined $(jshow "$JOB" joined), join_stale $(jstat "$JOB" join_stale): want 'reply 0 $EPOCH2', 1, 3"
+rack_allreduce "$RACK" "$N" "$TMP/c" --job "$JOB" --slots "$SLOTS" \
+	--elems "$ELEMS" --dtype i32 --bytes $((1 << 20)) --iters 2 --timeout-ms 5000
+check_err $? "the run after the re-add failed"
+check_workers "$N" "$TMP/c"
+log_test "a join 30 s older than the job (a clock a little behind) joins epoch $EPOCH2; then a run completes"
 
 tap_end

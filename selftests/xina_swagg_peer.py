@@ -18,6 +18,13 @@ wire shows (an agent's partial and its resend).
       upper join, has the rack send slot 5 round 0 with aux -5, 7 (ZERO)
       and -150, takes the partial and its resend, sends the upper result
       with aux 99 down.
+  xina_swagg_peer.py join KEYFILE SWITCH_IP:PORT JOB RANK BIND_IP:PORT AGE
+      One join of rank RANK (its key from KEYFILE) from BIND_IP:PORT, for 8
+      slots of 4 elements, whose nonce is the clock AGE seconds ago (what a
+      capture of a join made then replays), sent up to three times 0.5 s
+      apart.  Prints "reply STATUS EPOCH" for a reply whose tag verifies,
+      or "none"; exit status 0 either way, 1 for a reply that does not
+      verify.
 
 One line per check, "check 0 WHAT" (passed) or "why WHY" then "check 1
 WHAT", and "# ..." notes; exit status 0 when every check passed, 1
@@ -403,7 +410,36 @@ def agent(keyfile, upkeyfile, agent_addr, job, up_addr, uprank, ips):
     check_answer("rank 1's resend to the agent", mb[1].result(5, 0), got[1])
 
 
+def join_aged(keyfile, switch, job, rank, bind, age):
+    keys = Keys(keyfile, job, [rank])
+    ip, port = addr(bind)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((ip, port))
+    j = Pkt(type=T_JOIN, dtype=DTYPE_INT32, job=job, rank=rank, slot=8,
+            aux=4, offset=time.time_ns() - int(age * 1e9))
+    j.sign(keys.member[rank], keys)
+    r = None
+    for _ in range(3):
+        sock.sendto(j.bytes(), addr(switch))
+        r = recv(sock, lambda p: p.type == T_JOIN_REPLY and
+                 p.offset == j.offset, 0.5)
+        if r:
+            break
+    if r is None:
+        print("none")
+        return 0
+    if not r.verifies(keys.member[rank], keys):
+        print(f"reply {r.round} {r.epoch} (its tag does not verify)")
+        return 1
+    print(f"reply {r.round} {r.epoch}")
+    return 0
+
+
 def main(argv):
+    if len(argv) == 8 and argv[1] == "join":
+        return join_aged(argv[2], argv[3], int(argv[4]), int(argv[5]),
+                         argv[6], float(argv[7]))
     if len(argv) == 8 and argv[1] == "flat":
         flat(argv[2], argv[3], int(argv[4]), argv[5:8])
     elif len(argv) == 11 and argv[1] == "agent":

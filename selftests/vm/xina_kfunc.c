@@ -320,12 +320,28 @@ FIXTURE(kf) {
 	struct pkt in, out;
 };
 
+/*
+ * The nonces of the tests' joins count from here (struct join): the
+ * switch's CLOCK_REALTIME when the job was made, as a worker's clock would
+ * be; a new job takes none older than that less XINA_JOIN_SKEW_MS.
+ */
+static uint64_t nonce_base;
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 FIXTURE_SETUP(kf)
 {
 	ASSERT_EQ(0, xnl_open(&self->nl));
 	xnl_job_del(&self->nl, JOB);
 	xnl_job_del(&self->nl, JOB + 1);
 	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, ELEMS));
+	nonce_base = realtime_ns();
 	self->obj = load(&self->fd, NULL);
 	ASSERT_NE(NULL, self->obj) {
 		TH_LOG("cannot load %s (module BTF, kfunc registration?)", OBJ);
@@ -824,7 +840,8 @@ static double now_s(void);
 struct join {
 	uint32_t job;		/* 0: JOB */
 	uint16_t rank;
-	uint64_t nonce;
+	uint64_t nonce;		/* 0: 0, else nonce_base + nonce */
+	uint64_t at;		/* if set, the nonce itself (CLOCK_REALTIME) */
 	uint32_t run;		/* the header's epoch field: 0, none */
 	uint32_t slots;		/* 0: SLOTS */
 	uint32_t elems;		/* 0: ELEMS */
@@ -867,7 +884,7 @@ static size_t build_join(struct pkt *p, const struct join *j)
 	p->xh.slot = htonl(j->slots ?: SLOTS);
 	p->xh.aux = htonl(j->elems ?: ELEMS);
 	p->xh.epoch = htonl(j->run);
-	p->xh.offset = htobe64(j->nonce);
+	p->xh.offset = htobe64(j->at ?: j->nonce ? nonce_base + j->nonce : 0);
 	xina_derive_key(j->secret ?: SECRET, XINA_LABEL_MEMBER, job, j->rank, k);
 	p->xh.tag = htobe64(xina_tag_hdr(k, &p->xh, 0));
 	return len;
@@ -984,6 +1001,34 @@ TEST_F(kf, join_ok_resend_stale)
 	EXPECT_EQ(0, sysfs_stat("join_refused"));
 	EXPECT_EQ(0, sysfs_stat("epoch_new"));
 	EXPECT_EQ(0, sysfs_stat("drop_auth"));
+}
+
+/*
+ * A new job's members start at its creation less XINA_JOIN_SKEW_MS: a join
+ * sent before that (captured from an earlier job of the same id and
+ * secret) is stale, changes nothing and gets no answer; one within it is
+ * a join (a worker whose clock is a little behind the switch's).
+ */
+TEST_F(kf, join_older_than_job)
+{
+	const uint64_t skew = (uint64_t)XINA_JOIN_SKEW_MS * 1000000;
+	uint32_t e = epoch_of(JOB);
+
+	JOIN(((struct join){ .rank = 0, .at = nonce_base - skew - 60000000000ULL }),
+	     XINA_KF_DROP);
+	JOIN(((struct join){ .rank = 1, .at = nonce_base - skew - 1000000 }),
+	     XINA_KF_DROP);
+	EXPECT_EQ(2, sysfs_stat("join_stale"));
+	EXPECT_EQ(0, sysfs_stat("join"));
+	EXPECT_EQ(0, sysfs_stat("join_refused"));
+	expect_epoch(_metadata, &self->nl, e, 0);
+
+	JOIN(((struct join){ .rank = 1, .at = nonce_base - skew / 2 }),
+	     XINA_KF_ANSWER);
+	expect_reply(_metadata, &self->in, &self->out, XINA_JOIN_OK, e);
+	expect_epoch(_metadata, &self->nl, e, 1);
+	EXPECT_EQ(1, sysfs_stat("join"));
+	EXPECT_EQ(2, sysfs_stat("join_stale"));
 }
 
 /* 16-bit one's complement sum of the IPv4 header: 0xffff when right. */

@@ -262,12 +262,15 @@ static int xina_join_silence(struct xina *x)
 		  "rank %u not configured for this host's address %s (port %u), "
 		  "the switch unreachable, or a switch that predates the join handshake. "
 		  "\"xinactl stats\" on the switch tells which: no_job counts joins for a job it does not have, "
-		  "drop_member those from an address the rank is not configured for; neither growing: "
+		  "drop_member those from an address the rank is not configured for, "
+		  "join_stale those older than the job (a clock over %u s behind the switch's, "
+		  "or a join begun over %u s before job add); none growing: "
 		  "the joins do not reach it",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
 		  x->o.timeout_ms, (unsigned long long)x->st.joins,
 		  x->refused ? " (ICMP port unreachable: nothing listens on the switch port)" : "",
-		  x->o.job, x->o.rank, me, ntohs(x->local.sin_port));
+		  x->o.job, x->o.rank, me, ntohs(x->local.sin_port),
+		  XINA_JOIN_SKEW_MS / 1000, XINA_JOIN_SKEW_MS / 1000);
 	return -ETIMEDOUT;
 }
 

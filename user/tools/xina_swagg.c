@@ -282,6 +282,7 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	};
 	uint64_t v, ranks[XINA_MAX_WORKERS / 64] = {};
 	char **members;
+	struct timespec ts;
 	int c, nm = 0, i;
 
 	members = calloc(argc, sizeof(*members));
@@ -380,6 +381,11 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	sw->ranks = calloc(sw->workers, sizeof(*sw->ranks));
 	if (!sw->member || !sw->jm || !sw->ranks)
 		goto err;
+	/* a join captured from an earlier run of this job's switch is stale */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (i = 0; i < sw->workers; i++)
+		xina_join_mbr_start(&sw->jm[i],
+				    (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
 	for (i = 0; i < nm; i++) {
 		if (sw_parse_member(sw, members[i], ranks))
 			goto err;

@@ -1127,16 +1127,23 @@ static int xm_write_members(struct xm *m, __u32 idx,
 	return 0;
 }
 
-/* Forget the joins of job index @idx: nobody joined, no epoch. */
-static int xm_clear_joins(struct xm *m, __u32 idx)
+/*
+ * Forget the joins of job index @idx: nobody joined, no epoch.  @now_ns:
+ * a new job's creation time (CLOCK_REALTIME): every member's record
+ * starts there (xina_join_mbr_start(): a join captured from an earlier
+ * job of the same id and secret is stale); 0 for a job that goes.
+ */
+static int xm_clear_joins(struct xm *m, __u32 idx, __u64 now_ns)
 {
-	struct xina_join_mbr zero = {};
+	struct xina_join_mbr jm = {};
 	struct xina_epoch ep = {};
 	__u32 rank, key;
 
+	if (now_ns)
+		xina_join_mbr_start(&jm, now_ns);
 	for (rank = 0; rank < XINA_MAX_WORKERS; rank++) {
 		key = idx * XINA_MAX_WORKERS + rank;
-		if (bpf_map_update_elem(m->fd[XM_JOINS], &key, &zero, BPF_ANY))
+		if (bpf_map_update_elem(m->fd[XM_JOINS], &key, &jm, BPF_ANY))
 			return -errno;
 	}
 	if (bpf_map_update_elem(m->fd[XM_EPOCHS], &idx, &ep, BPF_ANY))
@@ -1151,10 +1158,13 @@ static int xm_clear_joins(struct xm *m, __u32 idx)
 static int xm_write_epoch(struct xm *m, __u32 idx)
 {
 	struct xina_epoch ep = {};
+	struct timespec ts;
 	__u64 *zero;
 	int ret = 0;
 
-	ret = xm_clear_joins(m, idx);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ret = xm_clear_joins(m, idx,
+			     (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
 	if (ret)
 		return ret;
 	zero = calloc(m->ncpus, ROUND8(sizeof(__u64)));
@@ -1476,7 +1486,7 @@ static int xm_job_add(struct xinactl *x, const struct xinactl_job *job)
 	goto out;
 undo:
 	xm_clear_members(m, idx);
-	xm_clear_joins(m, idx);
+	xm_clear_joins(m, idx, 0);
 	xm_up_clear(m, idx);
 	xm_clear_nhkey(m, idx);
 out:
@@ -1670,7 +1680,7 @@ static int xm_job_del(struct xinactl *x, __u32 id)
 	if (!ret)
 		ret = xm_clear_nhkey(m, j.idx);
 	if (!ret)
-		ret = xm_clear_joins(m, j.idx);
+		ret = xm_clear_joins(m, j.idx, 0);
 	if (!ret)
 		ret = xm_up_clear(m, j.idx);
 	if (ret)

@@ -166,7 +166,17 @@
  * from that member (a join whose tag verified; the nonce is recorded with
  * the reply's status and epoch), sends the reply for a join with exactly
  * the recorded nonce again (a lost reply) without evaluating it anew, and
- * drops any older one (XINA_STAT_JOIN_STALE: a replay).  Replies go where
+ * drops any older one (XINA_STAT_JOIN_STALE: a replay).  A new job's
+ * record of every member starts at the job's creation time (the switch's
+ * CLOCK_REALTIME in ns) less XINA_JOIN_SKEW_MS, as if each had joined
+ * then and been answered XINA_JOIN_BUSY: a join captured from an earlier
+ * instance of a job re-created with the same secret is stale in the new
+ * one, unless it was sent within XINA_JOIN_SKEW_MS before the new one was
+ * created; a worker whose clock is more than that behind the switch's, or
+ * that began its join more than that before the job was created, is not
+ * answered.  A rack switch's join of its upper job (two levels) carries a
+ * clock too (CLOCK_TAI in ns where the fast path makes it, which is never
+ * behind CLOCK_REALTIME).  Replies go where
  * the member was learned: a join whose tag verifies is where the member
  * is.  A join that names no job, or a rank that is not configured, or
  * comes from another address than the rank's, is dropped and counted
@@ -208,6 +218,9 @@
 #define XINA_SECRET_BYTES	16	/* a job's secret: 128 bits */
 #define XINA_JOIN_BUSY_MS	500	/* a round completed this recently: a
 					 * restart's join is answered busy */
+#define XINA_JOIN_SKEW_MS	60000	/* a new job takes joins whose nonce
+					 * (clock) is at most this much older
+					 * than the job ("Join handshake") */
 
 enum xina_pkt_type {
 	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
