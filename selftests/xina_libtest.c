@@ -2618,6 +2618,106 @@ out:
 	      r.bad_tag, r.other);
 }
 
+/*
+ * A call on the host fallback ring that cannot allocate its copy of the
+ * results (its count far beyond memory: a tensor the host cannot hold)
+ * fails with -ENOMEM, names what it could not allocate, and sends nothing
+ * and counts no call: the handle's next call is still the peers' next
+ * one.  Two ranks of a job no switch answers, so both run on the ring;
+ * rank 0's first call is the one refused.
+ */
+#define FB_ELEMS	1000
+
+struct fb_rank {
+	unsigned int		rank;
+	char			ring[64];
+	pthread_barrier_t	*opened;
+	int			err_open, err_big, err_call;
+	int			err_fbig, err_fcall;
+	char			msg_big[768], msg_call[768], msg_fcall[768];
+	int32_t			buf[FB_ELEMS];
+	float			fbuf[FB_ELEMS];
+};
+
+static void *fb_rank_run(void *arg)
+{
+	struct fb_rank *t = arg;
+	struct xina *x = NULL;
+	XINA_OPTS(o, .job = 9, .key_file = key_file(), .rank = t->rank,
+		  .workers = 2, .slots = 4, .elems = 64, .timeout_ms = 300,
+		  .switch_addr = "127.0.0.1", .switch_port = 9,
+		  .fallback = t->ring);
+	unsigned int i;
+
+	t->err_open = xina_open(&o, &x);
+	pthread_barrier_wait(t->opened);
+	if (t->err_open)
+		return NULL;
+	if (!t->rank) {
+		/* 2^38 elements: a TiB of result words to keep */
+		t->err_big = xina_allreduce_i32(x, t->buf, 1ULL << 38,
+						XINA_OP_SUM);
+		snprintf(t->msg_big, sizeof(t->msg_big), "%s",
+			 xina_last_error(x));
+	}
+	for (i = 0; i < FB_ELEMS; i++)
+		t->buf[i] = (int32_t)(i * 3 + t->rank);
+	t->err_call = xina_allreduce_i32(x, t->buf, FB_ELEMS, XINA_OP_SUM);
+	snprintf(t->msg_call, sizeof(t->msg_call), "%s",
+		 t->err_call ? xina_last_error(x) : "");
+	/* a float call agrees on exponents first: refused before that */
+	if (!t->rank)
+		t->err_fbig = xina_allreduce_f32(x, t->fbuf, 1ULL << 38);
+	for (i = 0; i < FB_ELEMS; i++)
+		t->fbuf[i] = (float)(i + t->rank);
+	t->err_fcall = xina_allreduce_f32(x, t->fbuf, FB_ELEMS);
+	snprintf(t->msg_fcall, sizeof(t->msg_fcall), "%s",
+		 t->err_fcall ? xina_last_error(x) : "");
+	xina_close(x);
+	return NULL;
+}
+
+static void test_fallback_enomem(const char *ip)
+{
+	struct fb_rank t[2] = { { .rank = 0 }, { .rank = 1 } };
+	pthread_barrier_t opened;
+	pthread_t th[2];
+	unsigned int i, r, bad = 0;
+
+	pthread_barrier_init(&opened, NULL, 2);
+	for (r = 0; r < 2; r++) {
+		snprintf(t[r].ring, sizeof(t[r].ring), "%s:47611,%s:47612",
+			 ip, ip);
+		t[r].opened = &opened;
+		pthread_create(&th[r], NULL, fb_rank_run, &t[r]);
+	}
+	for (r = 0; r < 2; r++)
+		pthread_join(th[r], NULL);
+	pthread_barrier_destroy(&opened);
+	CHECK(!t[0].err_open && !t[1].err_open,
+	      "fallback: both ranks open on the ring (%d, %d)", t[0].err_open,
+	      t[1].err_open);
+	CHECK(t[0].err_big == -ENOMEM &&
+	      strstr(t[0].msg_big, "out of memory for the host fallback's copy of 274877906944 result words"),
+	      "fallback: a call whose result copy does not fit is -ENOMEM, named (%d: %s)",
+	      t[0].err_big, t[0].msg_big);
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < FB_ELEMS; i++)
+			bad += t[r].buf[i] != (int32_t)(i * 6 + 1);
+	CHECK(!t[0].err_call && !t[1].err_call && !bad,
+	      "fallback: after it, the next call is the peers' and completes, every element right (%d: %s; %d: %s; %u wrong)",
+	      t[0].err_call, t[0].msg_call, t[1].err_call, t[1].msg_call,
+	      bad);
+	for (bad = 0, r = 0; r < 2; r++)
+		for (i = 0; i < FB_ELEMS; i++)
+			bad += t[r].fbuf[i] != (float)(2 * i + 1);
+	CHECK(t[0].err_fbig == -ENOMEM && !t[0].err_fcall && !t[1].err_fcall &&
+	      !bad,
+	      "fallback: a float call refused so (%d) leaves the next float call the peers' too (%d: %s; %d: %s; %u wrong)",
+	      t[0].err_fbig, t[0].err_fcall, t[0].msg_fcall, t[1].err_fcall,
+	      t[1].msg_fcall, bad);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "api")) {
@@ -2627,6 +2727,7 @@ int main(int argc, char **argv)
 		test_opts();
 		test_nonfinite();
 		test_bound();
+		test_fallback_enomem("127.0.0.1");
 		CHECK(!js_stop(&api_js, &r) && !r.bad && !r.other && r.joins,
 		      "every handle joined as the header says (%u joins, %u wrong, %u other datagrams)",
 		      r.joins, r.bad, r.other);

@@ -109,6 +109,9 @@
  * fallback (1 once on the ring), fallback_calls, fallback_served,
  * fallback_tx_bytes and fallback_rx_bytes.  A worker that closed its handle can no longer serve
  * peers the switch left behind: they then fail with a message naming it.
+ * The handle keeps a copy of each call's results for that (the call's
+ * payload in words): a call whose copy does not fit in memory fails with
+ * -ENOMEM before it sends anything, and the handle stays usable.
  *
  * Authentication: every contribution carries a tag keyed with this rank's
  * key, and a result is only placed if its tag verifies with the job's

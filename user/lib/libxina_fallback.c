@@ -190,23 +190,44 @@ static int xina_fb_reserve(struct xina_fb_call *fc, size_t nwords)
 
 /*
  * An engine call begins: make room to keep its results.  -ENOMEM only
- * when opts.fallback is set and the words do not fit in memory.
+ * when opts.fallback is set and the words do not fit in memory; then no
+ * call began.
  */
 int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k)
 {
 	struct xina_fb *f = x->fb;
+	int err;
 
 	if (!f)
 		return 0;
+	err = xina_fb_prepare(x, n, k);
+	if (err)
+		return err;	/* no call begun: the peers' next is still ours */
 	f->cur.valid = false;
 	f->cur.idx = f->idx++;
 	f->cur.nwords = xina_fb_nwords(k, n);
 	f->cur.wpb = xina_codec_words(k, k->per_pkt);
 	f->cur.dtype = k->dtype;
 	f->cur.wop = k->wop;
-	if (xina_fb_reserve(&f->cur, f->cur.nwords)) {
+	return 0;
+}
+
+/*
+ * Room for the results of an engine call of @n elements of @k, before an
+ * API call sends anything (xina_run()): its engine calls then find it
+ * (none is larger), and a copy that does not fit fails the call before
+ * anything is sent, which leaves the handle in step with its peers.
+ */
+int xina_fb_prepare(struct xina *x, size_t n, const struct xina_codec *k)
+{
+	size_t nwords;
+
+	if (!x->fb)
+		return 0;
+	nwords = xina_fb_nwords(k, n);
+	if (xina_fb_reserve(&x->fb->cur, nwords)) {
 		xina_fail(x, "out of memory for the host fallback's copy of %zu result words",
-			  f->cur.nwords);
+			  nwords);
 		return -ENOMEM;
 	}
 	return 0;

@@ -287,7 +287,9 @@ int xina_reduce_piggy(struct xina *x, void *buf, size_t n,
  * function a no-op, or false, without it).  xina_fb_init() parses the
  * addresses and derives the ring key while xina_open() holds the secret;
  * xina_fb_begin() and xina_fb_end() bracket every engine call (the call
- * index, the copy of its results that xina_fb_save() fills);
+ * index, the copy of its results that xina_fb_save() fills), and
+ * xina_fb_prepare() makes that copy's room before an API call sends
+ * anything;
  * xina_fb_run() runs a call, or the blocks of it the switch did not
  * answer (@done: one byte per block, NULL for none), on the ring; @piggy:
  * @exps as xina_reduce_piggy()'s, the unknown ones agreed on the ring
@@ -300,6 +302,7 @@ void xina_fb_free(struct xina *x);
 bool xina_fb_ring_only(const struct xina *x);
 void xina_fb_give_up_switch(struct xina *x, const char *why);
 int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k);
+int xina_fb_prepare(struct xina *x, size_t n, const struct xina_codec *k);
 void xina_fb_save(struct xina *x, uint64_t block, const uint32_t *v,
 		  size_t words);
 void xina_fb_end(struct xina *x, const int32_t *pexps, size_t nblocks);

@@ -421,6 +421,15 @@ int xina_run(struct xina *x, void *buf, size_t n, enum xina_type type,
 		xina_fail(x, "NULL map of the blocks of %zu elements", n);
 		return -EINVAL;
 	}
+	/*
+	 * The host fallback's copy of the results first: a call that cannot
+	 * keep them fails before it sends anything, and the handle stays
+	 * usable (a failure in a later engine call of a float or sparse
+	 * call, the peers then one call on, leaves it unusable).
+	 */
+	err = xina_fb_prepare(x, n, &k);
+	if (err)
+		return err;
 	if (op & XINA_RUN_SPARSE) {
 		err = xina_run_sparse(x, buf, n, &k, map);
 		if (err)
