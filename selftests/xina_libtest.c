@@ -2654,8 +2654,8 @@ static void *fb_rank_run(void *arg)
 	if (t->err_open)
 		return NULL;
 	if (!t->rank) {
-		/* 2^38 elements: a TiB of result words to keep */
-		t->err_big = xina_allreduce_i32(x, t->buf, 1ULL << 38,
+		/* 2^46 elements: 256 TiB of result words, past any address space */
+		t->err_big = xina_allreduce_i32(x, t->buf, 1ULL << 46,
 						XINA_OP_SUM);
 		snprintf(t->msg_big, sizeof(t->msg_big), "%s",
 			 xina_last_error(x));
@@ -2667,7 +2667,7 @@ static void *fb_rank_run(void *arg)
 		 t->err_call ? xina_last_error(x) : "");
 	/* a float call agrees on exponents first: refused before that */
 	if (!t->rank)
-		t->err_fbig = xina_allreduce_f32(x, t->fbuf, 1ULL << 38);
+		t->err_fbig = xina_allreduce_f32(x, t->fbuf, 1ULL << 46);
 	for (i = 0; i < FB_ELEMS; i++)
 		t->fbuf[i] = (float)(i + t->rank);
 	t->err_fcall = xina_allreduce_f32(x, t->fbuf, FB_ELEMS);
@@ -2698,7 +2698,7 @@ static void test_fallback_enomem(const char *ip)
 	      "fallback: both ranks open on the ring (%d, %d)", t[0].err_open,
 	      t[1].err_open);
 	CHECK(t[0].err_big == -ENOMEM &&
-	      strstr(t[0].msg_big, "out of memory for the host fallback's copy of 274877906944 result words"),
+	      strstr(t[0].msg_big, "out of memory for the host fallback's copy of 70368744177664 result words"),
 	      "fallback: a call whose result copy does not fit is -ENOMEM, named (%d: %s)",
 	      t[0].err_big, t[0].msg_big);
 	for (r = 0; r < 2; r++)
