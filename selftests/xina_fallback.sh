@@ -346,7 +346,9 @@ c0=$(complete)
 run 2 7002 "$TMP/nofb" --type float32 --bytes $((32 << 20)) --iters 1 &
 pid=$!
 busywait 30 progressed $((c0 + 1000))
+check_err $? "job 2 never got going (complete $(complete), from $c0)"
 xctl job del 2
+check_err $? "job del 2"
 wait $pid
 check_fail $? "job 2 succeeded without its switch and without a fallback"
 grep -q "no result from switch" "$TMP/nofb/w0.err"

@@ -326,6 +326,7 @@ FIXTURE(kf) {
  * be; a new job takes none older than that less XINA_JOIN_SKEW_MS.
  */
 static uint64_t nonce_base;
+static uint64_t job_made_after;	/* the clock read before job_new() */
 
 static uint64_t realtime_ns(void)
 {
@@ -340,6 +341,7 @@ FIXTURE_SETUP(kf)
 	ASSERT_EQ(0, xnl_open(&self->nl));
 	xnl_job_del(&self->nl, JOB);
 	xnl_job_del(&self->nl, JOB + 1);
+	job_made_after = realtime_ns();
 	ASSERT_EQ(0, job_new(&self->nl, JOB, WORKERS, SLOTS, ELEMS));
 	nonce_base = realtime_ns();
 	self->obj = load(&self->fd, NULL);
@@ -1014,9 +1016,10 @@ TEST_F(kf, join_older_than_job)
 	const uint64_t skew = (uint64_t)XINA_JOIN_SKEW_MS * 1000000;
 	uint32_t e = epoch_of(JOB);
 
-	JOIN(((struct join){ .rank = 0, .at = nonce_base - skew - 60000000000ULL }),
+	/* the job was made after job_made_after: older than its floor */
+	JOIN(((struct join){ .rank = 0, .at = job_made_after - skew - 60000000000ULL }),
 	     XINA_KF_DROP);
-	JOIN(((struct join){ .rank = 1, .at = nonce_base - skew - 1000000 }),
+	JOIN(((struct join){ .rank = 1, .at = job_made_after - skew - 1000000 }),
 	     XINA_KF_DROP);
 	EXPECT_EQ(2, sysfs_stat("join_stale"));
 	EXPECT_EQ(0, sysfs_stat("join"));

@@ -187,7 +187,7 @@ static void usage(FILE *f)
 		"       xinactl help\n"
 		"       xinactl [ OPTIONS ] { apply FILE [ dry-run ] | show-config }\n"
 		"where  OBJECT := { job | dev | stats | backend }\n"
-		"       OPTIONS := { -j[son] | -p[retty] | -P[in-dir] DIR }\n");
+		"       OPTIONS := { -j | --json | -p | --pretty | -P | --pin-dir DIR }\n");
 }
 
 static void xinactl_manual(void)
@@ -210,7 +210,8 @@ static void xinactl_manual(void)
 "    send UDP gradient blocks to its xina port, the XDP fast path adds them\n"
 "    up in slot memory and sends the sum back to every member of the job.\n"
 "    xinactl configures jobs and switch ports and reads the counters.\n"
-"    Keywords are matched as whole words; every command also takes 'help'.\n"
+"    Keywords are matched as whole words; every object also takes 'help'\n"
+"    (xinactl job help).\n"
 "    A command that fails changes nothing.\n\n"
 "OPTIONS\n"
 "    -j, --json          JSON output (keys listed below are a stable API)\n"
@@ -247,8 +248,9 @@ static void xinactl_manual(void)
 "    dev attach DEV [ port UDPPORT ] [ mode native|generic ]\n"
 "        Run the fast path on DEV (XDP, native by default), for UDP port\n"
 "        UDPPORT (default %d).  It stays attached after xinactl exits.\n"
-"        On a veth, the peer end needs an XDP program too (e.g. xina_pass\n"
-"        of xina_pass.bpf.o) or frames sent back through it are dropped.\n"
+"        On a veth, results reach the peer end as ordinary frames; only a\n"
+"        BAD_KEY answer to a member never seen (XDP_TX) needs an XDP\n"
+"        program on the peer end.\n"
 "    dev detach DEV\n"
 "        Remove the fast path from DEV.\n"
 "    dev show\n"

@@ -71,7 +71,7 @@
  *	    (Documentation/protocol.md, "Sparse tensors").
  * exp:     informational block exponent: the power of two the worker used
  *	    to quantise float data into this block (see Documentation/
- *	    protocol.rst); the switch copies it into the result untouched
+ *	    protocol.md); the switch copies it into the result untouched
  *	    from the contribution that completes the slot.
  * count:   number of 32-bit words after the header, 1..job's elements per
  *	    slot (a job's slot memory is counted in 32-bit words).  An
