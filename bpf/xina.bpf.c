@@ -2881,6 +2881,25 @@ static __always_inline int xina_up_resolve(struct __sk_buff *skb,
 	return bpf_redirect_neigh(ifindex, NULL, 0, 0);
 }
 
+/*
+ * Generic XDP (dev attach ... mode generic): the stack takes the mark for
+ * the frame's Ethernet header, a new one (its destination is no longer
+ * the port's address), runs eth_type_trans() again, and TC sees the frame
+ * from the IPv4 header on; the mark is still at the MAC header.  Read it
+ * from there and give the frame its 14 bytes back (bpf_skb_change_head(),
+ * zeroed: the copies get their own), so that it starts where it does
+ * after native XDP.  0 if the frame is xina's.
+ */
+static __always_inline int xina_fan_mark_at_mac(struct __sk_buff *skb,
+						struct xina_mark *mk)
+{
+	if (bpf_skb_load_bytes_relative(skb, 0, mk, sizeof(*mk),
+					BPF_HDR_START_MAC) ||
+	    (mk->cookie | XINA_MARK_UP) != (xina_cookie | XINA_MARK_UP))
+		return -1;
+	return bpf_skb_change_head(skb, ETH_HLEN, 0) ? -1 : 0;
+}
+
 SEC("tc")
 int xina_fanout(struct __sk_buff *skb)
 {
@@ -2889,9 +2908,11 @@ int xina_fanout(struct __sk_buff *skb)
 	struct xina_mark mk;
 	struct xina_job *job;
 
-	if (bpf_skb_load_bytes(skb, 0, &mk, sizeof(mk)) ||
-	    !xina_cookie || (mk.cookie | XINA_MARK_UP) !=
-			    (xina_cookie | XINA_MARK_UP))
+	if (!xina_cookie)
+		return TC_ACT_OK;
+	if ((bpf_skb_load_bytes(skb, 0, &mk, sizeof(mk)) ||
+	     (mk.cookie | XINA_MARK_UP) != (xina_cookie | XINA_MARK_UP)) &&
+	    xina_fan_mark_at_mac(skb, &mk))
 		return TC_ACT_OK;	/* not a frame xina_xdp marked */
 	if (mk.cookie != xina_cookie)	/* XINA_MARK_UP */
 		return xina_up_resolve(skb, mk.job);

@@ -17,6 +17,7 @@ export XINA_STATE_DIR=$TMP/state
 export XINA_MODPROBE=$TMP/modprobe
 
 cleanup() {
+	ip netns del w 2>/dev/null
 	ip link del va 2>/dev/null
 	ip link del vz 2>/dev/null
 	umount "$TMP/pin2" 2>/dev/null
@@ -145,6 +146,35 @@ before=$(jobs_state)
 apply_out "$TMP/b.conf" "" || rc=1
 check_eq "$(jobs_state)" "$before" || rc=1
 log_test $rc "a new secret in the key file: jobs kept in place (same job show, same counters), nothing replaced or printed"
+
+# The new secret at work, end to end: a worker of job 5 (rank 0, behind
+# va's peer in a namespace of its own) with the new key file joins; one
+# with the old key file is told "bad key" (from the same UDP port: the
+# answer goes where the member was learned).  The worker waits for rank 1
+# after its join and gives up on the call: only its join is asked about.
+rc=0
+(umask 077; echo $K1 > "$TMP/old.key")
+ip netns add w && ip link set vb netns w && ip -n w link set vb up &&
+	ip -n w addr add 10.1.0.1/24 dev vb && ip -n w link set lo up &&
+	ip addr add 10.1.0.254/24 dev va || rc=1
+worker() {	# worker KEYFILE: rank 0 of job 5, once; its stderr
+	ip netns exec w xina-allreduce --switch 10.1.0.254 --bind 10.1.0.1:5000 \
+		--rank 0 --workers 2 --job 5 --slots 16 --elems 128 \
+		--dtype i32 --bytes 512 --iters 1 --timeout-ms 1500 \
+		--key-file "$1" 2>&1 >/dev/null
+}
+join0=$(xinactl -j stats job 5 | jq '.jobs[0].join')
+out=$(worker "$TMP/k.key")
+case "$out" in *"bad key"*|"") echo "  new key: $out"; rc=1 ;; esac
+check_eq "$(xinactl -j stats job 5 | jq '.jobs[0].join')" $((join0 + 1)) || rc=1
+auth0=$(xinactl -j stats job 5 | jq '.jobs[0].drop_auth')
+out=$(worker "$TMP/old.key")
+case "$out" in *"says the key file $TMP/old.key is not the job's (bad key)"*) ;;
+*) echo "  old key: $out"; rc=1 ;; esac
+[ "$(xinactl -j stats job 5 | jq '.jobs[0].drop_auth')" -gt "$auth0" ] ||
+	{ echo "  drop_auth did not rise from $auth0"; rc=1; }
+ip -n w link set vb netns 1 && ip netns del w && ip link set vb up || rc=1
+log_test $rc "after apply, the new secret at work in the module: a worker with the new key file joins, one with the old is told bad key"
 
 rc=0
 before=$(xinactl -j job show; xinactl -j dev show)
