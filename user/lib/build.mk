@@ -23,7 +23,7 @@ LIBXINA_OBJS := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.o)
 LIBXINA_PIC  := $(LIBXINA_SRCS:user/%.c=$(O)/user/%.pic.o)
 LIBXINA_HDRS := $(addprefix user/lib/,libxina.h libxina_int.h libxina_rtnl.h libxina_ring.h) bpf/xina_lanes.h \
 		bpf/xina_rtt.h \
-		user/common/xina_keyfile.h user/common/xina_nh.h bpf/xina_auth.h include/uapi/linux/xina.h
+		user/common/xina_keyfile.h user/common/xina_nh.h user/common/xina_clock.h bpf/xina_auth.h include/uapi/linux/xina.h
 LIBXINA_LIBS := -lxdp -lbpf -lelf -lz -lm -lpthread
 OBJCOPY ?= objcopy
 

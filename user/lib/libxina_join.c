@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "libxina_int.h"
+#include "xina_clock.h"
 #include "xina_auth.h"
 
 /* Wait between a BUSY refusal and the next join. */
@@ -54,11 +55,8 @@ static uint64_t xina_nonce_last;
  */
 static uint64_t xina_nonce(void)
 {
-	uint64_t last, now, next;
-	struct timespec ts;
+	uint64_t last, now = xina_realtime_ns(), next;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	last = __atomic_load_n(&xina_nonce_last, __ATOMIC_RELAXED);
 	do {
 		next = now > last ? now : last + 1;

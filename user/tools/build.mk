@@ -15,7 +15,7 @@ $(O)/xina-swagg: $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o \
 
 $(O)/user/tools/xina_swagg.o $(O)/user/tools/xina_swagg_up.o: \
 	user/tools/xina_swagg.h bpf/xina_lanes.h bpf/xina_rtt.h \
-	user/common/xina_nh.h
+	user/common/xina_nh.h user/common/xina_clock.h
 
 # xina-swagg's element loops (SW_CLONES in xina_swagg.c): vectorised.
 $(O)/user/tools/xina_swagg.o: XCFLAGS += -O3

@@ -67,6 +67,7 @@
 #include <linux/xina.h>
 
 #include "xina_auth.h"
+#include "xina_clock.h"
 #include "xina_nh.h"
 #include "xina_join.h"
 #include "xina_keyfile.h"
@@ -282,7 +283,7 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	};
 	uint64_t v, ranks[XINA_MAX_WORKERS / 64] = {};
 	char **members;
-	struct timespec ts;
+	uint64_t now;
 	int c, nm = 0, i;
 
 	members = calloc(argc, sizeof(*members));
@@ -382,10 +383,9 @@ static int sw_parse(struct swagg *sw, int argc, char **argv, bool *json,
 	if (!sw->member || !sw->jm || !sw->ranks)
 		goto err;
 	/* a join captured from an earlier run of this job's switch is stale */
-	clock_gettime(CLOCK_REALTIME, &ts);
+	now = xina_realtime_ns();
 	for (i = 0; i < sw->workers; i++)
-		xina_join_mbr_start(&sw->jm[i],
-				    (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
+		xina_join_mbr_start(&sw->jm[i], now);
 	for (i = 0; i < nm; i++) {
 		if (sw_parse_member(sw, members[i], ranks))
 			goto err;

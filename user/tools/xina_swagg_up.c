@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "xina_auth.h"
+#include "xina_clock.h"
 #include "xina_nh.h"
 #include "xina_keyfile.h"
 #include "xina_swagg.h"
@@ -113,11 +114,8 @@ static bool sw_up_from(const struct sw_up *up, const struct sockaddr_in *from)
 
 static uint64_t sw_up_nonce(struct sw_up *up)
 {
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = xina_realtime_ns();
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	up->nonce = now > up->nonce ? now : up->nonce + 1;
 	return up->nonce;
 }

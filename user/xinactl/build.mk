@@ -15,7 +15,7 @@ XINACTL_SRCS := $(addprefix user/xinactl/,xinactl.c xinactl_job.c \
 XINACTL_OBJS := $(addprefix $(O)/user/xinactl/,$(notdir $(XINACTL_SRCS:.c=.o)))
 XINACTL_HDRS := user/xinactl/xinactl.h user/common/xina_json.h \
 		user/common/xina_names.h user/common/xina_keyfile.h \
-		user/common/xina_nl.h \
+		user/common/xina_nl.h user/common/xina_clock.h \
 		bpf/xina_maps.h bpf/xina_auth.h bpf/xina_rtt.h \
 		include/uapi/linux/xina.h \
 		$(O)/bpf/xina.skel.h

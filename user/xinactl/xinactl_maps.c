@@ -53,6 +53,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "xina_clock.h"
 #include "xina_maps.h"
 #include "xinactl.h"
 #include "bpf/xina.skel.h"
@@ -1158,13 +1159,10 @@ static int xm_clear_joins(struct xm *m, __u32 idx, __u64 now_ns)
 static int xm_write_epoch(struct xm *m, __u32 idx)
 {
 	struct xina_epoch ep = {};
-	struct timespec ts;
 	__u64 *zero;
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ret = xm_clear_joins(m, idx,
-			     (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
+	ret = xm_clear_joins(m, idx, xina_realtime_ns());
 	if (ret)
 		return ret;
 	zero = calloc(m->ncpus, ROUND8(sizeof(__u64)));
@@ -1298,7 +1296,6 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 	struct xina_nhkey *nhk = NULL;
 	struct xina_upjob uj = {};
 	struct xina_up up = {};
-	struct timespec ts;
 	__u32 b, p;
 	int ret;
 
@@ -1320,8 +1317,7 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 	ret = xm_up_route(job, &up);
 	if (ret)
 		return ret;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	up.nonce = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	up.nonce = xina_realtime_ns();
 	up.status = XINA_UP_PENDING;
 	for (p = 0; p < XINA_JOB_PROBES; p++) {
 		b = xina_job_bucket(cu->job, p);
