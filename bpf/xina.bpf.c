@@ -2882,13 +2882,15 @@ static __always_inline int xina_up_resolve(struct __sk_buff *skb,
 }
 
 /*
- * Generic XDP (dev attach ... mode generic): the stack takes the mark for
- * the frame's Ethernet header, a new one (its destination is no longer
- * the port's address), runs eth_type_trans() again, and TC sees the frame
- * from the IPv4 header on; the mark is still at the MAC header.  Read it
- * from there and give the frame its 14 bytes back (bpf_skb_change_head(),
- * zeroed: the copies get their own), so that it starts where it does
- * after native XDP.  0 if the frame is xina's.
+ * Generic XDP (dev attach ... mode generic): on 6.12 and 6.18 TC sees the
+ * frame from its IPv4 header on, the mark still at the MAC header (not on
+ * 6.1).  The mark alone would do it (the stack takes it for a new
+ * Ethernet header and runs eth_type_trans() again), but a frame the
+ * program left untouched starts there too on 6.18 (measured with
+ * scripts/bench/floor's gtrain shape).  Read the mark at the MAC header
+ * and give the frame its 14 bytes back (bpf_skb_change_head(), zeroed:
+ * the copies get their own), so that it starts where it does after native
+ * XDP.  0 if the frame is xina's.
  */
 static __always_inline int xina_fan_mark_at_mac(struct __sk_buff *skb,
 						struct xina_mark *mk)

@@ -449,7 +449,9 @@ class Report:
     FLOOR_SHAPES = {
         "frame": "frames: an XDP program on the switch's ports (xina's "
                  "shape), each frame through TC",
-        "train": "GSO trains through TC alone, no XDP program"}
+        "train": "GSO trains through TC alone, no XDP program",
+        "gtrain": "GSO trains through an XDP program in generic mode, "
+                  "then TC"}
 
     def floor_table(self):
         """scripts/bench/floor: the transport without xina's work, per
@@ -517,7 +519,12 @@ class Report:
             "switch's ports, as xina's XDP switch has, so veth segments the "
             "workers' trains in software and copies every frame for XDP.  "
             "**trains**: TC alone, so a train crosses veth as one skb and "
-            "reaches the workers' UDP_GRO sockets as one receive.  Host CPU "
+            "reaches the workers' UDP_GRO sockets as one receive.  "
+            "**gtrain**: the same with an XDP program in generic mode on the "
+            "ports: veth keeps GSO, a train crosses whole, and the stack "
+            "copies it into XDP's pages once before the program (a socket's "
+            "skb is nonlinear), as a switch running the fast path over whole "
+            "trains in generic XDP would pay.  Host CPU "
             "per GiB of one worker's bytes (the busy time of all CPUs over the run; "
             "the machine is shared); the runs alternate the kinds.", "",
             self.floor_table(), ""]

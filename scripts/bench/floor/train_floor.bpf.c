@@ -19,9 +19,13 @@
  * takes every add, and no tag is checked.
  *
  * tf_xdp_pass, optional on the same ports: an xdp.frags program that hands
- * every frame on.  It is there for what it does to veth: its peer loses
- * GSO (the sender segments in software) and every frame is copied into
- * XDP's pages before the stack sees it again, as with xina's XDP switch.
+ * every frame on.  It is there for what it does to veth.  Attached in
+ * native mode, veth's peer loses GSO (the sender segments in software)
+ * and every frame is copied into XDP's pages before the stack sees it
+ * again, as with xina's XDP switch.  Attached in generic mode, the peer
+ * keeps GSO: a train crosses veth whole, and the stack copies it into
+ * XDP's pages once (a socket's skb is nonlinear), as a switch that ran
+ * xina's fast path on whole trains in generic XDP would have it.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -33,21 +37,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#define TF_MAX_PORTS	16
-#define TF_UDP_PORT	9399
-#define TF_CHUNK	4096
+#include "train_floor.h"
+
 #define TF_SEQS		1024		/* trains in flight, at most */
 
-/* Set by the loader (train_floor.c, struct tf_rodata: the same layout). */
-const volatile struct {
-	__u32 nports;
-	__u32 read;			/* the work on the payload: 0, 1, 2 */
-	__u32 swip;			/* the switch's address, network order */
-	__u32 ifindex[TF_MAX_PORTS];
-	__u32 ip[TF_MAX_PORTS];		/* network order */
-	__u8 mac[TF_MAX_PORTS][ETH_ALEN];
-	__u32 key[TF_CHUNK / 4];	/* NH key words (tf.read 2) */
-} tf;
+/* Set by the loader (train_floor.c) before the object loads. */
+const volatile struct tf_cfg tf;
 
 /* Per CPU: [0] what was read, [1] the words the adds go into. */
 struct {
@@ -153,6 +148,34 @@ int tf_tc(struct __sk_buff *skb)
 	__u64 nh = 0;
 	__be32 old;
 
+	if (tf.generic) {
+		/*
+		 * After generic XDP, TC sees the frame from its IPv4 header
+		 * on (every frame, train or datagram, on 6.18; xina_fanout
+		 * meets the same), the Ethernet header still before it: give
+		 * it back.
+		 */
+		struct ethhdr e;
+		__u32 at0[5], net[5];
+
+		if (bpf_skb_load_bytes(skb, 0, at0, sizeof(at0)) ||
+		    bpf_skb_load_bytes_relative(skb, 0, net, sizeof(net),
+						BPF_HDR_START_NET))
+			return TC_ACT_OK;
+		if (at0[0] == net[0] && at0[1] == net[1] && at0[2] == net[2] &&
+		    at0[3] == net[3] && at0[4] == net[4]) {
+			if (bpf_skb_load_bytes_relative(skb, 0, &e, sizeof(e),
+							BPF_HDR_START_MAC) ||
+			    bpf_skb_change_head(skb, ETH_HLEN, 0) ||
+			    bpf_skb_store_bytes(skb, 0, &e, sizeof(e), 0))
+				return TC_ACT_SHOT;
+			data = (void *)(long)skb->data;
+			end = (void *)(long)skb->data_end;
+			eth = data;
+			ip = data + TF_IP_OFF;
+			udp = data + TF_UDP_OFF;
+		}
+	}
 	if (data + TF_PAY_OFF > end)
 		return TC_ACT_OK;
 	if (eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||

@@ -7,8 +7,9 @@
  *   train_floor switch BPF_OBJ MODE READ SWITCH_IP PORT=IP,MAC ...
  *	in the switch namespace: tf_tc on every PORT's TC ingress (IP and
  *	MAC: the worker's behind it), and for MODE "frame" also tf_xdp_pass
- *	on them (MODE "train": no XDP); READ is the work on the payload (0,
- *	1, 2: train_floor.bpf.c).  Exits; the programs stay attached until
+ *	on them in native mode, for "gtrain" in generic mode (MODE "train":
+ *	no XDP); READ is the work on the payload (0, 1, 2:
+ *	train_floor.bpf.c).  Exits; the programs stay attached until
  *	the ports go.
  *   train_floor worker SWITCH_IP BYTES SEG NSEG WINDOW START
  *	in a worker namespace, from START (CLOCK_REALTIME, in ms): sends BYTES to SWITCH_IP:9399 as trains of
@@ -22,6 +23,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_link.h>
 #include <linux/udp.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -42,8 +44,7 @@
 #ifndef UDP_GRO
 #define UDP_GRO		104
 #endif
-#define TF_UDP_PORT	9399
-#define TF_MAX_PORTS	16
+#include "train_floor.h"
 
 static int die(const char *what)
 {
@@ -51,27 +52,20 @@ static int die(const char *what)
 	return 1;
 }
 
-struct tf_rodata {
-	__u32 nports, read, swip;
-	__u32 ifindex[TF_MAX_PORTS];
-	__u32 ip[TF_MAX_PORTS];
-	__u8 mac[TF_MAX_PORTS][6];
-	__u32 key[4096 / 4];
-};
-
 static int tf_switch(int argc, char **argv)
 {
 	const char *obj_path = argv[0], *mode = argv[1];
 	int read = atoi(argv[2]), n = argc - 4, i, fd_tc, fd_xdp;
 	struct bpf_object *obj;
 	struct bpf_map *ro;
-	struct tf_rodata rd = { 0 };
+	struct tf_cfg rd = { 0 };
 	size_t sz;
 	void *init;
 
-	if (strcmp(mode, "frame") && strcmp(mode, "train")) {
-		fprintf(stderr, "train_floor: MODE '%s' is neither frame nor "
-			"train\n", mode);
+	if (strcmp(mode, "frame") && strcmp(mode, "train") &&
+	    strcmp(mode, "gtrain")) {
+		fprintf(stderr, "train_floor: MODE '%s' is none of frame, train "
+			"and gtrain\n", mode);
 		return 2;
 	}
 	if (n < 1 || n > TF_MAX_PORTS || read < 0 || read > 2 ||
@@ -87,6 +81,7 @@ static int tf_switch(int argc, char **argv)
 		return die("no .rodata");
 	rd.nports = n;
 	rd.read = read;
+	rd.generic = !strcmp(mode, "gtrain");
 	for (i = 0; i < n; i++) {
 		char name[32], ip[32];
 		unsigned int m[6];
@@ -105,7 +100,7 @@ static int tf_switch(int argc, char **argv)
 			rd.mac[i][b] = m[b];
 	}
 	srandom(getpid());
-	for (i = 0; i < 4096 / 4; i++)
+	for (i = 0; i < TF_CHUNK / 4; i++)
 		rd.key[i] = random();
 	init = (void *)bpf_map__initial_value(ro, &sz);
 	if (!init || sz < sizeof(rd)) {
@@ -129,8 +124,10 @@ static int tf_switch(int argc, char **argv)
 		err = bpf_tc_attach(&hook, &opts);
 		if (err)
 			return errno = -err, die("tc attach");
-		if (!strcmp(mode, "frame")) {
-			err = bpf_xdp_attach(rd.ifindex[i], fd_xdp, 0, NULL);
+		if (strcmp(mode, "train")) {
+			err = bpf_xdp_attach(rd.ifindex[i], fd_xdp,
+					     strcmp(mode, "gtrain") ? 0 :
+					     XDP_FLAGS_SKB_MODE, NULL);
 			if (err)
 				return errno = -err, die("xdp attach");
 		}
@@ -228,7 +225,7 @@ int main(int argc, char **argv)
 		return tf_switch(argc - 2, argv + 2);
 	if (argc == 8 && !strcmp(argv[1], "worker"))
 		return tf_worker(argv + 2);
-	fprintf(stderr, "usage: train_floor switch BPF_OBJ train|frame READ "
+	fprintf(stderr, "usage: train_floor switch BPF_OBJ frame|train|gtrain READ "
 		"SWITCH_IP PORT=IP,MAC ...\n"
 		"       train_floor worker SWITCH_IP BYTES SEG NSEG WINDOW START\n");
 	return 2;

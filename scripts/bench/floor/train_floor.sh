@@ -4,7 +4,7 @@
 # The transport floor of an in-network allreduce on the veth rack: what
 # moving each worker's tensor to the switch once and a result back to
 # every worker costs the host, with no aggregation and no authentication,
-# in two shapes (train_floor.bpf.c):
+# in three shapes (train_floor.bpf.c):
 #
 #   frame  an XDP program on the switch's ports, as xina's XDP switch has:
 #          veth turns GSO off towards them, so the workers' GSO trains are
@@ -13,6 +13,11 @@
 #   train  TC only: a worker's GSO train (NSEG datagrams in one skb)
 #          crosses veth whole, the switch sees it once, and its clones
 #          reach the workers' UDP_GRO sockets as one receive.
+#   gtrain the same with an XDP program in generic mode on the ports: veth
+#          keeps GSO, the train crosses whole, and the stack copies it
+#          into XDP's pages once before the program (a socket's skb is
+#          nonlinear); a switch running xina's fast path over whole
+#          trains in generic XDP would pay that.
 #
 # READ=1: the switch's program also reads every payload byte once; READ=2:
 # and does xina's arithmetic on it, scalar (swap, NH, add), writing a result
@@ -29,7 +34,7 @@
 # came: a run with loss measured less than it should).
 #
 # Usage: scripts/bench/floor/train_floor.sh [WORKERS [MIB [RUNS]]]
-# (as root; SHAPES="frame train", READS="0 1 2", SEG, NSEG, WINDOW, TF_RACK)
+# (as root; SHAPES="frame train gtrain", READS="0 1 2", SEG, NSEG, WINDOW, TF_RACK)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -104,7 +109,7 @@ run_one()
 echo "# train_floor: $N workers, $MIB MiB each, trains of $NSEG x $SEG bytes, window $WINDOW"
 # runs outermost: the machine's speed drifts, and each run has every kind
 for ((r = 1; r <= RUNS; r++)); do
-	for shape in ${SHAPES:-frame train}; do
+	for shape in ${SHAPES:-frame train gtrain}; do
 		for read in ${READS:-0 1 2}; do
 			run_one "$shape" "$read" "$r"
 		done
