@@ -196,9 +196,9 @@ else
 fi
 
 # Generic XDP (dev attach ... mode generic), for ports without native XDP:
-# the stack takes the mark xina_xdp writes over a result's Ethernet header
-# for a new header and hands TC the frame from its IPv4 header on, where
-# xina_fanout finds the mark at the MAC header.  One datagram per packet
+# TC sees the frame from its IPv4 header on (6.12, 6.18), so xina_fanout
+# finds the mark xina_xdp wrote over a result's Ethernet header at the MAC
+# header and gives the frame its 14 bytes back.  One datagram per packet
 # (--no-gso): generic XDP on a veth takes a worker's GSO train as one
 # frame, which no NIC hands it.
 rack_up "$RACK" 2 >/dev/null && rack_pin_mount "$PIN" &&
