@@ -38,13 +38,14 @@
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 
+#include "train_floor.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT	103
 #endif
 #ifndef UDP_GRO
 #define UDP_GRO		104
 #endif
-#include "train_floor.h"
 
 static int die(const char *what)
 {
