@@ -174,15 +174,23 @@ static size_t xina_fb_nwords(const struct xina_codec *k, size_t n)
 	       xina_codec_words(k, n - (nb - 1) * k->per_pkt);
 }
 
-static int xina_fb_reserve(struct xina_fb_call *fc, size_t nwords)
+/*
+ * Room for @nwords result words in the copy of the call's results: -ENOMEM,
+ * and the handle's error says so, when they do not fit in memory.
+ */
+static int xina_fb_reserve(struct xina *x, size_t nwords)
 {
+	struct xina_fb_call *fc = &x->fb->cur;
 	uint32_t *w;
 
 	if (nwords <= fc->cap)
 		return 0;
 	w = realloc(fc->w, nwords * sizeof(*w));
-	if (!w)
+	if (!w) {
+		xina_fail(x, "out of memory for the host fallback's copy of %zu result words",
+			  nwords);
 		return -ENOMEM;
+	}
 	fc->w = w;
 	fc->cap = nwords;
 	return 0;
@@ -196,16 +204,18 @@ static int xina_fb_reserve(struct xina_fb_call *fc, size_t nwords)
 int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k)
 {
 	struct xina_fb *f = x->fb;
+	size_t nwords;
 	int err;
 
 	if (!f)
 		return 0;
-	err = xina_fb_prepare(x, n, k);
+	nwords = xina_fb_nwords(k, n);
+	err = xina_fb_reserve(x, nwords);
 	if (err)
 		return err;	/* no call begun: the peers' next is still ours */
 	f->cur.valid = false;
 	f->cur.idx = f->idx++;
-	f->cur.nwords = xina_fb_nwords(k, n);
+	f->cur.nwords = nwords;
 	f->cur.wpb = xina_codec_words(k, k->per_pkt);
 	f->cur.dtype = k->dtype;
 	f->cur.wop = k->wop;
@@ -220,17 +230,7 @@ int xina_fb_begin(struct xina *x, size_t n, const struct xina_codec *k)
  */
 int xina_fb_prepare(struct xina *x, size_t n, const struct xina_codec *k)
 {
-	size_t nwords;
-
-	if (!x->fb)
-		return 0;
-	nwords = xina_fb_nwords(k, n);
-	if (xina_fb_reserve(&x->fb->cur, nwords)) {
-		xina_fail(x, "out of memory for the host fallback's copy of %zu result words",
-			  nwords);
-		return -ENOMEM;
-	}
-	return 0;
+	return x->fb ? xina_fb_reserve(x, xina_fb_nwords(k, n)) : 0;
 }
 
 /* A result of the switch, kept for the ring (network order). */
