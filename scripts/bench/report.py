@@ -481,22 +481,21 @@ class Report:
                     f"{mb(statistics.median(r['goodput_Bps'] for r in rs))} | "
                     f"{sum(r['lost_bytes'] for r in rs):.0f} |")
         for sy in ("xina-xdp", "gloo"):
-            cells = []
-            for key in ("host_busy_s", "worker_cpu_s", "goodput_Bps"):
-                c = []
-                for d in ("f32", "i32"):
-                    rs = self.launches(sy, 4, d, 64 * MIB)
-                    v = [r[key] / (1 if key == "goodput_Bps" else
-                                   r["reduced_gib"]) for r in rs]
-                    c.append("–" if not v else mb(statistics.median(v))
-                             if key == "goodput_Bps" else
-                             f"{statistics.median(v):.2f}")
-                cells.append(" / ".join(c))
-            if any(self.launches(sy, 4, d, 64 * MIB) for d in ("f32", "i32")):
-                out.append(f"| this run's {TITLES[sy]}, 4 workers, 64 MiB f32 "
-                           "/ i32, the whole allreduce (medians over its "
-                           f"launches) | | | {cells[0]} | {cells[1]} | "
-                           f"{cells[2]} | |")
+            runs = [self.launches(sy, 4, d, 64 * MIB) for d in ("f32", "i32")]
+            if not any(runs):
+                continue
+
+            def cell(value, fmt):
+                return " / ".join(fmt(statistics.median(map(value, rs)))
+                                  if rs else "–" for rs in runs)
+
+            per_gib = "{:.2f}".format
+            out.append(
+                f"| this run's {TITLES[sy]}, 4 workers, 64 MiB f32 / i32, "
+                "the whole allreduce (medians over its launches) | | | "
+                f"{cell(lambda r: r['host_busy_s'] / r['reduced_gib'], per_gib)} | "
+                f"{cell(lambda r: r['worker_cpu_s'] / r['reduced_gib'], per_gib)} | "
+                f"{cell(lambda r: r['goodput_Bps'], mb)} | |")
         return "\n".join(out)
 
     def floor_section(self):
