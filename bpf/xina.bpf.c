@@ -224,6 +224,7 @@ struct xina_pkt {
 enum xina_class {
 	XINA_NOT_OURS,		/* not xina: leave it to the stack */
 	XINA_MALFORMED,		/* to the xina port, but not a valid packet */
+	XINA_TRAIN,		/* several datagrams in one frame: see xina_train() */
 	XINA_WELL_FORMED,
 };
 
@@ -286,6 +287,35 @@ static __always_inline int xina_check_join_reply(struct xina_pkt *pkt)
 }
 
 /*
+ * A frame whose UDP payload holds more than the datagram its xina header
+ * describes, and another xina header of the same job right after it: a
+ * worker's GSO train (UDP_SEGMENT), which a port in generic XDP mode takes
+ * whole (veth keeps GSO towards a peer without native XDP; no NIC hands a
+ * driver's XDP such a frame).  The switch does not split trains: it drops
+ * the frame, as it would any malformed one, but counts it apart
+ * (XINA_GSTAT_TRAIN) so that "xinactl stats" explains why those workers'
+ * rounds never complete.  @one is the first datagram's UDP length.
+ */
+static __always_inline int xina_train(struct xdp_md *ctx,
+				      const struct xina_pkt *pkt, __u32 one,
+				      __u32 ulen)
+{
+	struct xina_hdr next;
+
+	if (ulen <= one ||
+	    ulen - one < sizeof(next) ||
+	    ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len) ||
+	    bpf_xdp_load_bytes(ctx, sizeof(struct ethhdr) +
+			       sizeof(struct iphdr) + one, &next,
+			       sizeof(next)))
+		return XINA_MALFORMED;
+	if (next.version != pkt->xh->version || next.type != pkt->xh->type ||
+	    next.job != pkt->xh->job)
+		return XINA_MALFORMED;
+	return XINA_TRAIN;
+}
+
+/*
  * Everything the packet says about itself, before any job is looked up:
  * headers complete, lengths consistent, fields this switch understands.
  * The headers must be in the first buffer of the frame; the elements may
@@ -318,9 +348,12 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	ulen = ntohs_bounded(pkt->udp->len);
 	if (xh->flags & XINA_F_ZERO) {
 		/* a contribution of count zero words, none in the frame */
-		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS) ||
-		    ulen != sizeof(struct udphdr) + sizeof(*xh) ||
-		    ulen + sizeof(struct iphdr) !=
+		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS))
+			return XINA_MALFORMED;
+		if (ulen != sizeof(struct udphdr) + sizeof(*xh))
+			return xina_train(ctx, pkt, sizeof(struct udphdr) +
+					  sizeof(*xh), ulen);
+		if (ulen + sizeof(struct iphdr) !=
 		    ntohs_bounded(pkt->iph->tot_len))
 			return XINA_MALFORMED;
 		pkt->count = count;
@@ -330,7 +363,8 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	}
 	/* count is in 32-bit words for every dtype (checked per job) */
 	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
-		return XINA_MALFORMED;
+		return xina_train(ctx, pkt, sizeof(struct udphdr) +
+				  sizeof(*xh) + count * 4, ulen);
 	if (ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len))
 		return XINA_MALFORMED;
 	room = (__u32)(end - (void *)(xh + 1)) / 4;
@@ -2690,6 +2724,9 @@ int xina_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	case XINA_MALFORMED:
 		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	case XINA_TRAIN:
+		gstat_inc(XINA_GSTAT_TRAIN);
 		return XDP_DROP;
 	}
 #ifdef XINA_KFUNC

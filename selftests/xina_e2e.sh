@@ -9,7 +9,7 @@
 # At 4 workers, also as 8 calls in flight at once (xina-allreduce
 # --inflight 8: libxina's non-blocking calls, waited for on the completion
 # fd), checked the same way; and at 2 workers with the ports in generic
-# XDP mode.
+# XDP mode, where workers that send GSO trains are told why they hang.
 #
 # XINA_E2E_MAX_BYTES caps the sizes (the VM run uses a smaller cap).
 
@@ -105,7 +105,7 @@ done
 # part-full (within the VM's cap too)
 INFLIGHT_BYTES=$((64 * 256 * 4 - 4))
 [ "$INFLIGHT_BYTES" -le "$MAX_BYTES" ] && ncases=$((ncases + 2))
-tap_begin $((ncases + 4))
+tap_begin $((ncases + 5))
 
 for n in 2 4 8; do
 	rack_up "$RACK" "$n" >/dev/null && rack_xdp "$RACK" "$n" "$PIN"
@@ -207,5 +207,32 @@ check_err $? "rack of 2 in generic mode could not be set up"
 [ "$(xctl -j dev show | jq -r '[.devs[].mode] | unique | join(",")')" = generic ]
 check_err $? "the ports are not in generic mode: $(xctl -j dev show)"
 run_case 2 i32 $((256 << 10)) --no-gso
+
+# The same rack, workers that forgot --no-gso: the switch drops their
+# trains and counts them as train (not malformed; xina_fastpath's train
+# checks that they touch no slot), and the workers' timeout error names
+# the cause.
+JOB=$((JOB + 1))
+rack_job_add "$RACK" 2 "$JOB" "$KEYFILE" "$SLOTS" "$ELEMS" "$PIN"
+check_err $? "job add $JOB failed"
+train0=$(xctl -j stats | jq -r '.switch.train // empty')
+mal0=$(xctl -j stats | jq -r '.switch.malformed // empty')
+rack_allreduce "$RACK" 2 "$TMP/gso" --job "$JOB" --key-file "$KEYFILE" \
+	--slots "$SLOTS" --elems "$ELEMS" --dtype i32 --bytes $((256 << 10)) \
+	--iters 1 --timeout-ms 1000 >/dev/null 2>&1
+[ $? -eq 2 ]
+check_err $? "workers sending GSO trains to generic ports did not both fail"
+for r in 0 1; do
+	grep -q "went out in GSO trains, which a switch port in generic XDP mode drops" \
+		"$TMP/gso/w$r.err"
+	check_err $? "worker $r's error does not name the trains: $(tail -c 600 "$TMP/gso/w$r.err")"
+done
+train1=$(xctl -j stats | jq -r '.switch.train // empty')
+mal1=$(xctl -j stats | jq -r '.switch.malformed // empty')
+[ "$train1" -gt "$train0" ] 2>/dev/null && [ "$mal1" = "$mal0" ]
+check_err $? "switch: train $train0 -> $train1 (want more), malformed $mal0 -> $mal1 (want the same)"
+log_info "switch: train +$((train1 - train0)), malformed +$((mal1 - mal0))"
+xctl job del "$JOB"
+log_test "GSO trains on generic ports: counted as train, the workers' error says why"
 
 tap_end

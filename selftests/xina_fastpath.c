@@ -1695,6 +1695,136 @@ TEST_F(fp, malformed_lengths)
 	free(s.buf);
 }
 
+/*
+ * @k datagrams of @c's rank on consecutive slots from @c's, as a GSO train
+ * (UDP_SEGMENT) reaches a port in generic XDP mode: one set of Ethernet,
+ * IPv4 and UDP headers, then each datagram's xina header and elements.
+ */
+static size_t build_train(__u8 *buf, const struct contrib *c, unsigned int k)
+{
+	static __u8 one[FRAME_MAX];
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct udphdr *udp = (void *)(iph + 1);
+	struct contrib d = *c;
+	size_t len, n;
+	unsigned int i;
+
+	len = build_frame(buf, c);
+	for (i = 1; i < k; i++) {
+		d.slot = c->slot + i;
+		n = build_frame(one, &d) - HDRS_LEN;
+		memcpy(buf + len, one + HDRS_LEN, n);
+		len += n;
+	}
+	iph->tot_len = htons(len - ETH_HLEN);
+	iph->check = 0;
+	iph->check = ip_csum(iph, sizeof(*iph));
+	udp->len = htons(len - HDRS_LEN + sizeof(*udp));
+	return len;
+}
+
+/* One run of xina_xdp on a frame longer than struct run's copy. */
+static int run_long(const void *in, __u32 len, __u32 *retval)
+{
+	struct xdp_md md = { .data_end = len, .ingress_ifindex = 1 };
+	LIBBPF_OPTS(bpf_test_run_opts, o,
+		.data_in = in,
+		.data_size_in = len,
+		.ctx_in = &md,
+		.ctx_size_in = sizeof(md),
+		.repeat = 1,
+	);
+
+	if (bpf_prog_test_run_opts(F.xdp, &o))
+		return -errno;
+	*retval = o.retval;
+	return 0;
+}
+
+/*
+ * A worker's GSO train taken whole: dropped, counted as train (not
+ * malformed), no slot touched; in the first buffer or across several.
+ * The same frame whose second header names another job, or whose
+ * surplus is shorter than a header, is only malformed.
+ */
+TEST_F(fp, train)
+{
+	static __u8 buf[3 * FRAME_MAX];
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct xina_hdr *xh2;
+	struct counts before;
+	struct snapshot s;
+	struct contrib c;
+	size_t len;
+	struct run r;
+
+	ASSERT_EQ(0, job_pending(&s));
+	c = valid();
+	c.slot = 1;
+	len = build_train(buf, &c, 3);
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.err, 0);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
+	EXPECT_TRUE(snap_same(&s)) {
+		TH_LOG("a train changed slot state");
+	}
+
+	/* zero contributions (XINA_F_ZERO: a header each) */
+	c.flags = XINA_F_ZERO;
+	c.nvals = 0;
+	len = build_train(buf, &c, 2);
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
+
+	/* the second header of another job: malformed */
+	c = valid();
+	len = build_train(buf, &c, 2);
+	xh2 = (void *)(buf + PAYLOAD_OFF + 4 * c.nvals);
+	xh2->job = htonl(JOB_ID + 1);
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
+
+	/* a surplus shorter than a header: malformed */
+	len = build_train(buf, &c, 2) - 8 * 4 - 4;
+	iph->tot_len = htons(len - ETH_HLEN);
+	((struct udphdr *)(iph + 1))->len = htons(len - ETH_HLEN - sizeof(*iph));
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
+	EXPECT_TRUE(snap_same(&s));
+	free(s.buf);
+}
+
+/* Jumbo datagrams in a train: the second header is in a later buffer. */
+TEST_F(fp, train_jumbo)
+{
+	static __u8 buf[3 * FRAME_MAX];
+	struct counts before;
+	struct contrib c = contrib(1, 1, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
+	struct snapshot s;
+	__u32 retval = 0;
+	size_t len;
+
+	ASSERT_EQ(0, job_add(4, 4, XINA_MAX_ELEMS, true));
+	ASSERT_EQ(0, snap_take(&s));
+	len = build_train(buf, &c, 3);
+	counts_read(&before);
+	EXPECT_EQ(run_long(buf, len, &retval), 0);
+	EXPECT_EQ(retval, XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
+	EXPECT_TRUE(snap_same(&s)) {
+		TH_LOG("a jumbo train changed slot state");
+	}
+	free(s.buf);
+}
+
 TEST_F(fp, foreign_job)
 {
 	struct snapshot s;

@@ -452,7 +452,7 @@ json_ok x -j stats 'j["backend"] == "maps" and
 		"drop_range", "drop_op", "tx", "tx_unknown", "drop_auth",
 		"drop_epoch", "join", "join_refused", "join_stale",
 		"epoch_new", "rx_cpu"} and
-	set(j["switch"]) == {"malformed", "no_job", "pass"}'
+	set(j["switch"]) == {"malformed", "no_job", "pass", "train"}'
 log_test "stats: every job, every counter, switch counters"
 
 x genkey "$KDIR/other.key"

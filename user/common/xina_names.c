@@ -29,6 +29,7 @@ static const char *const gstat_names[XINA_GSTAT_MAX] = {
 	[XINA_GSTAT_MALFORMED]	= "malformed",
 	[XINA_GSTAT_NO_JOB]	= "no_job",
 	[XINA_GSTAT_PASS]	= "pass",
+	[XINA_GSTAT_TRAIN]	= "train",
 };
 
 const char *xina_stat_name(unsigned int stat)

@@ -744,7 +744,8 @@ static uint64_t xina_call_timeout_ns(const struct xina *x,
 
 static int xina_timeout_error(struct xina *x, struct xina_call *c)
 {
-	char list[256] = "", hint[128] = "";
+	uint64_t gso = x->st.gso_sends - c->st0.gso_sends;
+	char list[256] = "", hint[128] = "", trains[256] = "";
 	size_t len = 0;
 	unsigned int k = 0;
 	uint32_t s;
@@ -767,10 +768,17 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 		snprintf(hint, sizeof(hint),
 			 "; 'xinactl job rounds %u' on the switch names the ranks its open rounds wait for",
 			 x->o.job);
+	/* a port in generic XDP mode (behind a veth) gets the trains whole */
+	if (!x->refused && gso)
+		snprintf(trains, sizeof(trains),
+			 "%llu datagrams went out in GSO trains, which a switch port in generic XDP mode "
+			 "drops (its 'xinactl stats' count them as train; XINA_OPT_F_NO_GSO sends one "
+			 "datagram per packet); ",
+			 (unsigned long long)gso);
 	xina_fail(x,
 		  "job %u rank %u: no result from switch %s:%u for %llu ms%s; "
 		  "%s %s: %llu of %llu blocks done, %u outstanding (%s%s); "
-		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s%s",
+		  "this call: %llu resends, %llu datagrams ignored, %llu malformed; %s%s%s",
 		  x->o.job, x->o.rank, x->o.switch_addr, x->o.switch_port,
 		  (unsigned long long)(xina_call_timeout_ns(x, c) / 1000000),
 		  c->done ? "" : " (join timeout: a peer may not have reached this call)",
@@ -780,7 +788,7 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 		  (unsigned long long)(x->st.retrans - c->st0.retrans),
 		  (unsigned long long)(x->st.ignored - c->st0.ignored),
 		  (unsigned long long)(x->st.malformed - c->st0.malformed),
-		  x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
+		  trains, x->refused ? "the switch port is unreachable (ICMP port unreachable)" :
 		  "a peer stopped contributing, the switch is gone, or a new run of the job's workers "
 		  "joined a new epoch since this one (the switch counts this worker's packets as drop_epoch)",
 		  hint);

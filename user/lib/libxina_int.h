@@ -66,6 +66,9 @@ extern const struct xina_io_ops xina_io_xsk;
 
 struct xina_xsk;
 
+/* A failure's message: a timeout's names its slots, causes and counters. */
+#define XINA_ERR_LEN	1024
+
 /*
  * One call started with xina_allreduce_*_start() (libxina_req.c).  @status
  * is -EINPROGRESS until the progress thread completes the call; it is
@@ -83,7 +86,7 @@ struct xina_req {
 	enum xina_op	op;
 	const uint8_t	*map;		/* sparse: the caller's blocks, or NULL */
 	int		status;
-	char		err[768];
+	char		err[XINA_ERR_LEN];
 };
 
 struct xina {
@@ -132,7 +135,7 @@ struct xina {
 	size_t			exps_len;
 
 	struct xina_worker_stats st;
-	char			err[768];
+	char			err[XINA_ERR_LEN];
 
 	/*
 	 * Requests (libxina_req.c).  @lock guards every field below and
@@ -155,7 +158,7 @@ struct xina {
 	struct xina_req		*running;
 	uint32_t		inflight;	/* queued + running */
 	struct xina_worker_stats st_snap;	/* at the last completion */
-	char			cerr[768];	/* caller-side failure, threaded */
+	char			cerr[XINA_ERR_LEN];	/* caller-side failure, threaded */
 };
 
 __attribute__((format(printf, 2, 3)))

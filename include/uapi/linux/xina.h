@@ -457,6 +457,9 @@ enum xina_gstat {
 	XINA_GSTAT_MALFORMED,	/* truncated, bad version/type/flags, ... */
 	XINA_GSTAT_NO_JOB,	/* well formed, but the job does not exist */
 	XINA_GSTAT_PASS,	/* not xina: passed to the stack */
+	XINA_GSTAT_TRAIN,	/* frames holding several datagrams of a job (a
+				 * worker's GSO train taken whole by a port in
+				 * generic XDP mode), dropped */
 
 	__XINA_GSTAT_MAX,
 };
