@@ -219,6 +219,8 @@ struct xina_pkt {
 	__u32 count;		/* elements, host order */
 	__u32 lin;		/* of them, in the frame's first buffer */
 	__u32 zero;		/* XINA_F_ZERO: count words, none in the frame */
+	__u32 off;		/* the elements' offset in the frame */
+	__u32 train;		/* a datagram of a train (xina_train_one()) */
 };
 
 enum xina_class {
@@ -291,10 +293,8 @@ static __always_inline int xina_check_join_reply(struct xina_pkt *pkt)
  * describes, and another xina header of the same job right after it: a
  * worker's GSO train (UDP_SEGMENT), which a port in generic XDP mode takes
  * whole (veth keeps GSO towards a peer without native XDP; no NIC hands a
- * driver's XDP such a frame).  The switch does not split trains: it drops
- * the frame, as it would any malformed one, but counts it apart
- * (XINA_GSTAT_TRAIN) so that "xinactl stats" explains why those workers'
- * rounds never complete.  @one is the first datagram's UDP length.
+ * driver's XDP such a frame).  xina_train_run() takes it.  @one is the
+ * first datagram's UDP length.
  */
 static __always_inline int xina_train(struct xdp_md *ctx,
 				      const struct xina_pkt *pkt, __u32 one,
@@ -346,6 +346,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	if (!count || count > XINA_MAX_ELEMS)
 		return XINA_MALFORMED;
 	ulen = ntohs_bounded(pkt->udp->len);
+	pkt->off = XINA_PAYLOAD_OFF;
 	if (xh->flags & XINA_F_ZERO) {
 		/* a contribution of count zero words, none in the frame */
 		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS))
@@ -624,6 +625,13 @@ static __always_inline __u32 xina_opaque(__u32 v)
  * XINA_CHUNK at a time.
  */
 
+static __always_inline struct xina_scratch *xina_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xina_scratch, &zero);
+}
+
 /*
  * The element loops run over blocks of XINA_BLK elements with one bounds
  * check per block, then element by element over the tail: the per-element
@@ -808,14 +816,16 @@ __noinline __u64 xina_stage_chunk(struct xina_scratch *s,
 }
 
 /*
- * Elements @from (even)..@count-1, beyond the first buffer: copied into
- * @s at element @from once, staged, and their NH returned (0 on an error).
+ * Elements @from (even)..@count-1 of the payload at offset @off, beyond
+ * the first buffer (or all of a train's datagram, xina_train_one()):
+ * copied into this CPU's scratch at element @from once, staged, and their
+ * NH returned (0 on an error).
  */
 __noinline __u64 xina_stage_frags(struct xdp_md *ctx,
-				  const struct xina_nhkey *nhk,
-				  struct xina_scratch *s, __u32 from,
-				  __u32 count)
+				  const struct xina_nhkey *nhk, __u32 from,
+				  __u32 count, __u32 off)
 {
+	struct xina_scratch *s = xina_scratch_get();
 	__u32 c, i, n;
 	__u64 sum = 0;
 
@@ -825,8 +835,7 @@ __noinline __u64 xina_stage_frags(struct xdp_md *ctx,
 		n = xina_chunk_len(from, count, c, &i);
 		if (!n)
 			break;
-		if (bpf_xdp_load_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, &s->w[i],
-				       n * 4))
+		if (bpf_xdp_load_bytes(ctx, off + i * 4, &s->w[i], n * 4))
 			return 0;
 		sum += xina_stage_chunk(s, nhk, i, n);
 	}
@@ -1122,13 +1131,6 @@ __noinline int xina_chunk_out(const struct xina_part *part,
 	return 0;
 }
 
-static __always_inline struct xina_scratch *xina_scratch_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&xina_scratch, &zero);
-}
-
 /* The first @count words of partial @src into @dst, as @how says. */
 __noinline int xina_part_fold(struct xina_part *dst,
 			      const struct xina_part *src, __u32 count,
@@ -1195,10 +1197,10 @@ __noinline int xina_part_put(struct xdp_md *ctx, struct xina_part *part,
 
 /*
  * Elements @from (even)..@count-1 of @part into the frame's further
- * buffers.
+ * buffers (or a train's datagram), the payload at offset @off.
  */
 __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
-				   __u32 from, __u32 count)
+				   __u32 from, __u32 count, __u32 off)
 {
 	struct xina_scratch *s = xina_scratch_get();
 	__u32 c, i, n;
@@ -1211,8 +1213,7 @@ __noinline int xina_part_put_frags(struct xdp_md *ctx, struct xina_part *part,
 			break;
 		if (xina_chunk_out(part, s, i, n))
 			return -1;
-		if (bpf_xdp_store_bytes(ctx, XINA_PAYLOAD_OFF + i * 4, s->w,
-					n * 4))
+		if (bpf_xdp_store_bytes(ctx, off + i * 4, s->w, n * 4))
 			return -1;
 	}
 	return 0;
@@ -1232,7 +1233,7 @@ static __always_inline int xina_put(struct xdp_md *ctx,
 	if (xina_part_put(ctx, part, lin))
 		return -1;
 	if (lin < count)
-		return xina_part_put_frags(ctx, part, lin, count);
+		return xina_part_put_frags(ctx, part, lin, count, pkt->off);
 	return 0;
 }
 
@@ -1322,7 +1323,7 @@ static __always_inline int xina_tag_check(struct xdp_md *ctx,
 		lin = pkt->lin & ~1U;
 	nh = xina_stage_lin(ctx, nhk, s, lin);
 	if (lin < pkt->count)
-		nh += xina_stage_frags(ctx, nhk, s, lin, pkt->count);
+		nh += xina_stage_frags(ctx, nhk, lin, pkt->count, pkt->off);
 tag:
 	return bpf_cpu_to_be64(xina_tag_words(k[0], k[1],
 					      (const __u64 *)pkt->xh, nh)) !=
@@ -1864,6 +1865,9 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	if (active)
 		*active = bpf_ktime_get_ns();
 	stat_inc(ctr, XINA_STAT_COMPLETE);
+	/* a train's datagram: the result is in it, the train marked whole */
+	if (pkt->train)
+		return pkt->zero ? XDP_DROP : XDP_PASS;
 	if (pkt->zero)
 		return xina_pass_fill(ctx, job, idx, me, c);
 	return xina_pass_marked(ctx, job, XINA_MARK_ALL);
@@ -2487,6 +2491,11 @@ static __always_inline int xina_aggregate(struct xdp_md *ctx,
 	case XINA_CLAIM_ADD:
 		break;
 	case XINA_CLAIM_RETRANS:
+		if (pkt->train) {
+			/* libxina resends one datagram per packet */
+			stat_inc(ctr, XINA_STAT_DUP);
+			return XDP_DROP;
+		}
 		if (up)
 			return xina_up_answer(ctx, pkt, idx, up, &kept, ctr,
 					      uc);
@@ -2704,8 +2713,178 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 #include "xina_kf.bpf.h"
 #endif
 
-SEC("xdp.frags")
-int xina_xdp(struct xdp_md *ctx)
+/* ---- trains ------------------------------------------------------------
+ *
+ * A port in generic XDP mode takes a worker's GSO train (UDP_SEGMENT) as
+ * one frame: one set of Ethernet, IPv4 and UDP headers, then the
+ * datagrams' payloads back to back, each a xina header and its elements,
+ * every one as long as the first but the last (the kernel segments a
+ * train at the size of its first datagram).  On a veth that is the
+ * cheaper transport by far: the train crosses the pair as one skb, and is
+ * copied for XDP once (scripts/bench/floor, shape gtrain).
+ *
+ * Each datagram is taken as if it came alone (xina_train_one(): the same
+ * checks, counters and claim), its header copied out to this CPU's
+ * scratch, its elements staged with bpf_xdp_load_bytes() and its result
+ * written back in place.  If every datagram completed its round, the
+ * frame is a train of results, and xina_fanout sends it to every member
+ * whole (a clone of a GSO skb; libxina reads it with UDP_GRO).  If none
+ * did, it was taken as lone contributions are: dropped.  If some did and
+ * some did not, it is dropped too (train_held): a frame cannot be sent on
+ * in part, so those results are kept, as every result is, and go to each
+ * member as the answer to its resend, which libxina sends one datagram
+ * per packet.  The common cases are the first two: the workers send the
+ * same groups of slots, and the last worker's train completes them all.
+ */
+
+struct xina_tr {
+	struct xdp_md	*ctx;
+	__u32		seg;	/* bytes of each datagram but the last */
+	__u32		len;	/* of all of them (the UDP payload) */
+	__be32		job;	/* the first datagram's job */
+	__u32		results;	/* datagrams now their round's result */
+};
+
+/*
+ * The datagram of @dlen bytes at offset @at of a train of job @job_id
+ * (network order), taken as if it came alone: XDP_PASS if it is now its
+ * round's result (header and elements written over it), else XDP_DROP
+ * (counted as a lone datagram would be).  A global function, verified
+ * once: its header is a copy in this CPU's scratch, its elements are read
+ * and written at their offset.
+ */
+__noinline int xina_train_one(struct xdp_md *ctx, __u32 at, __u32 dlen,
+			      __be32 job_id)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct cursor c = { .pos = data, .end = data_end };
+	struct xina_scratch *s = xina_scratch_get();
+	struct xina_member *member = NULL;
+	struct xina_pkt pkt = { .train = 1 };
+	struct xina_counters *ctr;
+	struct xina_nhkey *nhk;
+	struct xina_epoch *ep;
+	struct xina_job *job;
+	struct xina_hdr *xh;
+	__u32 count;
+	int err;
+
+	if (!s || parse_ethhdr(&c, &pkt.eth) != bpf_htons(ETH_P_IP) ||
+	    parse_iphdr(&c, &pkt.iph) != IPPROTO_UDP ||
+	    parse_udphdr(&c, &pkt.udp) < 0)
+		return XDP_DROP;	/* cannot be: the train was parsed */
+	xh = &s->xh;
+	if (bpf_xdp_load_bytes(ctx, at, xh, sizeof(*xh)))
+		goto malformed;
+	if (xh->version != XINA_WIRE_VERSION || xh->weight ||
+	    xh->type != XINA_T_CONTRIB || (xh->flags & ~XINA_F_ALL) ||
+	    xh->job != job_id)
+		goto malformed;
+	count = bpf_ntohs(xh->count);
+	if (!count || count > XINA_MAX_ELEMS)
+		goto malformed;
+	if (xh->flags & XINA_F_ZERO) {
+		if ((xh->flags & XINA_F_RETRANS) || dlen != sizeof(*xh))
+			goto malformed;
+		pkt.zero = 1;
+	} else if (dlen != sizeof(*xh) + count * 4) {
+		goto malformed;
+	}
+	pkt.xh = xh;
+	pkt.count = count;
+	pkt.off = at + sizeof(*xh);
+
+	job = xina_job_find(bpf_ntohl(job_id));
+	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
+	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
+	ep = job ? bpf_map_lookup_elem(&xina_epochs, &job->idx) : NULL;
+	if (!job || !ctr || !nhk || !ep || job->idx >= XINA_MAX_JOBS) {
+		gstat_inc(XINA_GSTAT_NO_JOB);
+		return XDP_DROP;
+	}
+	stat_inc(ctr, XINA_STAT_RX);
+	err = xina_check_job(ctx, job, nhk, &pkt, s, xina_epoch_now(ep),
+			     &member);
+	if (err >= 0) {
+		stat_inc(ctr, err);
+		return XDP_DROP;
+	}
+	if (xina_aggregate(ctx, job, nhk, ep, member, &pkt, s, ctr, NULL,
+			   NULL) != XDP_PASS)
+		return XDP_DROP;
+	if (bpf_xdp_store_bytes(ctx, at, xh, sizeof(*xh)))
+		return XDP_DROP;	/* cannot be: it was read there */
+	return XDP_PASS;
+malformed:
+	gstat_inc(XINA_GSTAT_MALFORMED);
+	return XDP_DROP;
+}
+
+/* Datagram @i of the train (a bpf_loop() callback). */
+static long xina_train_seg(__u32 i, struct xina_tr *t)
+{
+	__u32 at = i * t->seg, n;
+
+	if (at >= t->len)
+		return 1;
+	n = t->len - at;
+	if (n > t->seg)
+		n = t->seg;
+	if (xina_train_one(t->ctx, sizeof(struct ethhdr) +
+			   sizeof(struct iphdr) + sizeof(struct udphdr) + at,
+			   n, t->job) == XDP_PASS)
+		t->results++;
+	return 0;
+}
+
+/*
+ * A train (xina_train(): @pkt is its first datagram, the lengths of the
+ * frame checked): each datagram taken, the frame sent on to every member
+ * if all are results now.  Jobs with an uplink and xina.ko's backend take
+ * no trains.
+ */
+static __always_inline int xina_train_run(struct xdp_md *ctx,
+					  struct xina_pkt *pkt)
+{
+	struct xina_tr t = { .ctx = ctx, .job = pkt->xh->job };
+	struct xina_job *job;
+	__u32 n;
+
+	gstat_inc(XINA_GSTAT_TRAIN);
+	job = xina_job_find(bpf_ntohl(t.job));
+	if (pkt->xh->type != XINA_T_CONTRIB || !job ||
+	    job->idx >= XINA_MAX_JOBS || xina_up_of(job->idx))
+		goto refuse;
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		goto refuse;
+#endif
+	/* xina_check_hdr() counted the first datagram's elements, no more */
+	t.len = ntohs_bounded(pkt->udp->len) - sizeof(struct udphdr);
+	t.seg = sizeof(struct xina_hdr);
+	if (!(pkt->xh->flags & XINA_F_ZERO))
+		t.seg += ntohs_bounded(pkt->xh->count) * 4;
+	n = (t.len + t.seg - 1) / t.seg;
+	bpf_loop(n, xina_train_seg, &t, 0);
+	if (t.results == n)
+		return xina_pass_marked(ctx, bpf_ntohl(t.job), XINA_MARK_ALL);
+	if (t.results)
+		gstat_inc(XINA_GSTAT_TRAIN_HELD);
+	return XDP_DROP;
+refuse:
+	gstat_inc(XINA_GSTAT_TRAIN_REFUSED);
+	return XDP_DROP;
+}
+
+/*
+ * One datagram (xina_parse(): @pkt well formed).  A subprogram of its own
+ * rather than inlined into xina_xdp: the stack of xina_xdp is then small,
+ * and a train's path (xina_train_run(), a bpf_loop() callback below it)
+ * fits in the 512 bytes a program's frames may take together.  Static:
+ * verified in its caller's context, so @pkt may hold packet pointers.
+ */
+static __noinline int xina_xdp_one(struct xdp_md *ctx, struct xina_pkt *pkt)
 {
 	struct xina_member *member = NULL;
 	struct xina_up_counters *uc = NULL;
@@ -2713,38 +2892,26 @@ int xina_xdp(struct xdp_md *ctx)
 	struct xina_up *up = NULL;
 	struct xina_scratch *s;
 	struct xina_nhkey *nhk;
-	struct xina_pkt pkt = {};
 	struct xina_epoch *ep;
 	struct xina_job *job;
 	int err;
 
-	switch (xina_parse(ctx, &pkt)) {
-	case XINA_NOT_OURS:
-		gstat_inc(XINA_GSTAT_PASS);
-		return XDP_PASS;
-	case XINA_MALFORMED:
-		gstat_inc(XINA_GSTAT_MALFORMED);
-		return XDP_DROP;
-	case XINA_TRAIN:
-		gstat_inc(XINA_GSTAT_TRAIN);
-		return XDP_DROP;
-	}
 #ifdef XINA_KFUNC
 	/* xina.ko has no uplinks: what an upper switch sends is malformed */
 	if (xina_kf_on()) {
-		if ((pkt.xh->type != XINA_T_CONTRIB &&
-		     pkt.xh->type != XINA_T_JOIN) || pkt.zero) {
+		if ((pkt->xh->type != XINA_T_CONTRIB &&
+		     pkt->xh->type != XINA_T_JOIN) || pkt->zero) {
 			gstat_inc(XINA_GSTAT_MALFORMED);
 			return XDP_DROP;
 		}
-		return xina_kf_xdp(ctx, &pkt);
+		return xina_kf_xdp(ctx, pkt);
 	}
 #endif
-	if (pkt.xh->type == XINA_T_RESULT ||
-	    pkt.xh->type == XINA_T_JOIN_REPLY)
-		return xina_up_rx(ctx, &pkt);
+	if (pkt->xh->type == XINA_T_RESULT ||
+	    pkt->xh->type == XINA_T_JOIN_REPLY)
+		return xina_up_rx(ctx, pkt);
 
-	job = xina_job_find(bpf_ntohl(pkt.xh->job));
+	job = xina_job_find(bpf_ntohl(pkt->xh->job));
 	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
 	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
 	ep = job ? bpf_map_lookup_elem(&xina_epochs, &job->idx) : NULL;
@@ -2756,22 +2923,40 @@ int xina_xdp(struct xdp_md *ctx)
 	up = xina_up_of(job->idx);
 	if (up)
 		uc = bpf_map_lookup_elem(&xina_upstats, &job->idx);
-	if (pkt.zero && up) {
+	if (pkt->zero && up) {
 		/* not offered to the job's members: see xina_join() */
 		gstat_inc(XINA_GSTAT_MALFORMED);
 		return XDP_DROP;
 	}
-	if (pkt.xh->type == XINA_T_JOIN)
-		return xina_join(ctx, job, ep, &pkt, ctr, up, uc);
+	if (pkt->xh->type == XINA_T_JOIN)
+		return xina_join(ctx, job, ep, pkt, ctr, up, uc);
 
 	s = xina_scratch_get();	/* NULL: the tag fails to verify */
-	err = xina_check_job(ctx, job, nhk, &pkt, s, xina_epoch_now(ep),
+	err = xina_check_job(ctx, job, nhk, pkt, s, xina_epoch_now(ep),
 			     &member);
 	if (err >= 0) {
 		stat_inc(ctr, err);
 		return XDP_DROP;
 	}
-	return xina_aggregate(ctx, job, nhk, ep, member, &pkt, s, ctr, up, uc);
+	return xina_aggregate(ctx, job, nhk, ep, member, pkt, s, ctr, up, uc);
+}
+
+SEC("xdp.frags")
+int xina_xdp(struct xdp_md *ctx)
+{
+	struct xina_pkt pkt = {};
+
+	switch (xina_parse(ctx, &pkt)) {
+	case XINA_NOT_OURS:
+		gstat_inc(XINA_GSTAT_PASS);
+		return XDP_PASS;
+	case XINA_MALFORMED:
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	case XINA_TRAIN:
+		return xina_train_run(ctx, &pkt);
+	}
+	return xina_xdp_one(ctx, &pkt);
 }
 
 /* ---- result fan-out (TC) -------------------------------------------------

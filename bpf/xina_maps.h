@@ -230,13 +230,15 @@ struct xina_part {
  * (xina.bpf.c, "element loops"); and a
  * result's chunks on their way into a frame's further buffers.  XINA_CHUNK
  * more than XINA_MAX_ELEMS: a chunk copied in at any element below
- * XINA_MAX_ELEMS is within it, as the verifier checks.
+ * XINA_MAX_ELEMS is within it, as the verifier checks.  @xh: the header of
+ * the datagram of a train being taken (xina_train_one()).
  */
 struct xina_scratch {
 	union {
 		__u32	w[XINA_MAX_ELEMS + XINA_CHUNK];
 		__u64	q[(XINA_MAX_ELEMS + XINA_CHUNK) / 2];	/* pairs */
 	};
+	struct xina_hdr	xh;
 };
 
 struct xina_counters {

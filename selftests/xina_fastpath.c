@@ -1723,13 +1723,19 @@ static size_t build_train(__u8 *buf, const struct contrib *c, unsigned int k)
 	return len;
 }
 
-/* One run of xina_xdp on a frame longer than struct run's copy. */
-static int run_long(const void *in, __u32 len, __u32 *retval)
+/*
+ * One run of xina_xdp on a frame longer than struct run's copy: its
+ * verdict, and the frame it leaves in @out (@outlen bytes).
+ */
+static int run_long(const void *in, __u32 len, void *out, __u32 *outlen,
+		    __u32 *retval)
 {
 	struct xdp_md md = { .data_end = len, .ingress_ifindex = 1 };
 	LIBBPF_OPTS(bpf_test_run_opts, o,
 		.data_in = in,
 		.data_size_in = len,
+		.data_out = out,
+		.data_size_out = *outlen,
 		.ctx_in = &md,
 		.ctx_size_in = sizeof(md),
 		.repeat = 1,
@@ -1738,60 +1744,143 @@ static int run_long(const void *in, __u32 len, __u32 *retval)
 	if (bpf_prog_test_run_opts(F.xdp, &o))
 		return -errno;
 	*retval = o.retval;
+	*outlen = o.data_size_out;
 	return 0;
 }
 
+/* Frame @f's mark says: a result of the test's job, for every member. */
+static bool marked_all(const __u8 *f)
+{
+	const struct xina_mark *mk = (const void *)f;
+
+	return mk->cookie == COOKIE && mk->job == JOB_ID &&
+	       mk->to == XINA_MARK_ALL && !mk->fill;
+}
+
 /*
- * A worker's GSO train taken whole: dropped, counted as train (not
- * malformed), no slot touched; in the first buffer or across several.
- * The same frame whose second header names another job, or whose
- * surplus is shorter than a header, is only malformed.
+ * Datagram @i (@d bytes each) of train @f is the result of @slot, round
+ * @round, of @workers' SUM over @count elements, tagged with the result
+ * key: the frame whose xina header is datagram @i's is @f + @i * @d.
+ */
+static unsigned int train_result_errors(const __u8 *f, size_t d,
+					unsigned int i, unsigned int workers,
+					__u32 slot, __u32 round,
+					unsigned int count)
+{
+	const __u8 *g = f + i * d;
+	unsigned int bad = 0;
+
+	if (xhdr(g)->type != XINA_T_RESULT || ntohl(xhdr(g)->slot) != slot) {
+		LOG("datagram %u: type %u slot %u, want a result of slot %u", i,
+		    xhdr(g)->type, ntohl(xhdr(g)->slot), slot);
+		bad++;
+	}
+	bad += result_errors(g, XINA_OP_SUM, workers, slot, round, count);
+	if (!result_tag_ok(g)) {
+		LOG("datagram %u: the result's tag does not verify", i);
+		bad++;
+	}
+	return bad;
+}
+
+/*
+ * A worker's GSO train, as a port in generic XDP mode takes it whole:
+ * each datagram taken as if it came alone.  A train whose datagrams all
+ * complete their rounds goes to every member whole, each datagram its
+ * slot's result; one that completes none is dropped (taken); one that
+ * completes some is held (train_held), the rounds it completed kept and
+ * answered to a resend.  A forged datagram in a
+ * train adds nothing, the others count.  The same frame whose second
+ * header names another job, or whose surplus is shorter than a header,
+ * is only malformed.
  */
 TEST_F(fp, train)
 {
 	static __u8 buf[3 * FRAME_MAX];
+	const size_t d = sizeof(struct xina_hdr) + 4 * 8;
 	struct iphdr *iph = (void *)(buf + ETH_HLEN);
-	struct xina_hdr *xh2;
 	struct counts before;
 	struct snapshot s;
 	struct contrib c;
+	unsigned int i;
 	size_t len;
 	struct run r;
 
-	ASSERT_EQ(0, job_pending(&s));
-	c = valid();
-	c.slot = 1;
+	ASSERT_EQ(0, job_add(2, 8, 8, true));
+	/* rank 0's train of slots 1-3: all pending, dropped */
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	len = build_train(buf, &c, 3);
+	counts_read(&before);
+	before.j[XINA_STAT_RX] += 3;
+	before.j[XINA_STAT_CONTRIB] += 3;
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
+
+	/* rank 1's: every round complete, the train of results to all */
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
 	len = build_train(buf, &c, 3);
 	counts_read(&before);
 	run(buf, len, &r);
-	EXPECT_EQ(r.err, 0);
-	EXPECT_EQ(r.retval, XDP_DROP);
-	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
-	EXPECT_TRUE(snap_same(&s)) {
-		TH_LOG("a train changed slot state");
-	}
+	ASSERT_EQ(r.err, 0);
+	ASSERT_EQ(r.retval, XDP_PASS);
+	EXPECT_TRUE(marked_all(r.out));
+	ASSERT_EQ(r.len, len);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(train_result_errors(r.out, d, i, 2, 1 + i, 0, 8), 0);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN), before.g[XINA_GSTAT_TRAIN] + 1);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD),
+		  before.g[XINA_GSTAT_TRAIN_HELD]);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 6);
 
-	/* zero contributions (XINA_F_ZERO: a header each) */
-	c.flags = XINA_F_ZERO;
-	c.nvals = 0;
+	/*
+	 * Slots 4-5: rank 0's train, rank 1's slot 4 alone, then rank 1's
+	 * train of 5-6: 5 completes, 6 waits for rank 0; dropped whole.
+	 */
+	c = contrib(0, 4, 0, 8, XINA_OP_SUM);
+	len = build_train(buf, &c, 2);
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	c = contrib(1, 4, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), V_RESULT);
+	c = contrib(1, 5, 0, 8, XINA_OP_SUM);
 	len = build_train(buf, &c, 2);
 	counts_read(&before);
 	run(buf, len, &r);
-	EXPECT_EQ(r.retval, XDP_DROP);
-	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), before.j[XINA_STAT_COMPLETE] + 1);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD),
+		  before.g[XINA_GSTAT_TRAIN_HELD] + 1);
+	/* slot 5's result was kept: rank 1's resend (alone) gets it */
+	c.flags = XINA_F_RETRANS;
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 1);
+	EXPECT_EQ(train_result_errors(r.out, d, 0, 2, 5, 0, 8), 0);
 
-	/* the second header of another job: malformed */
-	c = valid();
+	/* a forged third datagram: dropped as drop_auth, the others count */
+	c = contrib(0, 1, 1, 8, XINA_OP_SUM);
+	len = build_train(buf, &c, 3);
+	buf[len - 1] ^= 1;
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(jstat(XINA_STAT_DROP_AUTH), before.j[XINA_STAT_DROP_AUTH] + 1);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), before.j[XINA_STAT_CONTRIB] + 2);
+
+	/* the second header of another job: malformed, nothing taken */
+	ASSERT_EQ(0, snap_take(&s));
+	c = contrib(1, 1, 1, 8, XINA_OP_SUM);
 	len = build_train(buf, &c, 2);
-	xh2 = (void *)(buf + PAYLOAD_OFF + 4 * c.nvals);
-	xh2->job = htonl(JOB_ID + 1);
+	((struct xina_hdr *)(buf + PAYLOAD_OFF + 4 * 8))->job =
+		htonl(JOB_ID + 1);
 	counts_read(&before);
 	run(buf, len, &r);
 	EXPECT_EQ(r.retval, XDP_DROP);
 	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT, 1), 0);
 
 	/* a surplus shorter than a header: malformed */
-	len = build_train(buf, &c, 2) - 8 * 4 - 4;
+	len = build_train(buf, &c, 2) - d + 4;
 	iph->tot_len = htons(len - ETH_HLEN);
 	((struct udphdr *)(iph + 1))->len = htons(len - ETH_HLEN - sizeof(*iph));
 	counts_read(&before);
@@ -1802,27 +1891,55 @@ TEST_F(fp, train)
 	free(s.buf);
 }
 
-/* Jumbo datagrams in a train: the second header is in a later buffer. */
+/*
+ * Trains of jumbo datagrams: every header but the first, and most
+ * elements, in later buffers; the last datagram shorter (a tensor's
+ * part-full last block).
+ */
 TEST_F(fp, train_jumbo)
 {
-	static __u8 buf[3 * FRAME_MAX];
-	struct counts before;
-	struct contrib c = contrib(1, 1, 0, XINA_MAX_ELEMS, XINA_OP_SUM);
-	struct snapshot s;
-	__u32 retval = 0;
-	size_t len;
+	static __u8 buf[3 * FRAME_MAX], out[3 * FRAME_MAX + META_MAX];
+	static __u8 one[FRAME_MAX];
+	const unsigned int n = XINA_MAX_ELEMS;
+	const size_t d = sizeof(struct xina_hdr) + 4 * n;
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct udphdr *udp = (void *)(iph + 1);
+	__u32 retval = 0, olen;
+	struct contrib c, e;
+	unsigned int w, i;
+	size_t len, m;
 
-	ASSERT_EQ(0, job_add(4, 4, XINA_MAX_ELEMS, true));
-	ASSERT_EQ(0, snap_take(&s));
-	len = build_train(buf, &c, 3);
-	counts_read(&before);
-	EXPECT_EQ(run_long(buf, len, &retval), 0);
-	EXPECT_EQ(retval, XDP_DROP);
-	EXPECT_EQ(counts_diff(&before, XINA_GSTAT_TRAIN, NO_STAT, 1), 0);
-	EXPECT_TRUE(snap_same(&s)) {
-		TH_LOG("a jumbo train changed slot state");
+	ASSERT_EQ(0, job_add(3, 4, n, true));
+	for (w = 0; w < 3; w++) {
+		/* slots 0 and 1 whole, then slot 2 with 1021 elements */
+		c = contrib(w, 0, 0, n, XINA_OP_SUM);
+		len = build_train(buf, &c, 2);
+		e = contrib(w, 2, 0, 1021, XINA_OP_SUM);
+		m = build_frame(one, &e) - HDRS_LEN;
+		memcpy(buf + len, one + HDRS_LEN, m);
+		len += m;
+		iph->tot_len = htons(len - ETH_HLEN);
+		iph->check = 0;
+		iph->check = ip_csum(iph, sizeof(*iph));
+		udp->len = htons(len - HDRS_LEN + sizeof(*udp));
+		olen = sizeof(out);
+		ASSERT_EQ(run_long(buf, len, out, &olen, &retval), 0);
+		if (w < 2) {
+			EXPECT_EQ(retval, XDP_DROP);
+			continue;
+		}
+		ASSERT_EQ(retval, XDP_PASS);
+		EXPECT_TRUE(marked_all(out));
+		ASSERT_EQ(olen, len);
+		for (i = 0; i < 2; i++)
+			EXPECT_EQ(train_result_errors(out, d, i, 3, i, 0, n),
+				  0);
+		EXPECT_EQ(train_result_errors(out, d, 2, 3, 2, 0, 1021), 0);
 	}
-	free(s.buf);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 9);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN), 3);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD), 0);
 }
 
 TEST_F(fp, foreign_job)

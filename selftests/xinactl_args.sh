@@ -452,7 +452,8 @@ json_ok x -j stats 'j["backend"] == "maps" and
 		"drop_range", "drop_op", "tx", "tx_unknown", "drop_auth",
 		"drop_epoch", "join", "join_refused", "join_stale",
 		"epoch_new", "rx_cpu"} and
-	set(j["switch"]) == {"malformed", "no_job", "pass", "train"}'
+	set(j["switch"]) == {"malformed", "no_job", "pass", "train",
+		"train_held", "train_refused"}'
 log_test "stats: every job, every counter, switch counters"
 
 x genkey "$KDIR/other.key"

@@ -53,7 +53,8 @@ test_errors() {
 	echo "$out" | grep -q "job 99 does not exist" || { echo "  $out"; rc=1; }
 	echo 1000 > /sys/module/xina/parameters/mem_limit
 	out=$(xinactl job add 7 $K workers 2 member 0 10.1.0.1 member 1 10.1.0.2 2>&1) && rc=1
-	echo "$out" | grep -q "slot memory would exceed mem_limit" || { echo "  $out"; rc=1; }
+	echo "$out" | grep -q "slot memory would exceed mem_limit: $(cat /sys/kernel/xina/mem_used) of 1000 bytes already in use" ||
+		{ echo "  $out"; rc=1; }
 	echo 268435456 > /sys/module/xina/parameters/mem_limit
 	xinactl job del 6 || rc=1
 	log_test $rc "xinactl shows the module's reasons for rejections"

@@ -30,6 +30,8 @@ static const char *const gstat_names[XINA_GSTAT_MAX] = {
 	[XINA_GSTAT_NO_JOB]	= "no_job",
 	[XINA_GSTAT_PASS]	= "pass",
 	[XINA_GSTAT_TRAIN]	= "train",
+	[XINA_GSTAT_TRAIN_HELD]	= "train_held",
+	[XINA_GSTAT_TRAIN_REFUSED] = "train_refused",
 };
 
 const char *xina_stat_name(unsigned int stat)

@@ -189,15 +189,26 @@ static size_t xina_pkt_len(struct xina *x, uint32_t s)
 	return xina_wire_len((const struct xina_hdr *)xina_tx_pkt(x, s));
 }
 
+/* A resend: sent alone (see xina_tx_build()). */
+static bool xina_pkt_resent(struct xina *x, uint32_t s)
+{
+	return ((const struct xina_hdr *)xina_tx_pkt(x, s))->flags &
+	       XINA_F_RETRANS;
+}
+
 /*
  * Group txq[from..] into at most XINA_BATCH messages; every message is a
  * train of equally sized datagrams (the kernel segments it at the size of
- * the first).  Returns the number of slots covered.
+ * the first).  A resend goes alone: a switch port in generic XDP mode
+ * takes a train whole and sends it on only if every datagram completed
+ * its round (bpf/xina.bpf.c, "trains"), so a resend, which asks for a
+ * result the switch kept, must not ride with new contributions.  Returns
+ * the number of slots covered.
  */
 static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 			      uint32_t from, unsigned int *nmsg)
 {
-	uint32_t q = from, max_seg;
+	uint32_t q = from, max_seg, lim;
 	unsigned int m = 0, k, iov = 0;
 	struct cmsghdr *cm;
 	size_t len;
@@ -213,8 +224,10 @@ static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 		memset(mh, 0, sizeof(*mh));
 		mh->msg_iov = &b->iov[iov];
 		len = xina_pkt_len(x, x->txq[q]);
-		for (k = 0; k < max_seg && q < x->txq_len; k++, q++) {
-			if (xina_pkt_len(x, x->txq[q]) != len)
+		lim = xina_pkt_resent(x, x->txq[q]) ? 1 : max_seg;
+		for (k = 0; k < lim && q < x->txq_len; k++, q++) {
+			if (xina_pkt_len(x, x->txq[q]) != len ||
+			    (k && xina_pkt_resent(x, x->txq[q])))
 				break;
 			b->iov[iov].iov_base = xina_tx_pkt(x, x->txq[q]);
 			b->iov[iov++].iov_len = len;

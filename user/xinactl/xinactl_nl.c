@@ -173,8 +173,26 @@ static void xnl_close(struct xinactl *x)
 	x->be_priv = NULL;
 }
 
+/* A figure in bytes from /sys/kernel/xina; -1 if it cannot be read. */
+static long long xnl_sysfs_bytes(const char *name)
+{
+	unsigned long long v;
+	char path[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/kernel/xina/%s", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%llu", &v) == 1;
+	fclose(f);
+	return ok ? (long long)v : -1;
+}
+
 static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 {
+	long long used, limit;
 	struct xnl *n = x->be_priv;
 	struct xina_nl_msg *m;
 	__u16 r;
@@ -205,7 +223,22 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 		xina_nl_nest_end(m);
 	}
 	ret = xnl_do(n, NULL, NULL);
-	if (ret)
+	if (!ret)
+		return 0;
+	/*
+	 * The kernel's message has no room for figures (extack, and 6.1
+	 * has no NL_SET_ERR_MSG_FMT): the box-wide ones are in sysfs.
+	 */
+	used = xnl_sysfs_bytes("mem_used");
+	limit = xnl_sysfs_bytes("mem_limit");
+	if (ret == -ENOMEM && strstr(n->nl.errmsg, "mem_limit") &&
+	    used >= 0 && limit >= 0)
+		xerr("job %u: %s: %lld of %lld bytes already in use "
+		     "(/sys/kernel/xina/mem_used, mem_limit); give the job fewer "
+		     "slots or elems, or raise the module parameter "
+		     "(/sys/module/xina/parameters/mem_limit)",
+		     job->id, xnl_why(n, ret), used, limit);
+	else
 		xerr("job %u: %s", job->id, xnl_why(n, ret));
 	return ret;
 }

@@ -457,9 +457,18 @@ enum xina_gstat {
 	XINA_GSTAT_MALFORMED,	/* truncated, bad version/type/flags, ... */
 	XINA_GSTAT_NO_JOB,	/* well formed, but the job does not exist */
 	XINA_GSTAT_PASS,	/* not xina: passed to the stack */
-	XINA_GSTAT_TRAIN,	/* frames holding several datagrams of a job (a
-				 * worker's GSO train taken whole by a port in
-				 * generic XDP mode), dropped */
+	XINA_GSTAT_TRAIN,	/* frames holding several datagrams of a job: a
+				 * worker's GSO train, which a port in generic
+				 * XDP mode takes whole; each datagram is
+				 * taken as if it came alone */
+	XINA_GSTAT_TRAIN_HELD,	/* of those, trains some but not all of whose
+				 * datagrams completed their rounds: not sent
+				 * on (a frame goes whole or not at all); the
+				 * members get those results as answers to
+				 * their resends */
+	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (xina.ko's
+				 * backend, a job with an uplink): the
+				 * workers must send one datagram per packet */
 
 	__XINA_GSTAT_MAX,
 };
