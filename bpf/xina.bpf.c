@@ -218,9 +218,9 @@ struct xina_pkt {
 	struct xina_hdr *xh;
 	__u32 count;		/* elements, host order */
 	__u32 lin;		/* of them, in the frame's first buffer */
-	__u32 zero;		/* XINA_F_ZERO: count words, none in the frame */
 	__u32 off;		/* the elements' offset in the frame */
-	__u32 train;		/* a datagram of a train (xina_train_one()) */
+	__u8 zero;		/* XINA_F_ZERO: count words, none in the frame */
+	__u8 train;		/* a datagram of a train (xina_train_one()) */
 };
 
 enum xina_class {
@@ -300,10 +300,18 @@ static __always_inline int xina_train(struct xdp_md *ctx,
 				      const struct xina_pkt *pkt, __u32 one,
 				      __u32 ulen)
 {
-	struct xina_hdr next;
+	/* the next header's first 12 bytes: version, type, ..., job */
+	struct {
+		__u8	version;
+		__u8	type;
+		__u8	more[6];
+		__be32	job;
+	} next;
 
+	_Static_assert(__builtin_offsetof(struct xina_hdr, job) == 8,
+		       "the job follows 8 bytes of the header");
 	if (ulen <= one ||
-	    ulen - one < sizeof(next) ||
+	    ulen - one < sizeof(struct xina_hdr) ||
 	    ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len) ||
 	    bpf_xdp_load_bytes(ctx, sizeof(struct ethhdr) +
 			       sizeof(struct iphdr) + one, &next,
@@ -2713,6 +2721,28 @@ static __always_inline int xina_join(struct xdp_md *ctx,
 #include "xina_kf.bpf.h"
 #endif
 
+/*
+ * Job @id and its counters, NH key and epoch; NULL, counted as no_job,
+ * if there is no such job (or it is going: a map entry already gone).
+ */
+static __always_inline struct xina_job *
+xina_job_maps(__u32 id, struct xina_counters **ctr, struct xina_nhkey **nhk,
+	      struct xina_epoch **ep)
+{
+	struct xina_job *job = xina_job_find(id);
+
+	if (!job || job->idx >= XINA_MAX_JOBS)
+		goto none;
+	*ctr = bpf_map_lookup_elem(&xina_stats, &job->idx);
+	*nhk = bpf_map_lookup_elem(&xina_nhkeys, &job->idx);
+	*ep = bpf_map_lookup_elem(&xina_epochs, &job->idx);
+	if (*ctr && *nhk && *ep)
+		return job;
+none:
+	gstat_inc(XINA_GSTAT_NO_JOB);
+	return NULL;
+}
+
 /* ---- trains ------------------------------------------------------------
  *
  * A port in generic XDP mode takes a worker's GSO train (UDP_SEGMENT) as
@@ -2737,14 +2767,6 @@ static __always_inline int xina_join(struct xdp_md *ctx,
  * same groups of slots, and the last worker's train completes them all.
  */
 
-struct xina_tr {
-	struct xdp_md	*ctx;
-	__u32		seg;	/* bytes of each datagram but the last */
-	__u32		len;	/* of all of them (the UDP payload) */
-	__be32		job;	/* the first datagram's job */
-	__u32		results;	/* datagrams now their round's result */
-};
-
 /*
  * The datagram of @dlen bytes at offset @at of a train of job @job_id
  * (network order), taken as if it came alone: XDP_PASS if it is now its
@@ -2756,9 +2778,7 @@ struct xina_tr {
 __noinline int xina_train_one(struct xdp_md *ctx, __u32 at, __u32 dlen,
 			      __be32 job_id)
 {
-	void *data_end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
-	struct cursor c = { .pos = data, .end = data_end };
 	struct xina_scratch *s = xina_scratch_get();
 	struct xina_member *member = NULL;
 	struct xina_pkt pkt = { .train = 1 };
@@ -2770,10 +2790,12 @@ __noinline int xina_train_one(struct xdp_md *ctx, __u32 at, __u32 dlen,
 	__u32 count;
 	int err;
 
-	if (!s || parse_ethhdr(&c, &pkt.eth) != bpf_htons(ETH_P_IP) ||
-	    parse_iphdr(&c, &pkt.iph) != IPPROTO_UDP ||
-	    parse_udphdr(&c, &pkt.udp) < 0)
-		return XDP_DROP;	/* cannot be: the train was parsed */
+	/* the train's headers, parsed by xina_parse() (no IPv4 options) */
+	pkt.eth = data;
+	pkt.iph = (void *)(pkt.eth + 1);
+	pkt.udp = (void *)(pkt.iph + 1);
+	if (!s || (void *)(pkt.udp + 1) > (void *)(long)ctx->data_end)
+		return XDP_DROP;	/* cannot be */
 	xh = &s->xh;
 	if (bpf_xdp_load_bytes(ctx, at, xh, sizeof(*xh)))
 		goto malformed;
@@ -2795,14 +2817,9 @@ __noinline int xina_train_one(struct xdp_md *ctx, __u32 at, __u32 dlen,
 	pkt.count = count;
 	pkt.off = at + sizeof(*xh);
 
-	job = xina_job_find(bpf_ntohl(job_id));
-	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
-	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
-	ep = job ? bpf_map_lookup_elem(&xina_epochs, &job->idx) : NULL;
-	if (!job || !ctr || !nhk || !ep || job->idx >= XINA_MAX_JOBS) {
-		gstat_inc(XINA_GSTAT_NO_JOB);
+	job = xina_job_maps(bpf_ntohl(job_id), &ctr, &nhk, &ep);
+	if (!job)
 		return XDP_DROP;
-	}
 	stat_inc(ctr, XINA_STAT_RX);
 	err = xina_check_job(ctx, job, nhk, &pkt, s, xina_epoch_now(ep),
 			     &member);
@@ -2821,39 +2838,29 @@ malformed:
 	return XDP_DROP;
 }
 
-/* Datagram @i of the train (a bpf_loop() callback). */
-static long xina_train_seg(__u32 i, struct xina_tr *t)
-{
-	__u32 at = i * t->seg, n;
-
-	if (at >= t->len)
-		return 1;
-	n = t->len - at;
-	if (n > t->seg)
-		n = t->seg;
-	if (xina_train_one(t->ctx, sizeof(struct ethhdr) +
-			   sizeof(struct iphdr) + sizeof(struct udphdr) + at,
-			   n, t->job) == XDP_PASS)
-		t->results++;
-	return 0;
-}
-
 /*
  * A train (xina_train(): @pkt is its first datagram, the lengths of the
  * frame checked): each datagram taken, the frame sent on to every member
  * if all are results now.  Jobs with an uplink and xina.ko's backend take
- * no trains.
+ * no trains, nor trains of more than XINA_TRAIN_MAX datagrams (a socket's
+ * are at most 64 or 128, by kernel).  A loop the verifier walks, over a
+ * global function it checks once: not a bpf_loop(), whose callback would
+ * be one more frame on the stack (512 bytes for all of them, 6.1 counting
+ * each in 32-byte steps).  Not inlined into xina_xdp, whose frame is then
+ * small.
  */
-static __always_inline int xina_train_run(struct xdp_md *ctx,
-					  struct xina_pkt *pkt)
+#define XINA_TRAIN_MAX	128
+
+static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 {
-	struct xina_tr t = { .ctx = ctx, .job = pkt->xh->job };
+	struct xina_scratch *s = xina_scratch_get();
+	__be32 job_id = pkt->xh->job;
+	__u32 i, at, n, seg, len;
 	struct xina_job *job;
-	__u32 n;
 
 	gstat_inc(XINA_GSTAT_TRAIN);
-	job = xina_job_find(bpf_ntohl(t.job));
-	if (pkt->xh->type != XINA_T_CONTRIB || !job ||
+	job = xina_job_find(bpf_ntohl(job_id));
+	if (!s || pkt->xh->type != XINA_T_CONTRIB || !job ||
 	    job->idx >= XINA_MAX_JOBS || xina_up_of(job->idx))
 		goto refuse;
 #ifdef XINA_KFUNC
@@ -2861,15 +2868,32 @@ static __always_inline int xina_train_run(struct xdp_md *ctx,
 		goto refuse;
 #endif
 	/* xina_check_hdr() counted the first datagram's elements, no more */
-	t.len = ntohs_bounded(pkt->udp->len) - sizeof(struct udphdr);
-	t.seg = sizeof(struct xina_hdr);
+	len = ntohs_bounded(pkt->udp->len) - sizeof(struct udphdr);
+	seg = sizeof(struct xina_hdr);
 	if (!(pkt->xh->flags & XINA_F_ZERO))
-		t.seg += ntohs_bounded(pkt->xh->count) * 4;
-	n = (t.len + t.seg - 1) / t.seg;
-	bpf_loop(n, xina_train_seg, &t, 0);
-	if (t.results == n)
-		return xina_pass_marked(ctx, bpf_ntohl(t.job), XINA_MARK_ALL);
-	if (t.results)
+		seg += ntohs_bounded(pkt->xh->count) * 4;
+	n = (len + seg - 1) / seg;
+	if (n > XINA_TRAIN_MAX)
+		goto refuse;
+	/*
+	 * The results are counted in memory: a count the verifier tracked
+	 * would differ on every path through the loop, and no path would
+	 * prune another.
+	 */
+	s->results = 0;
+	for (i = 0, at = 0; i < XINA_TRAIN_MAX; i++, at += seg) {
+		if (i >= n)
+			break;
+		if (xina_train_one(ctx, sizeof(struct ethhdr) +
+				   sizeof(struct iphdr) +
+				   sizeof(struct udphdr) + at,
+				   len - at < seg ? len - at : seg,
+				   job_id) == XDP_PASS)
+			s->results++;
+	}
+	if (s->results == n)
+		return xina_pass_marked(ctx, bpf_ntohl(job_id), XINA_MARK_ALL);
+	if (s->results)
 		gstat_inc(XINA_GSTAT_TRAIN_HELD);
 	return XDP_DROP;
 refuse:
@@ -2880,8 +2904,9 @@ refuse:
 /*
  * One datagram (xina_parse(): @pkt well formed).  A subprogram of its own
  * rather than inlined into xina_xdp: the stack of xina_xdp is then small,
- * and a train's path (xina_train_run(), a bpf_loop() callback below it)
- * fits in the 512 bytes a program's frames may take together.  Static:
+ * and a train's path (xina_train_run(), xina_train_one() and the element
+ * loops below it) fits in the 512 bytes a program's frames may take
+ * together.  Static:
  * verified in its caller's context, so @pkt may hold packet pointers.
  */
 static __noinline int xina_xdp_one(struct xdp_md *ctx, struct xina_pkt *pkt)
@@ -2911,14 +2936,9 @@ static __noinline int xina_xdp_one(struct xdp_md *ctx, struct xina_pkt *pkt)
 	    pkt->xh->type == XINA_T_JOIN_REPLY)
 		return xina_up_rx(ctx, pkt);
 
-	job = xina_job_find(bpf_ntohl(pkt->xh->job));
-	ctr = job ? bpf_map_lookup_elem(&xina_stats, &job->idx) : NULL;
-	nhk = job ? bpf_map_lookup_elem(&xina_nhkeys, &job->idx) : NULL;
-	ep = job ? bpf_map_lookup_elem(&xina_epochs, &job->idx) : NULL;
-	if (!job || !ctr || !nhk || !ep || job->idx >= XINA_MAX_JOBS) {
-		gstat_inc(XINA_GSTAT_NO_JOB);
+	job = xina_job_maps(bpf_ntohl(pkt->xh->job), &ctr, &nhk, &ep);
+	if (!job)
 		return XDP_DROP;
-	}
 	stat_inc(ctr, XINA_STAT_RX);
 	up = xina_up_of(job->idx);
 	if (up)

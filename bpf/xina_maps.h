@@ -231,7 +231,8 @@ struct xina_part {
  * result's chunks on their way into a frame's further buffers.  XINA_CHUNK
  * more than XINA_MAX_ELEMS: a chunk copied in at any element below
  * XINA_MAX_ELEMS is within it, as the verifier checks.  @xh: the header of
- * the datagram of a train being taken (xina_train_one()).
+ * the datagram of a train being taken (xina_train_one()); @results: of the
+ * train's datagrams, those now results (xina_train_run()).
  */
 struct xina_scratch {
 	union {
@@ -239,6 +240,7 @@ struct xina_scratch {
 		__u64	q[(XINA_MAX_ELEMS + XINA_CHUNK) / 2];	/* pairs */
 	};
 	struct xina_hdr	xh;
+	__u32		results;
 };
 
 struct xina_counters {

@@ -1696,30 +1696,40 @@ TEST_F(fp, malformed_lengths)
 }
 
 /*
+ * Train @buf of @len bytes with @c's datagram after its last one, the
+ * IPv4 and UDP lengths made to match: its new length.
+ */
+static size_t train_add(__u8 *buf, size_t len, const struct contrib *c)
+{
+	static __u8 one[FRAME_MAX];
+	struct iphdr *iph = (void *)(buf + ETH_HLEN);
+	struct udphdr *udp = (void *)(iph + 1);
+	size_t n = build_frame(one, c) - HDRS_LEN;
+
+	memcpy(buf + len, one + HDRS_LEN, n);
+	len += n;
+	iph->tot_len = htons(len - ETH_HLEN);
+	iph->check = 0;
+	iph->check = ip_csum(iph, sizeof(*iph));
+	udp->len = htons(len - HDRS_LEN + sizeof(*udp));
+	return len;
+}
+
+/*
  * @k datagrams of @c's rank on consecutive slots from @c's, as a GSO train
  * (UDP_SEGMENT) reaches a port in generic XDP mode: one set of Ethernet,
  * IPv4 and UDP headers, then each datagram's xina header and elements.
  */
 static size_t build_train(__u8 *buf, const struct contrib *c, unsigned int k)
 {
-	static __u8 one[FRAME_MAX];
-	struct iphdr *iph = (void *)(buf + ETH_HLEN);
-	struct udphdr *udp = (void *)(iph + 1);
 	struct contrib d = *c;
-	size_t len, n;
+	size_t len = build_frame(buf, c);
 	unsigned int i;
 
-	len = build_frame(buf, c);
 	for (i = 1; i < k; i++) {
 		d.slot = c->slot + i;
-		n = build_frame(one, &d) - HDRS_LEN;
-		memcpy(buf + len, one + HDRS_LEN, n);
-		len += n;
+		len = train_add(buf, len, &d);
 	}
-	iph->tot_len = htons(len - ETH_HLEN);
-	iph->check = 0;
-	iph->check = ip_csum(iph, sizeof(*iph));
-	udp->len = htons(len - HDRS_LEN + sizeof(*udp));
 	return len;
 }
 
@@ -1899,29 +1909,19 @@ TEST_F(fp, train)
 TEST_F(fp, train_jumbo)
 {
 	static __u8 buf[3 * FRAME_MAX], out[3 * FRAME_MAX + META_MAX];
-	static __u8 one[FRAME_MAX];
 	const unsigned int n = XINA_MAX_ELEMS;
 	const size_t d = sizeof(struct xina_hdr) + 4 * n;
-	struct iphdr *iph = (void *)(buf + ETH_HLEN);
-	struct udphdr *udp = (void *)(iph + 1);
 	__u32 retval = 0, olen;
 	struct contrib c, e;
 	unsigned int w, i;
-	size_t len, m;
+	size_t len;
 
 	ASSERT_EQ(0, job_add(3, 4, n, true));
 	for (w = 0; w < 3; w++) {
 		/* slots 0 and 1 whole, then slot 2 with 1021 elements */
 		c = contrib(w, 0, 0, n, XINA_OP_SUM);
-		len = build_train(buf, &c, 2);
 		e = contrib(w, 2, 0, 1021, XINA_OP_SUM);
-		m = build_frame(one, &e) - HDRS_LEN;
-		memcpy(buf + len, one + HDRS_LEN, m);
-		len += m;
-		iph->tot_len = htons(len - ETH_HLEN);
-		iph->check = 0;
-		iph->check = ip_csum(iph, sizeof(*iph));
-		udp->len = htons(len - HDRS_LEN + sizeof(*udp));
+		len = train_add(buf, build_train(buf, &c, 2), &e);
 		olen = sizeof(out);
 		ASSERT_EQ(run_long(buf, len, out, &olen, &retval), 0);
 		if (w < 2) {

@@ -9,6 +9,8 @@ into Documentation/benchmarks.md and the PNG plots.
 Systems, all on the same rack (scripts/rack.sh: one veth port per worker
 namespace on a bridge in the switch namespace):
   xina-xdp    the XDP fast path on the switch ports (xinactl, rack_xdp)
+  xina-gxdp   the same with the ports in generic XDP mode: veth keeps the
+              workers' GSO, and the fast path takes whole trains
   xina-swagg  the same protocol through xina-swagg in the switch namespace
   openmpi     MPI_Allreduce, ranks in the worker namespaces (xina-nsrun -p)
   gloo        torch.distributed allreduce over gloo, same placement
@@ -114,7 +116,7 @@ WIRE_TYPES = ["int8", "int16", "int32", "int64"]
 # (64 MiB at 4 and 8 workers): one launch moves 10-20% on its own.
 ROUNDS = 2
 ROUND_SIZE = 64 * MIB
-ROUND_SYSTEMS = ["xina-xdp", "openmpi", "gloo", "xina-swagg"]
+ROUND_SYSTEMS = ["xina-xdp", "openmpi", "gloo", "xina-swagg", "xina-gxdp"]
 
 # What --sections selects (make bench SECTIONS=...); all of them by default.
 SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
@@ -125,10 +127,12 @@ SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
             "sparse": "of the rack's runs, only sparse (4 workers)",
             "fallback": "of the rack's runs, only the fallback (4 workers)",
             "loss": "of the rack's runs, only the loss rounds (4 workers)",
+            "generic": "of the rack's runs, only the XDP switch at 64 MiB, "
+                       "native and generic mode by turns (4 workers)",
             "floor": "the transport alone, frames against GSO trains "
                      "(scripts/bench/floor, 4 workers; part of rack)"}
 # The sections that are parts of "rack", each on its own rack of 4 workers.
-RACK_PARTS = ("types", "sparse", "fallback", "loss")
+RACK_PARTS = ("types", "sparse", "fallback", "loss", "generic")
 
 
 
@@ -176,7 +180,7 @@ class Rack:
         self.name = name
         self.o = o
         self.n = 0
-        self.xdp = False
+        self.xdp = None     # the fast path's mode on the ports, or None
 
     def sh(self, script, check=True, capture=False):
         env = dict(os.environ, O=self.o)
@@ -190,7 +194,7 @@ class Rack:
 
     def up(self, n):
         self.sh(f"rack_up {self.name} {n} mtu {MTU} >/dev/null")
-        self.n, self.xdp = n, False
+        self.n, self.xdp = n, None
 
     def down(self):
         self.sh(f"rack_down {self.name}", check=False)
@@ -230,14 +234,24 @@ class Rack:
             rx.append(json.loads(out)[0]["stats64"]["rx"]["bytes"])
         return rx
 
-    def attach_xdp(self):
-        self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
-        self.xdp = True
+    def attach_xdp(self, mode="native"):
+        """The fast path on every port, in XDP @mode (native or generic)."""
+        if self.xdp == mode:
+            return
+        if self.xdp:
+            self.detach_xdp()
+        if mode == "native":
+            self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
+        else:
+            self.sh(f"rack_pin_mount /run/xina-{self.name}")
+            for i in range(self.n):
+                self.xctl("dev", "attach", f"p{i}", "mode", mode)
+        self.xdp = mode
 
     def detach_xdp(self):
         for i in range(self.n):
             self.xctl("dev", "detach", f"p{i}")
-        self.xdp = False
+        self.xdp = None
 
     def xctl(self, *args):
         pin = f"/run/xina-{self.name}"
@@ -722,7 +736,8 @@ class Bench:
         for r in self.xina_records(
                 system, n, sizes, iters, loss=loss, switch_args=switch_args,
                 switch_cpu_method="XDP program run time (bpf_stats)"
-                if system == "xina-xdp" else "xina-swagg process CPU"):
+                if system in ("xina-xdp", "xina-gxdp") else
+                "xina-swagg process CPU"):
             self.keep(r)
 
     def xina_records(self, system, n, sizes, iters, loss=0.0, switch_args=(),
@@ -811,13 +826,16 @@ class Bench:
                        *sum((["member", str(i), f"{worker_ip(i)}:{WORKER_PORT}"]
                              for i in range(n)), []))
 
-    def xdp(self, n, sizes, iters, loss=0.0):
+    def xdp(self, n, sizes, iters, loss=0.0, system="xina-xdp"):
+        """xina through the fast path on the ports: xina-xdp in native
+        mode, xina-gxdp in generic mode (attached so here)."""
+        self.rack.attach_xdp("generic" if system == "xina-gxdp" else "native")
         self.job_add(n)
         try:
             args = []
             for pid in self.rack.xdp_prog_ids():
                 args += ["--switch-prog", str(pid)]
-            self.xina("xina-xdp", n, sizes, iters, loss=loss, switch_args=args)
+            self.xina(system, n, sizes, iters, loss=loss, switch_args=args)
         finally:
             self.rack.xctl("job", "del", str(JOB))
 
@@ -1433,10 +1451,8 @@ class Bench:
             log(f"round {k + 1} of {ROUNDS}, {n} workers: {', '.join(order)}")
             for system in order:
                 first = len(self.results)
-                if system == "xina-xdp":
-                    if not self.rack.xdp:
-                        self.rack.attach_xdp()
-                    self.xdp(n, [ROUND_SIZE], it)
+                if system in ("xina-xdp", "xina-gxdp"):
+                    self.xdp(n, [ROUND_SIZE], it, system=system)
                 else:
                     if self.rack.xdp:
                         self.rack.detach_xdp()
@@ -1482,8 +1498,8 @@ class Bench:
     def run_rack(self, p):
         """Per worker count, one rack: the bridge's systems (OpenMPI, Gloo,
         xina-swagg) in both regimes, then the XDP switch attached and run in
-        both.  The peers never run through the XDP program.  Then the
-        training runs."""
+        both, in native mode and then in generic mode.  The peers never run
+        through the XDP program.  Then the training runs."""
         cpu, link = p["cpu"], p["link"]
         for n in sorted(set(cpu["workers"]) | set(link["workers"])):
             self.rack.up(n)
@@ -1510,6 +1526,12 @@ class Bench:
                 self.set_regime("cpu", n)
             if n == 4:
                 self.loss(n)
+            if n in cpu["workers"]:
+                self.xdp(n, cpu["sizes"], cpu["iters"], system="xina-gxdp")
+            if n in link["workers"]:
+                self.set_regime("link", n)
+                self.xdp(n, link["sizes"], link["iters"], system="xina-gxdp")
+                self.set_regime("cpu", n)
             if n in cpu["workers"] and n in (4, 8) and \
                ROUND_SIZE in cpu["sizes"]:
                 self.rounds(n, cpu)
@@ -1579,6 +1601,21 @@ class Bench:
                         r["impair_drops"] = drops
                     else:
                         r["bench"] = "loss_ref"
+
+    def generic(self, n):
+        """The XDP switch with its ports in native and in generic mode,
+        CPU-bound at ROUND_SIZE, ROUNDS + 1 launches of each by turns, as
+        rounds() runs them (SECTIONS=generic: the comparison in minutes)."""
+        p = self.plan()["cpu"]
+        it = [p["iters"][p["sizes"].index(ROUND_SIZE)]]
+        for k in range(ROUNDS + 1):
+            for system in (("xina-xdp", "xina-gxdp") if k % 2 == 0 else
+                           ("xina-gxdp", "xina-xdp")):
+                first = len(self.results)
+                self.xdp(n, [ROUND_SIZE], it, system=system)
+                for r in self.results[first:]:
+                    if k:
+                        r["bench"], r["round"] = "round", k
 
     def run_parts(self, parts):
         """Some of the rack's runs at 4 workers (SECTIONS=types, ...),

@@ -12,6 +12,7 @@ and per-element costs, and the prose kept apart from the generated tables
 """
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -22,12 +23,17 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 GIB = 1 << 30
-SYSTEMS = ["xina-xdp", "xina-swagg", "openmpi", "gloo"]
+SYSTEMS = ["xina-xdp", "xina-gxdp", "xina-swagg", "openmpi", "gloo"]
 PEERS = ["openmpi", "gloo"]
-TITLES = {"xina-xdp": "xina (XDP switch)", "xina-swagg": "xina-swagg (user space)",
+# xina through the XDP switch: its ports in native mode, and in generic mode
+# (the fast path takes the workers' GSO trains whole)
+XDP_SYSTEMS = ["xina-xdp", "xina-gxdp"]
+TITLES = {"xina-xdp": "xina (XDP switch)",
+          "xina-gxdp": "xina (XDP switch, generic mode, GSO trains)",
+          "xina-swagg": "xina-swagg (user space)",
           "openmpi": "OpenMPI MPI_Allreduce", "gloo": "Gloo (torch.distributed)"}
-SHORT = {"xina-xdp": "xina", "xina-swagg": "swagg", "openmpi": "OpenMPI",
-         "gloo": "Gloo"}
+SHORT = {"xina-xdp": "xina", "xina-gxdp": "xina generic", "xina-swagg": "swagg",
+         "openmpi": "OpenMPI", "gloo": "Gloo"}
 # The racks of racks (issue 12): xina in two levels and flat, the peers flat.
 RACKS_SYSTEMS = ["xina-hier", "xina-spine", "xina-spine-agents",
                  "xina-spine-swagg", "xina-flat", "openmpi", "gloo"]
@@ -245,8 +251,9 @@ class Report:
 
     def goodput_table(self, dtype, regime="cpu"):
         out = ["| workers | size | " + " | ".join(TITLES[s] for s in SYSTEMS) +
-               " | xina / best peer | xina / OpenMPI | xina / Gloo | xina / swagg |",
-               "|---:|---:|" + "---:|" * (len(SYSTEMS) + 4)]
+               " | xina / best peer | xina / OpenMPI | xina / Gloo | xina / swagg "
+               "| xina generic / best peer |",
+               "|---:|---:|" + "---:|" * (len(SYSTEMS) + 5)]
         for n in self.values("workers", regime, dtype=dtype):
             for b in self.values("bytes", regime, dtype=dtype, workers=n):
                 row = [str(n), size_str(b)]
@@ -257,7 +264,8 @@ class Report:
                                if r else "–")
                 x = rs["xina-xdp"]
                 best = self.best_peer(n, dtype, b, regime)
-                for ref in [best, rs["openmpi"], rs["gloo"], rs["xina-swagg"]]:
+                for x, ref in [(x, best), (x, rs["openmpi"]), (x, rs["gloo"]),
+                               (x, rs["xina-swagg"]), (rs["xina-gxdp"], best)]:
                     row.append(f"{x['goodput_Bps'] / ref['goodput_Bps']:.2f}x"
                                if x and ref else "–")
                 out.append("| " + " | ".join(row) + " |")
@@ -328,8 +336,9 @@ class Report:
 
     def link_table(self):
         out = ["| workers | dtype | " + " | ".join(TITLES[s] for s in SYSTEMS) +
-               " | xina / best peer | target 0.9 x 2(N-1)/N |",
-               "|---:|---|" + "---:|" * (len(SYSTEMS) + 2)]
+               " | xina / best peer | xina generic / best peer | "
+               "target 0.9 x 2(N-1)/N |",
+               "|---:|---|" + "---:|" * (len(SYSTEMS) + 3)]
         for n in self.values("workers", "link"):
             for b in self.values("bytes", "link", workers=n):
                 for dtype in ("f32", "i32"):
@@ -339,9 +348,10 @@ class Report:
                         r = rs[s]
                         row.append(f"{mb(r['goodput_Bps'])} ({pct(r['of_limit'])})"
                                    if r else "–")
-                    x, best = rs["xina-xdp"], self.best_peer(n, dtype, b, "link")
-                    row.append(f"{x['goodput_Bps'] / best['goodput_Bps']:.2f}x"
-                               if x and best else "–")
+                    best = self.best_peer(n, dtype, b, "link")
+                    for x in (rs["xina-xdp"], rs["xina-gxdp"]):
+                        row.append(f"{x['goodput_Bps'] / best['goodput_Bps']:.2f}x"
+                                   if x and best else "–")
                     row.append(f"{0.9 * ring_factor(n):.2f}x")
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
@@ -480,7 +490,7 @@ class Report:
                     f"{statistics.median(r['worker_cpu_s'] for r in rs) / gib:.2f} | "
                     f"{mb(statistics.median(r['goodput_Bps'] for r in rs))} | "
                     f"{sum(r['lost_bytes'] for r in rs):.0f} |")
-        for sy in ("xina-xdp", "gloo"):
+        for sy in ("xina-xdp", "xina-gxdp", "gloo"):
             runs = [self.launches(sy, 4, d, 64 * MIB) for d in ("f32", "i32")]
             if not any(runs):
                 continue
@@ -947,48 +957,48 @@ class Report:
         big = 64 * MIB
         quick = self.meta.get("quick")
         absent = "not in this run" + (" (QUICK)" if quick else "")
-        for n in (4, 8):
-            for dtype in ("f32", "i32"):
-                what = (f"CPU-bound, {n} workers, 64 MiB {dtype}: xina ≥ 1.0x the "
-                        "best of OpenMPI and Gloo (must), 1.5x (aim)")
-                got = vs_best(self.median_launch("xina-xdp", n, dtype, big),
-                              [(p, self.median_launch(p, n, dtype, big))
-                               for p in PEERS])
-                if not got:
-                    rows.append(f"| {what} | {absent} | – |")
-                    continue
-                ratio, cell = got
-                if ratio >= 1.5:
-                    v = "met, aim met"
-                elif ratio >= 1.0:
-                    v = f"met; aim missed by {1.5 / ratio:.2f}x"
-                else:
-                    v = verdict(ratio, 1.0)
-                rows.append(f"| {what} | {cell} | {v} |")
-        for n in (4, 8):
-            for dtype in ("f32", "i32"):
-                what = (f"link-bound, {n} workers, 64 MiB {dtype}: xina ≥ 0.9 of "
-                        "the link rate")
-                x = self.get("xina-xdp", n, dtype, big, regime="link")
-                if not x:
-                    rows.append(f"| {what} | {absent} | – |")
-                else:
-                    f = x["goodput_Bps"] * 8 / x["link_rate_bps"]
-                    rows.append(f"| {what} | {f:.2f} ({mb(x['goodput_Bps'])} MB/s at "
-                                f"{x['link_rate_bps'] / 1e6:.0f} Mbit/s; "
-                                f"{pct(x['of_limit'])} of its limit) | "
-                                f"{verdict(f, 0.9)} |")
-                need = 0.9 * ring_factor(n)
-                what = (f"link-bound, {n} workers, 64 MiB {dtype}: xina / best peer "
-                        f"≥ 0.9 x 2(N-1)/N = {need:.2f}")
-                best = self.best_peer(n, dtype, big, "link")
-                if not (x and best):
-                    rows.append(f"| {what} | {absent} | – |")
-                    continue
-                ratio = x["goodput_Bps"] / best["goodput_Bps"]
-                rows.append(f"| {what} | {ratio:.2f}x (vs {best['system']} "
-                            f"{mb(best['goodput_Bps'])} MB/s) | "
-                            f"{verdict(ratio, need)} |")
+        for sy, n, dtype in itertools.product(XDP_SYSTEMS, (4, 8), ("f32", "i32")):
+            who = "xina" if sy == "xina-xdp" else "xina, ports in generic mode,"
+            what = (f"CPU-bound, {n} workers, 64 MiB {dtype}: {who} ≥ 1.0x the "
+                    "best of OpenMPI and Gloo (must), 1.5x (aim)")
+            got = vs_best(self.median_launch(sy, n, dtype, big),
+                          [(p, self.median_launch(p, n, dtype, big))
+                           for p in PEERS])
+            if not got:
+                rows.append(f"| {what} | {absent} | – |")
+                continue
+            ratio, cell = got
+            if ratio >= 1.5:
+                v = "met, aim met"
+            elif ratio >= 1.0:
+                v = f"met; aim missed by {1.5 / ratio:.2f}x"
+            else:
+                v = verdict(ratio, 1.0)
+            rows.append(f"| {what} | {cell} | {v} |")
+        for sy, n, dtype in itertools.product(XDP_SYSTEMS, (4, 8), ("f32", "i32")):
+            who = "xina" if sy == "xina-xdp" else "xina, ports in generic mode,"
+            what = (f"link-bound, {n} workers, 64 MiB {dtype}: {who} ≥ 0.9 of "
+                    "the link rate")
+            x = self.get(sy, n, dtype, big, regime="link")
+            if not x:
+                rows.append(f"| {what} | {absent} | – |")
+            else:
+                f = x["goodput_Bps"] * 8 / x["link_rate_bps"]
+                rows.append(f"| {what} | {f:.2f} ({mb(x['goodput_Bps'])} MB/s at "
+                            f"{x['link_rate_bps'] / 1e6:.0f} Mbit/s; "
+                            f"{pct(x['of_limit'])} of its limit) | "
+                            f"{verdict(f, 0.9)} |")
+            need = 0.9 * ring_factor(n)
+            what = (f"link-bound, {n} workers, 64 MiB {dtype}: {who} / best peer "
+                    f"≥ 0.9 x 2(N-1)/N = {need:.2f}")
+            best = self.best_peer(n, dtype, big, "link")
+            if not (x and best):
+                rows.append(f"| {what} | {absent} | – |")
+                continue
+            ratio = x["goodput_Bps"] / best["goodput_Bps"]
+            rows.append(f"| {what} | {ratio:.2f}x (vs {best['system']} "
+                        f"{mb(best['goodput_Bps'])} MB/s) | "
+                        f"{verdict(ratio, need)} |")
         es = self.fast_elems()
         if es:
             e = es[-1]
@@ -1308,10 +1318,12 @@ class Report:
             rows = []
             for n, d in clusters:
                 rs = [self.get(s, n, d, lb, regime="link") for s in SYSTEMS]
+                xs = [r for s, r in zip(SYSTEMS, rs) if r and s.startswith("xina")]
+                rings = [r for s, r in zip(SYSTEMS, rs) if r and s in PEERS]
                 rows.append((f"{n} workers {d}",
                              [r["goodput_Bps"] / 1e6 if r else None for r in rs] +
-                             [next((r["link_limit_Bps"] / 1e6 for r in rs[:2] if r), None),
-                              next((r["link_limit_Bps"] / 1e6 for r in rs[2:] if r), None)]))
+                             [xs[0]["link_limit_Bps"] / 1e6 if xs else None,
+                              rings[0]["link_limit_Bps"] / 1e6 if rings else None]))
             made.append(self.histogram(
                 outdir, "link_goodput",
                 f"Link-bound ({self.rate / 1e6:.0f} Mbit/s per worker link each way): "

@@ -21,7 +21,9 @@
 # before the fourth layout), or everything else; SECTIONS=types, sparse,
 # fallback or loss (any of them, comma-separated) only those runs of the
 # rack's, at 4 workers through the XDP switch, in 1-5 minutes each, to
-# measure a change to libxina; SECTIONS=floor only the transport alone,
+# measure a change to libxina; SECTIONS=generic only the XDP switch at
+# 64 MiB with its ports in native and in generic mode by turns (3 launches
+# of each); SECTIONS=floor only the transport alone,
 # frames against GSO trains (scripts/bench/floor/train_floor.sh, also
 # part of the rack's run).  Such a partial run writes
 # $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves

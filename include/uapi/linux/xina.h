@@ -467,8 +467,10 @@ enum xina_gstat {
 				 * members get those results as answers to
 				 * their resends */
 	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (xina.ko's
-				 * backend, a job with an uplink): the
-				 * workers must send one datagram per packet */
+				 * backend, a job with an uplink): each block
+				 * completes on its resend (sent alone); the
+				 * workers should send one datagram per
+				 * packet */
 
 	__XINA_GSTAT_MAX,
 };
