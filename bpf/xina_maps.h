@@ -232,7 +232,8 @@ struct xina_part {
  * more than XINA_MAX_ELEMS: a chunk copied in at any element below
  * XINA_MAX_ELEMS is within it, as the verifier checks.  @xh: the header of
  * the datagram of a train being taken (xina_train_one()); @results: of the
- * train's datagrams, those now results (xina_train_run()).
+ * train's datagrams, how many are now results, and @done which
+ * (xina_train_run()).
  */
 struct xina_scratch {
 	union {
@@ -241,6 +242,7 @@ struct xina_scratch {
 	};
 	struct xina_hdr	xh;
 	__u32		results;
+	__u64		done[2];	/* XINA_TRAIN_MAX bits */
 };
 
 struct xina_counters {

@@ -232,7 +232,7 @@ else
 		[ "$(gstat train_refused)" = "$refused0" ] &&
 		[ "$(gstat malformed)" = "$mal0" ]
 	check_err $? "switch: train $train0 -> $(gstat train) (want more), train_refused $refused0 -> $(gstat train_refused), malformed $mal0 -> $(gstat malformed) (want the same)"
-	log_info "switch: $(($(gstat train) - train0)) trains, $(gstat train_held) held"
+	log_info "switch: $(($(gstat train) - train0)) trains, $(gstat train_part) sent with fillers"
 	log_test "GSO trains on generic ports: every datagram taken, results sent on as trains"
 fi
 

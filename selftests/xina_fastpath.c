@@ -1798,8 +1798,8 @@ static unsigned int train_result_errors(const __u8 *f, size_t d,
  * each datagram taken as if it came alone.  A train whose datagrams all
  * complete their rounds goes to every member whole, each datagram its
  * slot's result; one that completes none is dropped (taken); one that
- * completes some is held (train_held), the rounds it completed kept and
- * answered to a resend.  A forged datagram in a
+ * completes some goes whole too (train_part), each other datagram made a
+ * filler, and the rounds it completed are kept and answered to a resend.  A forged datagram in a
  * train adds nothing, the others count.  The same frame whose second
  * header names another job, or whose surplus is shorter than a header,
  * is only malformed.
@@ -1807,7 +1807,9 @@ static unsigned int train_result_errors(const __u8 *f, size_t d,
 TEST_F(fp, train)
 {
 	static __u8 buf[3 * FRAME_MAX];
+	static const __u8 zero[4 * 8];
 	const size_t d = sizeof(struct xina_hdr) + 4 * 8;
+	const struct xina_hdr *filler;
 	struct iphdr *iph = (void *)(buf + ETH_HLEN);
 	struct counts before;
 	struct snapshot s;
@@ -1839,14 +1841,16 @@ TEST_F(fp, train)
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(train_result_errors(r.out, d, i, 2, 1 + i, 0, 8), 0);
 	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN), before.g[XINA_GSTAT_TRAIN] + 1);
-	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD),
-		  before.g[XINA_GSTAT_TRAIN_HELD]);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_PART),
+		  before.g[XINA_GSTAT_TRAIN_PART]);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 6);
 
 	/*
 	 * Slots 4-5: rank 0's train, rank 1's slot 4 alone, then rank 1's
-	 * train of 5-6: 5 completes, 6 waits for rank 0; dropped whole.
+	 * train of 5-6: 5 completes, 6 waits for rank 0.  Sent on whole,
+	 * slot 6's datagram a filler: a result of epoch 0, its elements
+	 * (rank 1's contribution) zero.
 	 */
 	c = contrib(0, 4, 0, 8, XINA_OP_SUM);
 	len = build_train(buf, &c, 2);
@@ -1858,10 +1862,18 @@ TEST_F(fp, train)
 	len = build_train(buf, &c, 2);
 	counts_read(&before);
 	run(buf, len, &r);
-	EXPECT_EQ(verdict(&r), XDP_DROP);
+	ASSERT_EQ(verdict(&r), V_RESULT);
+	ASSERT_EQ(r.len, len);
+	EXPECT_EQ(train_result_errors(r.out, d, 0, 2, 5, 0, 8), 0);
+	filler = xhdr(r.out + d);
+	EXPECT_EQ(filler->type, XINA_T_RESULT);
+	EXPECT_EQ(filler->epoch, 0);
+	EXPECT_EQ(filler->tag, 0);
+	EXPECT_EQ(ntohl(filler->slot), 6);
+	EXPECT_EQ(memcmp(filler + 1, zero, sizeof(zero)), 0);
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), before.j[XINA_STAT_COMPLETE] + 1);
-	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD),
-		  before.g[XINA_GSTAT_TRAIN_HELD] + 1);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_PART),
+		  before.g[XINA_GSTAT_TRAIN_PART] + 1);
 	/* slot 5's result was kept: rank 1's resend (alone) gets it */
 	c.flags = XINA_F_RETRANS;
 	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
@@ -1939,7 +1951,7 @@ TEST_F(fp, train_jumbo)
 	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), 3);
 	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), 9);
 	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN), 3);
-	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_HELD), 0);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_PART), 0);
 }
 
 TEST_F(fp, foreign_job)

@@ -30,7 +30,7 @@ static const char *const gstat_names[XINA_GSTAT_MAX] = {
 	[XINA_GSTAT_NO_JOB]	= "no_job",
 	[XINA_GSTAT_PASS]	= "pass",
 	[XINA_GSTAT_TRAIN]	= "train",
-	[XINA_GSTAT_TRAIN_HELD]	= "train_held",
+	[XINA_GSTAT_TRAIN_PART]	= "train_part",
 	[XINA_GSTAT_TRAIN_REFUSED] = "train_refused",
 };
 

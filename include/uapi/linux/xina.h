@@ -461,11 +461,11 @@ enum xina_gstat {
 				 * worker's GSO train, which a port in generic
 				 * XDP mode takes whole; each datagram is
 				 * taken as if it came alone */
-	XINA_GSTAT_TRAIN_HELD,	/* of those, trains some but not all of whose
-				 * datagrams completed their rounds: not sent
-				 * on (a frame goes whole or not at all); the
-				 * members get those results as answers to
-				 * their resends */
+	XINA_GSTAT_TRAIN_PART,	/* of those, trains some but not all of whose
+				 * datagrams completed their rounds: sent on
+				 * whole, each other datagram made a filler
+				 * (a result of epoch 0, elements zero, which
+				 * workers ignore) */
 	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (xina.ko's
 				 * backend, a job with an uplink): each block
 				 * completes on its resend (sent alone); the
