@@ -27,8 +27,8 @@ done
 RACK=xdemo$$
 PIN=$(rack_pin_dir "$RACK")
 # The fastest configuration the rack supports (scripts/rack.sh): jumbo
-# frames at MTU 9000 carrying 2048 int32 each, which XDP takes as
-# multi-buffer frames on veth.
+# frames at MTU 9000 carrying 2048 int32 each, the ports in generic XDP
+# mode so that the workers' GSO trains reach the fast path whole.
 MTU=$RACK_FAST_MTU
 SLOTS=$RACK_FAST_SLOTS
 ELEMS=$RACK_FAST_ELEMS
@@ -60,9 +60,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-say "rack: switch namespace $RACK-sw (bridge br0 $RACK_SWITCH_IP), $N workers on veth ports, MTU $MTU"
+say "rack: switch namespace $RACK-sw (bridge br0 $RACK_SWITCH_IP), $N workers on veth ports, MTU $MTU, XDP in $RACK_FAST_MODE mode"
 rack_up "$RACK" "$N" mtu "$MTU" || exit 1
-rack_xdp "$RACK" "$N" "$PIN" || exit 1
+rack_xdp "$RACK" "$N" "$PIN" "$RACK_FAST_MODE" || exit 1
 # One job per run: a job's slot rounds continue where its last worker
 # process left them, so a new training run gets a fresh job (as SwitchML's
 # controller resets the switch for each job).

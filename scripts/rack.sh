@@ -32,10 +32,13 @@ XINACTL=${XINACTL:-$XINA_O/xinactl}
 RACK_NET=${RACK_NET:-10.77.0}
 # The fastest configuration the rack supports (make demo, tests; the
 # benchmarks keep theirs in scripts/bench/bench.py): jumbo frames, as
-# training clusters run, with XINA_MAX_ELEMS int32 per packet.
+# training clusters run, with XINA_MAX_ELEMS int32 per packet, and the
+# ports in generic XDP mode, where veth keeps the workers' GSO and the
+# fast path takes whole trains (Documentation/benchmarks.md: xina generic).
 RACK_FAST_MTU=9000
 RACK_FAST_ELEMS=2048
 RACK_FAST_SLOTS=32
+RACK_FAST_MODE=generic
 RACK_SWITCH_IP=$RACK_NET.254
 
 rack_worker_ip()
@@ -155,18 +158,19 @@ rack_pin_mount()
 	mount -t bpf bpf "$pin"
 }
 
-# Attach xina: the fast path on every switch port (XDP for contributions,
-# TC for the results it sends back).  The worker ends need nothing: results
-# reach them as ordinary frames.
+# rack_xdp RACK N [PIN [MODE]]: attach xina, the fast path on every switch
+# port (XDP for contributions, TC for the results it sends back), in XDP
+# MODE (native, the default, or generic).  The worker ends need nothing:
+# results reach them as ordinary frames.
 rack_xdp()
 {
-	local rack=$1 n=$2 pin=${3:-$(rack_pin_dir "$1")} i
+	local rack=$1 n=$2 pin=${3:-$(rack_pin_dir "$1")} mode=${4:-native} i
 
 	[ -x "$XINACTL" ] || { rack_die "no $XINACTL: run make"; return 1; }
 	rack_pin_mount "$pin" || return 1
 	for ((i = 0; i < n; i++)); do
-		ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach "p$i" ||
-			return 1
+		ip netns exec "$rack-sw" "$XINACTL" -P "$pin" dev attach "p$i" \
+			mode "$mode" || return 1
 	done
 }
 

@@ -240,12 +240,8 @@ class Rack:
             return
         if self.xdp:
             self.detach_xdp()
-        if mode == "native":
-            self.sh(f"rack_xdp {self.name} {self.n} >/dev/null")
-        else:
-            self.sh(f"rack_pin_mount /run/xina-{self.name}")
-            for i in range(self.n):
-                self.xctl("dev", "attach", f"p{i}", "mode", mode)
+        self.sh(f"rack_xdp {self.name} {self.n} /run/xina-{self.name} {mode} "
+                ">/dev/null")
         self.xdp = mode
 
     def detach_xdp(self):

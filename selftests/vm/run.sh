@@ -15,7 +15,7 @@
 
 # Seconds a test may take (scripts/vm.sh bounds the whole run).
 TEST_TIMEOUT=${XINA_VM_TEST_TIMEOUT:-600}
-ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_conf_module.sh xina_attached.sh xina_netns_addrs.sh xina_e2e_module.sh xina_loss_module.sh xina_netem_maps.sh xina_dmesg.sh"
+ALL="xina_module.sh xina_nl xina_kfunc xina_xinactl.sh xina_conf_module.sh xina_attached.sh xina_netns_addrs.sh xina_e2e_module.sh xina_loss_module.sh xina_netem_maps.sh xina_trains_maps.sh xina_dmesg.sh"
 tests=${*:-$ALL}
 
 XINA_ROOT=${XINA_ROOT:-/xina/root}

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The XDP fast path on GSO trains: the switch's ports in generic XDP mode,
+# so veth keeps the workers' GSO and each train of datagrams reaches the
+# program as one frame (bpf/xina.bpf.c, "trains").  4 workers at MTU 9000:
+# trains of jumbo datagrams (2048 int32, up to 7 a train, in several
+# buffers on 6.12 and later, one linear buffer on 6.1), trains of small
+# ones (256 elements, up to 63 a train), and jumbo trains with 1% of the
+# xina packets lost both ways at every worker (whole trains: the
+# impairment sees a train as one packet).  Every worker checks every
+# element; the switch must have taken trains (train), refused none
+# (train_refused), and its counters must add up.
+#
+# The map backend: xina.ko refuses trains (xina_e2e.sh checks that).
+
+. "$(dirname "$0")/lib.sh"
+require_root
+require_cmd jq "$O/xinactl" "$O/xina-allreduce"
+. "$XINA_ROOT/scripts/rack.sh"
+
+rack_test_init xt
+N=4
+BYTES=${XINA_TRAINS_BYTES:-$((4 << 20))}
+JOB=300
+
+gstat()
+{
+	xctl -j stats | jq -r ".switch.$1 // empty"
+}
+
+jstat()
+{
+	xctl -j stats job "$1" | jq -r ".jobs[0].$2 // empty"
+}
+
+rack_up "$RACK" "$N" mtu 9000 >/dev/null && rack_pin_mount "$PIN" &&
+	for ((i = 0; i < N; i++)); do
+		xctl dev attach "p$i" mode generic || exit 1
+	done
+setup=$?
+tap_begin 4
+if [ $setup -ne 0 ]; then
+	check_err 1 "rack of $N workers in generic mode could not be set up"
+	log_test "rack"
+	tap_end
+fi
+if xctl backend | grep -qx "backend: module"; then
+	check_err 1 "xina.ko is loaded: its backend takes no trains"
+	log_test "map backend"
+	tap_end
+fi
+[ "$(xctl -j dev show | jq -r '[.devs[].mode] | unique | join(",")')" = generic ]
+check_err $? "the ports are not in generic mode: $(xctl -j dev show)"
+log_test "$N ports in generic XDP mode, MTU 9000"
+
+# run_trains NAME ELEMS DTYPE [LOSS PERMILLE]: an allreduce of BYTES through
+# the trains, checked; with LOSS, the impairment's drops shown.
+run_trains()
+{
+	local name=$1 elems=$2 dtype=$3 pm=${4:-0} dir train0 part0 refused0 \
+		trains contrib complete drops=0 i
+
+	JOB=$((JOB + 1))
+	dir=$TMP/$JOB
+	rack_job_add "$RACK" "$N" "$JOB" "$KEYFILE" 32 "$elems" "$PIN"
+	check_err $? "job add $JOB failed"
+	[ "$pm" -gt 0 ] && { rack_impair "$RACK" "$N" "$pm"; check_err $? "impairment"; }
+	train0=$(gstat train)
+	part0=$(gstat train_part)
+	refused0=$(gstat train_refused)
+	rack_allreduce "$RACK" "$N" "$dir" --job "$JOB" --key-file "$KEYFILE" \
+		--slots 32 --elems "$elems" --dtype "$dtype" --bytes "$BYTES" \
+		--iters 2 --timeout-ms 5000
+	check_err $? "$? of $N workers failed: $(for f in "$dir"/w*.err; do
+		[ -s "$f" ] && echo "[$(basename "$f" .err)] $(tail -n1 "$f")"; done | tr '\n' ' ')"
+	check_workers "$N" "$dir"
+	if [ "$pm" -gt 0 ]; then
+		for ((i = 0; i < N; i++)); do
+			drops=$((drops + $(rack_impair_drops "$RACK" "$i")))
+		done
+		[ "$drops" -gt 0 ]
+		check_err $? "the impairment dropped nothing"
+	fi
+	trains=$(($(gstat train) - train0))
+	[ "$trains" -gt 0 ] && [ "$(gstat train_refused)" = "$refused0" ]
+	check_err $? "switch: $trains trains taken (want some), train_refused $refused0 -> $(gstat train_refused) (want the same)"
+	# every round completes once, from exactly N accepted contributions
+	contrib=$(jstat "$JOB" contrib)
+	complete=$(jstat "$JOB" complete)
+	[ -n "$contrib" ] && [ "$complete" -gt 0 ] 2>/dev/null &&
+		[ "$contrib" -eq $((N * complete)) ]
+	check_err $? "switch counters: contrib=$contrib complete=$complete, want contrib = $N x complete"
+	log_info "$name: $trains trains, $(($(gstat train_part) - part0)) sent with fillers, resends $(jq -s 'map(.retrans) | add' "$dir"/w*.json 2>/dev/null), packets dropped $drops; $(jq -r '"goodput \(.goodput_Bps / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
+	xctl job del "$JOB"
+	log_test "$name"
+}
+
+run_trains "trains of 2048-int32 datagrams, i32, exact" 2048 i32
+run_trains "trains of 256-element datagrams, f32, within the bound and the same on every worker" 256 f32
+run_trains "trains of 2048-int32 datagrams at 1% loss both ways, i32, exact" 2048 i32 10
+
+tap_end
