@@ -39,3 +39,13 @@ wait_until() {
 	done
 	return 1
 }
+
+# The host's selftests run against the map backend (xina.ko not loaded),
+# with the paths the initramfs gives them; exits if the module is loaded.
+maps_host_test_env() {
+	export XINA_ROOT=/xina/root O=/xina/o
+	if grep -q '^xina ' /proc/modules; then
+		echo "xina.ko is loaded: cannot test the map backend"
+		exit 1
+	fi
+}

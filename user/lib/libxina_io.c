@@ -200,10 +200,10 @@ static bool xina_pkt_resent(struct xina *x, uint32_t s)
  * Group txq[from..] into at most XINA_BATCH messages; every message is a
  * train of equally sized datagrams (the kernel segments it at the size of
  * the first).  A resend goes alone: a switch port in generic XDP mode
- * takes a train whole and sends it on only if every datagram completed
- * its round (bpf/xina.bpf.c, "trains"), so a resend, which asks for a
- * result the switch kept, must not ride with new contributions.  Returns
- * the number of slots covered.
+ * takes a train whole, and the fast path answers a resend with the
+ * result it kept only when the resend comes alone (in a train it counts
+ * one as a duplicate: bpf/xina.bpf.c, "trains").  Returns the number of
+ * slots covered.
  */
 static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 			      uint32_t from, unsigned int *nmsg)
