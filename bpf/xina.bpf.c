@@ -1873,9 +1873,17 @@ static __always_inline int xina_complete(struct xdp_md *ctx,
 	if (active)
 		*active = bpf_ktime_get_ns();
 	stat_inc(ctr, XINA_STAT_COMPLETE);
-	/* a train's datagram: the result is in it, the train marked whole */
-	if (pkt->train)
-		return pkt->zero ? XDP_DROP : XDP_PASS;
+	/*
+	 * A train's datagram: the result is in it, the train marked whole;
+	 * but not a ZERO one's, its header alone, which only xina_fanout can
+	 * grow and only for a lone datagram: kept for the resends.
+	 */
+	if (pkt->train) {
+		if (!pkt->zero)
+			return XDP_PASS;
+		gstat_inc(XINA_GSTAT_TRAIN_ZERO);
+		return XDP_DROP;
+	}
 	if (pkt->zero)
 		return xina_pass_fill(ctx, job, idx, me, c);
 	return xina_pass_marked(ctx, job, XINA_MARK_ALL);

@@ -1914,6 +1914,53 @@ TEST_F(fp, train)
 }
 
 /*
+ * A train of XINA_F_ZERO datagrams (their headers alone, as a sender that
+ * trains its zero blocks sends them).  One that completes its round
+ * cannot carry the result, which xina_fanout grows only for a lone
+ * datagram: the round is kept and counted train_zero, the frame absorbed,
+ * and the member's resend (alone, with its zero words) is answered.  A
+ * ZERO datagram that does not complete its round is taken as any other.
+ */
+TEST_F(fp, train_zero)
+{
+	static __u8 buf[FRAME_MAX];
+	struct counts before;
+	struct contrib c;
+	size_t len;
+	struct run r;
+
+	ASSERT_EQ(0, job_add(2, 8, 8, true));
+	/* rank 0's slot 1, then rank 1's ZERO train of slots 1-2 */
+	c = contrib(0, 1, 0, 8, XINA_OP_SUM);
+	ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+	c = zero_of(contrib(1, 1, 0, 8, XINA_OP_SUM));
+	len = build_train(buf, &c, 2);
+	ASSERT_EQ(len, HDRS_LEN + 2 * sizeof(struct xina_hdr));
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), XDP_DROP);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN), before.g[XINA_GSTAT_TRAIN] + 1);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_ZERO),
+		  before.g[XINA_GSTAT_TRAIN_ZERO] + 1);
+	EXPECT_EQ(gstat(XINA_GSTAT_MALFORMED), before.g[XINA_GSTAT_MALFORMED]);
+	EXPECT_EQ(jstat(XINA_STAT_CONTRIB), before.j[XINA_STAT_CONTRIB] + 2);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), before.j[XINA_STAT_COMPLETE] + 1);
+	/* the kept result, rank 0's values alone, to rank 1's resend */
+	c = contrib(1, 1, 0, 8, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.words = (const __u32[8]){ 0 };
+	ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 1);
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 0, 1, 0, 8), 0);
+	/* slot 2 waited for rank 0: its frame carries the result */
+	c = contrib(0, 2, 0, 8, XINA_OP_SUM);
+	EXPECT_EQ(send_c(&c, &r), V_RESULT);
+	EXPECT_EQ(zero_sum_errors(r.out, 1 << 0, 2, 0, 8), 0);
+	EXPECT_EQ(gstat(XINA_GSTAT_TRAIN_ZERO),
+		  before.g[XINA_GSTAT_TRAIN_ZERO] + 1);
+}
+
+/*
  * Trains of jumbo datagrams: every header but the first, and most
  * elements, in later buffers; the last datagram shorter (a tensor's
  * part-full last block).

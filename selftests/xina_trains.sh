@@ -10,7 +10,10 @@
 # xina packets lost both ways at every worker (whole trains: the
 # impairment sees a train as one packet).  Every worker checks every
 # element; the switch must have taken trains (train), refused none
-# (train_refused), and its counters must add up.
+# (train_refused), and its counters must add up.  The float32 pattern has
+# zero blocks, which libxina sends as ZERO datagrams (their headers
+# alone), each alone: none may reach the switch in a train (train_zero),
+# where the round it completes could not be sent.
 #
 # The map backend: xina.ko refuses trains (xina_e2e.sh checks that).
 
@@ -59,7 +62,7 @@ log_test "$N ports in generic XDP mode, MTU 9000"
 run_trains()
 {
 	local name=$1 elems=$2 dtype=$3 pm=${4:-0} dir train0 part0 refused0 \
-		trains contrib complete drops=0 i
+		zero0 zsent trains contrib complete drops=0 i
 
 	JOB=$((JOB + 1))
 	dir=$TMP/$JOB
@@ -69,6 +72,7 @@ run_trains()
 	train0=$(gstat train)
 	part0=$(gstat train_part)
 	refused0=$(gstat train_refused)
+	zero0=$(gstat train_zero)
 	rack_allreduce "$RACK" "$N" "$dir" --job "$JOB" --key-file "$KEYFILE" \
 		--slots 32 --elems "$elems" --dtype "$dtype" --bytes "$BYTES" \
 		--iters 2 --timeout-ms 5000
@@ -85,13 +89,17 @@ run_trains()
 	trains=$(($(gstat train) - train0))
 	[ "$trains" -gt 0 ] && [ "$(gstat train_refused)" = "$refused0" ]
 	check_err $? "switch: $trains trains taken (want some), train_refused $refused0 -> $(gstat train_refused) (want the same)"
+	zsent=$(jq -s 'map(.zero_sent) | add' "$dir"/w*.json 2>/dev/null)
+	[ "$(gstat train_zero)" = "$zero0" ] &&
+		{ [ "$dtype" != f32 ] || [ "${zsent:-0}" -gt 0 ]; }
+	check_err $? "ZERO blocks: $zsent sent (want some for f32), train_zero $zero0 -> $(gstat train_zero) (want the same: each goes alone)"
 	# every round completes once, from exactly N accepted contributions
 	contrib=$(jstat "$JOB" contrib)
 	complete=$(jstat "$JOB" complete)
 	[ -n "$contrib" ] && [ "$complete" -gt 0 ] 2>/dev/null &&
 		[ "$contrib" -eq $((N * complete)) ]
 	check_err $? "switch counters: contrib=$contrib complete=$complete, want contrib = $N x complete"
-	log_info "$name: $trains trains, $(($(gstat train_part) - part0)) sent with fillers, resends $(jq -s 'map(.retrans) | add' "$dir"/w*.json 2>/dev/null), packets dropped $drops; $(jq -r '"goodput \(.goodput_Bps / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
+	log_info "$name: $trains trains, $(($(gstat train_part) - part0)) sent with fillers, $zsent ZERO blocks sent, resends $(jq -s 'map(.retrans) | add' "$dir"/w*.json 2>/dev/null), packets dropped $drops; $(jq -r '"goodput \(.goodput_Bps / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
 	xctl job del "$JOB"
 	log_test "$name"
 }

@@ -453,7 +453,7 @@ json_ok x -j stats 'j["backend"] == "maps" and
 		"drop_epoch", "join", "join_refused", "join_stale",
 		"epoch_new", "rx_cpu"} and
 	set(j["switch"]) == {"malformed", "no_job", "pass", "train",
-		"train_part", "train_refused"}'
+		"train_part", "train_refused", "train_zero"}'
 log_test "stats: every job, every counter, switch counters"
 
 x genkey "$KDIR/other.key"

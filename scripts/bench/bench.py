@@ -57,9 +57,9 @@ LAUNCH_TIMEOUT = 600
 
 # The xina configuration, in one place.  Every system runs on links of this
 # MTU (the rack's); xina sends ELEMS elements per packet and uses SLOTS
-# slots.  Today: MTU 3500 (the largest frame XDP on veth takes in one
-# buffer carries 857 int32), 832 elements and 32 slots, the configuration
-# of "make demo" (see README).  With XDP multi-buffer: MTU 9000 and 2048.
+# slots: jumbo frames carrying 2048 int32 each (XDP multi-buffer where a
+# frame spans buffers) and 32 slots, the configuration of "make demo"
+# (scripts/rack.sh, RACK_FAST_*).
 XINA_CONF = {"mtu": 9000, "elems": 2048, "slots": 32}
 MTU, ELEMS, SLOTS = XINA_CONF["mtu"], XINA_CONF["elems"], XINA_CONF["slots"]
 JOB = 1
@@ -130,7 +130,10 @@ SECTIONS = {"rack": "one rack: every system, both regimes, the fast path, "
             "generic": "of the rack's runs, only the XDP switch at 64 MiB, "
                        "native and generic mode by turns (4 workers)",
             "floor": "the transport alone, frames against GSO trains "
-                     "(scripts/bench/floor, 4 workers; part of rack)"}
+                     "(scripts/bench/floor, 4 workers; part of rack)",
+            "targets": "the CPU-bound target rows only: every system of "
+                       "the rounds at 64 MiB, 4 and 8 workers, ROUNDS + 1 "
+                       "rounds each (part of rack)"}
 # The sections that are parts of "rack", each on its own rack of 4 workers.
 RACK_PARTS = ("types", "sparse", "fallback", "loss", "generic")
 
@@ -1430,8 +1433,8 @@ class Bench:
         else:
             log(f"{r['bench']}: {json.dumps(r)}")
 
-    def rounds(self, n, q):
-        """The CPU-bound target rows again, ROUNDS more launches of every
+    def rounds(self, n, q, count=ROUNDS):
+        """The CPU-bound target rows again, @count more launches of every
         system at ROUND_SIZE, a round's launches one right after the other
         and in an order that turns by one each round (the XDP program
         attached for xina's launch only).  On this machine one launch of the
@@ -1442,9 +1445,9 @@ class Bench:
         it = [q["iters"][q["sizes"].index(ROUND_SIZE)]]
         run = {"openmpi": self.openmpi, "gloo": self.gloo,
                "xina-swagg": self.swagg}
-        for k in range(ROUNDS):
+        for k in range(count):
             order = ROUND_SYSTEMS[k:] + ROUND_SYSTEMS[:k]
-            log(f"round {k + 1} of {ROUNDS}, {n} workers: {', '.join(order)}")
+            log(f"round {k + 1} of {count}, {n} workers: {', '.join(order)}")
             for system in order:
                 first = len(self.results)
                 if system in ("xina-xdp", "xina-gxdp"):
@@ -1487,6 +1490,8 @@ class Bench:
             self.run_parts([s for s in RACK_PARTS if s in self.sections])
         if "floor" in self.sections and "rack" not in self.sections:
             self.floor()
+        if "targets" in self.sections and "rack" not in self.sections:
+            self.targets(p["cpu"])
         if "racks" in self.sections:
             self.racks()
         self.write(p, t0, load0)
@@ -1534,6 +1539,17 @@ class Bench:
             self.rack.down()
         self.floor()
         self.train()
+
+    def targets(self, cpu):
+        """The CPU-bound target rows alone, as the whole rack's rounds run
+        them but one round more (no sweep before them): a change to the
+        switch or to libxina measured against the peers in minutes."""
+        for n in (4, 8):
+            self.rack.up(n)
+            log(f"rack {self.rack.name}: {n} workers, the target rows only")
+            self.rack.attach_xdp()
+            self.rounds(n, cpu, ROUNDS + 1)
+            self.rack.down()
 
     def floor(self):
         """The transport under xina's allreduce without its arithmetic

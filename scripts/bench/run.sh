@@ -25,7 +25,9 @@
 # 64 MiB with its ports in native and in generic mode by turns (3 launches
 # of each); SECTIONS=floor only the transport alone,
 # frames against GSO trains (scripts/bench/floor/train_floor.sh, also
-# part of the rack's run).  Such a partial run writes
+# part of the rack's run); SECTIONS=targets only the CPU-bound target
+# rows: every system of the rounds at 64 MiB, 4 and 8 workers, three
+# launches each by turns.  Such a partial run writes
 # $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves
 # Documentation/benchmarks.md to the full run.
 #

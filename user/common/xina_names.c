@@ -32,6 +32,7 @@ static const char *const gstat_names[XINA_GSTAT_MAX] = {
 	[XINA_GSTAT_TRAIN]	= "train",
 	[XINA_GSTAT_TRAIN_PART]	= "train_part",
 	[XINA_GSTAT_TRAIN_REFUSED] = "train_refused",
+	[XINA_GSTAT_TRAIN_ZERO]	= "train_zero",
 };
 
 const char *xina_stat_name(unsigned int stat)

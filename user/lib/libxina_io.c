@@ -189,21 +189,27 @@ static size_t xina_pkt_len(struct xina *x, uint32_t s)
 	return xina_wire_len((const struct xina_hdr *)xina_tx_pkt(x, s));
 }
 
-/* A resend: sent alone (see xina_tx_build()). */
-static bool xina_pkt_resent(struct xina *x, uint32_t s)
+/* A resend or a ZERO block: sent alone (see xina_tx_build()). */
+static bool xina_pkt_alone(struct xina *x, uint32_t s)
 {
 	return ((const struct xina_hdr *)xina_tx_pkt(x, s))->flags &
-	       XINA_F_RETRANS;
+	       (XINA_F_RETRANS | XINA_F_ZERO);
 }
 
 /*
  * Group txq[from..] into at most XINA_BATCH messages; every message is a
  * train of equally sized datagrams (the kernel segments it at the size of
- * the first).  A resend goes alone: a switch port in generic XDP mode
- * takes a train whole, and the fast path answers a resend with the
- * result it kept only when the resend comes alone (in a train it counts
- * one as a duplicate: bpf/xina.bpf.c, "trains").  Returns the number of
- * slots covered.
+ * the first).  A switch port in generic XDP mode takes a train whole
+ * (bpf/xina.bpf.c, "trains"), and two kinds of datagram go alone:
+ * - a resend: the fast path answers one with the result it kept only
+ *   when it comes alone (in a train it counts one as a duplicate);
+ * - a ZERO block, its header alone: when it completes its round, the
+ *   result must grow to the block's elements (xina_fanout does that for
+ *   a lone datagram, not in a train), so in a train such a round
+ *   completed unseen and every member resent the block to fetch its
+ *   result: xina-allreduce's pattern, with a ZERO block in five, resent
+ *   a tenth of its blocks through the generic-mode rack.
+ * Returns the number of slots covered.
  */
 static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 			      uint32_t from, unsigned int *nmsg)
@@ -224,10 +230,10 @@ static uint32_t xina_tx_build(struct xina *x, struct xina_txb *b,
 		memset(mh, 0, sizeof(*mh));
 		mh->msg_iov = &b->iov[iov];
 		len = xina_pkt_len(x, x->txq[q]);
-		lim = xina_pkt_resent(x, x->txq[q]) ? 1 : max_seg;
+		lim = xina_pkt_alone(x, x->txq[q]) ? 1 : max_seg;
 		for (k = 0; k < lim && q < x->txq_len; k++, q++) {
 			if (xina_pkt_len(x, x->txq[q]) != len ||
-			    (k && xina_pkt_resent(x, x->txq[q])))
+			    (k && xina_pkt_alone(x, x->txq[q])))
 				break;
 			b->iov[iov].iov_base = xina_tx_pkt(x, x->txq[q]);
 			b->iov[iov++].iov_len = len;

@@ -471,6 +471,11 @@ enum xina_gstat {
 				 * completes on its resend (sent alone); the
 				 * workers should send one datagram per
 				 * packet */
+	XINA_GSTAT_TRAIN_ZERO,	/* rounds completed by a XINA_F_ZERO datagram
+				 * in a train: kept, not sent (a result must
+				 * grow from the header, which only a lone
+				 * datagram can); every member fetches it by
+				 * a resend.  libxina sends ZERO blocks alone */
 
 	__XINA_GSTAT_MAX,
 };
