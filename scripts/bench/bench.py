@@ -1586,33 +1586,44 @@ class Bench:
 
     def loss(self, n):
         """xina through the XDP switch at 0.1% and 1% loss, against lossless
-        launches of the same calls, in rounds: each round one launch of
-        each (lossless, 0.1%, 1%), the order turned by one per round, so
-        that each loss launch has a lossless one within a minute of it and
-        a drift of the shared machine's speed over the rounds weighs on
-        every kind alike.  report.py takes each loss launch's ratio to its
-        round's lossless one, and the median over the rounds."""
+        launches of the same calls, in rounds, with the switch's ports in
+        native mode and in generic mode: each round one launch of each
+        (lossless, 0.1%, 1%) in each mode, the order of the loss rates
+        turned by one per round and the modes' by one every other, so that
+        each loss launch has a lossless one of its mode within a minute of
+        it and a drift of the shared machine's speed over the rounds weighs
+        on every kind alike.  report.py takes each loss launch's ratio to
+        its round's lossless one of the same mode, and the median over the
+        rounds."""
         p = self.plan()
         kinds = [0, 1, 10]  # permille
+        systems = ["xina-xdp", "xina-gxdp"]
         for rnd in range(p["loss_rounds"]):
-            for permille in kinds[rnd % 3:] + kinds[:rnd % 3]:
-                drops = None
+            for system in systems[rnd % 2:] + systems[:rnd % 2]:
+                self.loss_round(n, p, rnd, system,
+                                kinds[rnd % 3:] + kinds[:rnd % 3])
+
+    def loss_round(self, n, p, rnd, system, permilles):
+        """Round @rnd of loss(): a launch of @system at each of
+        @permilles."""
+        for permille in permilles:
+            drops = None
+            if permille:
+                self.rack.impair(permille)
+            try:
+                self.xdp(n, [p["loss_size"]], [p["loss_iters"]],
+                         loss=permille / 1000, system=system)
                 if permille:
-                    self.rack.impair(permille)
-                try:
-                    self.xdp(n, [p["loss_size"]], [p["loss_iters"]],
-                             loss=permille / 1000)
-                    if permille:
-                        drops = self.rack.impair_drops()
-                finally:
-                    if permille:
-                        self.rack.unimpair()
-                for r in self.results[-len(self.dtypes):]:
-                    r["loss_round"] = rnd
-                    if permille:
-                        r["impair_drops"] = drops
-                    else:
-                        r["bench"] = "loss_ref"
+                    drops = self.rack.impair_drops()
+            finally:
+                if permille:
+                    self.rack.unimpair()
+            for r in self.results[-len(self.dtypes):]:
+                r["loss_round"] = rnd
+                if permille:
+                    r["impair_drops"] = drops
+                else:
+                    r["bench"] = "loss_ref"
 
     def generic(self, n):
         """The XDP switch with its ports in native and in generic mode,

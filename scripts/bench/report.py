@@ -171,13 +171,16 @@ class Report:
                         regime=r["regime"])
 
     def loss_groups(self):
-        """The loss runs by (workers, dtype, size, loss rate), each as
-        [(run, its lossless reference or None)] in round order."""
+        """The loss runs by (system, workers, dtype, size, loss rate), each
+        as [(run, its lossless reference or None)] in round order."""
         groups = {}
+        order = {s: i for i, s in enumerate(SYSTEMS)}
         for r in sorted((r for r in self.runs if r["loss"] > 0),
-                        key=lambda r: (r["dtype"], r["loss"],
+                        key=lambda r: (order.get(r["system"], 99),
+                                       r["dtype"], r["loss"],
                                        r.get("loss_round", 0))):
-            key = (r["workers"], r["dtype"], r["bytes"], r["loss"])
+            key = (r["system"], r["workers"], r["dtype"], r["bytes"],
+                   r["loss"])
             groups.setdefault(key, []).append((r, self.loss_base(r)))
         return groups
 
@@ -389,12 +392,13 @@ class Report:
         groups = self.loss_groups()
         if not groups:
             return ""
-        out = ["| workers | dtype | size | loss | rounds | goodput MB/s | "
+        out = ["| system | workers | dtype | size | loss | rounds | "
+               "goodput MB/s | "
                "lossless MB/s (the same rounds) | of lossless | each round | "
                "retransmissions | of them on timeout | by tail probe | sent | "
                "dropped batches (both dtypes) |",
-               "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
-        for (n, dtype, nbytes, loss), pairs in groups.items():
+               "|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+        for (system, n, dtype, nbytes, loss), pairs in groups.items():
             runs = [r for r, _ in pairs]
             bases = [b for _, b in pairs if b]
             f, fs = self.loss_ratio(pairs)
@@ -406,7 +410,8 @@ class Report:
             drops = [r["impair_drops"] for r in runs
                      if r.get("impair_drops") is not None]
             out.append(
-                f"| {n} | {dtype} | {size_str(nbytes)} | {loss * 100:.1f}% | "
+                f"| {SHORT.get(system, system)} | {n} | {dtype} | "
+                f"{size_str(nbytes)} | {loss * 100:.1f}% | "
                 f"{len(runs)} | "
                 f"{mb(statistics.median(r['goodput_Bps'] for r in runs))} | "
                 f"{ref} | {pct(f) if f is not None else '–'} | "
@@ -420,7 +425,8 @@ class Report:
 
     def loss_targets(self):
         rows = []
-        for (n, dtype, nbytes, loss), pairs in self.loss_groups().items():
+        for (system, n, dtype, nbytes, loss), pairs in \
+                self.loss_groups().items():
             f, fs = self.loss_ratio(pairs)
             if loss < 0.01 or f is None:
                 continue
@@ -429,7 +435,8 @@ class Report:
                 how = (f", the median of {len(fs)} rounds' ratios, each a "
                        f"loss launch against its round's lossless one: "
                        f"{', '.join(pct(x) for x in fs)}")
-            rows.append(f"| at 1% loss ≥ 80% of lossless, {n} workers "
+            rows.append(f"| at 1% loss ≥ 80% of lossless, {SHORT.get(system, system)}, "
+                        f"{n} workers "
                         f"{size_str(nbytes)} {dtype} | {pct(f)}{how} | "
                         f"{'met' if f >= 0.8 else 'missed'} |")
         return rows
@@ -1619,12 +1626,16 @@ class Report:
             parts += self.floor_section()
         if loss_runs:
             parts += ["## xina under loss", "",
-                      "In rounds: each round one lossless launch and one "
+                      "In rounds: each round, with the switch's ports in "
+                      "each mode (xina: native, xina generic: generic, the "
+                      "workers' GSO trains taken whole), one lossless "
+                      "launch and one "
                       "at each loss rate, of the same size, iterations and "
                       "dtypes, the order turned by one each round (the "
                       "machine is shared, and its speed drifts over "
                       "minutes).  Each loss launch is measured against the "
-                      "lossless launch of its own round; \"of lossless\" is "
+                      "lossless launch of its own round and mode; \"of "
+                      "lossless\" is "
                       "the median of the rounds' ratios, the goodputs are "
                       "medians over the rounds, the counts sums over them.  "
                       "Runs of earlier versions of bench.py took one round, "
