@@ -54,9 +54,13 @@
 #define IP_MF		0x2000	/* more fragments */
 #define IP_OFFSET	0x1fff	/* fragment offset, in 8-byte units */
 
-/* Payload offset: eth + IPv4 without options + UDP + struct xina_hdr. */
-#define XINA_PAYLOAD_OFF	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
-				 sizeof(struct udphdr) + sizeof(struct xina_hdr))
+/*
+ * Offsets in a frame xina_parse() accepts (an IPv4 header without
+ * options): of the xina header, and of the elements after it.
+ */
+#define XINA_HDR_OFF		(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
+				 sizeof(struct udphdr))
+#define XINA_PAYLOAD_OFF	(XINA_HDR_OFF + sizeof(struct xina_hdr))
 
 /* Load-time knobs, set through the skeleton before load. */
 const volatile __u16 xina_port = XINA_UDP_PORT;	/* host order */
@@ -289,6 +293,34 @@ static __always_inline int xina_check_join_reply(struct xina_pkt *pkt)
 }
 
 /*
+ * The element count of a contribution's or a result's header whose fields
+ * this switch understands (a ZERO one a first transmission's
+ * contribution), 0 if any is not.  The count is in 32-bit words for every
+ * dtype (checked per job).
+ */
+static __always_inline __u32 xina_hdr_count(const struct xina_hdr *xh)
+{
+	__u32 count;
+
+	if (xh->version != XINA_WIRE_VERSION || xh->weight ||
+	    (xh->type != XINA_T_CONTRIB && xh->type != XINA_T_RESULT) ||
+	    (xh->flags & ~XINA_F_ALL))
+		return 0;
+	if ((xh->flags & XINA_F_ZERO) &&
+	    (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS)))
+		return 0;
+	count = ntohs_bounded(xh->count);
+	return count <= XINA_MAX_ELEMS ? count : 0;
+}
+
+/* The length of the datagram @xh heads: a ZERO one's words are not in it. */
+static __always_inline __u32 xina_dgram_len(const struct xina_hdr *xh,
+					    __u32 count)
+{
+	return sizeof(*xh) + (xh->flags & XINA_F_ZERO ? 0 : count * 4);
+}
+
+/*
  * A frame whose UDP payload holds more than the datagram its xina header
  * describes, and another xina header of the same job right after it: a
  * worker's GSO train (UDP_SEGMENT), which a port in generic XDP mode takes
@@ -336,7 +368,7 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 					  struct xina_pkt *pkt, void *end)
 {
 	struct xina_hdr *xh = pkt->xh;
-	__u32 ulen, count, room;
+	__u32 ulen, count, room, one;
 
 	if ((void *)(xh + 1) > end)
 		return XINA_MALFORMED;
@@ -347,35 +379,23 @@ static __always_inline int xina_check_hdr(struct xdp_md *ctx,
 	if (xh->type == XINA_T_JOIN_REPLY)
 		return xina_check_join_reply(pkt);
 	/* aux: any value (a contribution's side word, a result's MAX) */
-	if ((xh->type != XINA_T_CONTRIB && xh->type != XINA_T_RESULT) ||
-	    (xh->flags & ~XINA_F_ALL))
-		return XINA_MALFORMED;
-	count = ntohs_bounded(xh->count);
-	if (!count || count > XINA_MAX_ELEMS)
+	count = xina_hdr_count(xh);
+	if (!count)
 		return XINA_MALFORMED;
 	ulen = ntohs_bounded(pkt->udp->len);
+	one = sizeof(struct udphdr) + xina_dgram_len(xh, count);
 	pkt->off = XINA_PAYLOAD_OFF;
+	if (ulen != one)
+		return xina_train(ctx, pkt, one, ulen);
+	if (ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len))
+		return XINA_MALFORMED;
 	if (xh->flags & XINA_F_ZERO) {
 		/* a contribution of count zero words, none in the frame */
-		if (xh->type != XINA_T_CONTRIB || (xh->flags & XINA_F_RETRANS))
-			return XINA_MALFORMED;
-		if (ulen != sizeof(struct udphdr) + sizeof(*xh))
-			return xina_train(ctx, pkt, sizeof(struct udphdr) +
-					  sizeof(*xh), ulen);
-		if (ulen + sizeof(struct iphdr) !=
-		    ntohs_bounded(pkt->iph->tot_len))
-			return XINA_MALFORMED;
 		pkt->count = count;
 		pkt->lin = 0;
 		pkt->zero = 1;
 		return XINA_WELL_FORMED;
 	}
-	/* count is in 32-bit words for every dtype (checked per job) */
-	if (ulen != sizeof(struct udphdr) + sizeof(*xh) + count * 4)
-		return xina_train(ctx, pkt, sizeof(struct udphdr) +
-				  sizeof(*xh) + count * 4, ulen);
-	if (ulen + sizeof(struct iphdr) != ntohs_bounded(pkt->iph->tot_len))
-		return XINA_MALFORMED;
 	room = (__u32)(end - (void *)(xh + 1)) / 4;
 	pkt->count = count;
 	pkt->lin = count < room ? count : room;
@@ -2810,20 +2830,12 @@ __noinline int xina_train_one(struct xdp_md *ctx, __u32 at, __u32 dlen,
 	xh = &s->xh;
 	if (bpf_xdp_load_bytes(ctx, at, xh, sizeof(*xh)))
 		goto malformed;
-	if (xh->version != XINA_WIRE_VERSION || xh->weight ||
-	    xh->type != XINA_T_CONTRIB || (xh->flags & ~XINA_F_ALL) ||
-	    xh->job != job_id)
+	/* the checks of a lone datagram's header (xina_check_hdr()) */
+	count = xina_hdr_count(xh);
+	if (!count || xh->type != XINA_T_CONTRIB || xh->job != job_id ||
+	    dlen != xina_dgram_len(xh, count))
 		goto malformed;
-	count = bpf_ntohs(xh->count);
-	if (!count || count > XINA_MAX_ELEMS)
-		goto malformed;
-	if (xh->flags & XINA_F_ZERO) {
-		if ((xh->flags & XINA_F_RETRANS) || dlen != sizeof(*xh))
-			goto malformed;
-		pkt.zero = 1;
-	} else if (dlen != sizeof(*xh) + count * 4) {
-		goto malformed;
-	}
+	pkt.zero = !!(xh->flags & XINA_F_ZERO);
 	pkt.xh = xh;
 	pkt.count = count;
 	pkt.off = at + sizeof(*xh);
@@ -2905,8 +2917,6 @@ __noinline int xina_train_filler(struct xdp_md *ctx, __u32 at, __u32 dlen)
  * small.
  */
 #define XINA_TRAIN_MAX	128
-#define XINA_HDRS_LEN	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
-			 sizeof(struct udphdr))
 
 static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 {
@@ -2943,7 +2953,7 @@ static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 	for (i = 0, at = 0; i < XINA_TRAIN_MAX; i++, at += seg) {
 		if (i >= n)
 			break;
-		if (xina_train_one(ctx, XINA_HDRS_LEN + at,
+		if (xina_train_one(ctx, XINA_HDR_OFF + at,
 				   len - at < seg ? len - at : seg,
 				   job_id) != XDP_PASS)
 			continue;
@@ -2959,7 +2969,7 @@ static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 				break;
 			if (s->done[i / 64] & (1ULL << (i % 64)))
 				continue;
-			if (xina_train_filler(ctx, XINA_HDRS_LEN + at,
+			if (xina_train_filler(ctx, XINA_HDR_OFF + at,
 					      len - at < seg ? len - at : seg))
 				return XDP_DROP;
 		}

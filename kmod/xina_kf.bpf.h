@@ -16,9 +16,6 @@
 
 #include "xina_kfunc.h"
 
-/* Offset of struct xina_hdr: xina_parse() accepts no IPv4 options. */
-#define XINA_KF_HDR_OFF	(XINA_PAYLOAD_OFF - sizeof(struct xina_hdr))
-
 int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 		    __be16 sport) __ksym;
 
@@ -42,7 +39,7 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 	__u32 job = bpf_ntohl(pkt->xh->job), rank = bpf_ntohs(pkt->xh->rank);
 	int v;
 
-	v = xina_kf_contrib(ctx, XINA_KF_HDR_OFF, pkt->iph->saddr,
+	v = xina_kf_contrib(ctx, XINA_HDR_OFF, pkt->iph->saddr,
 			    pkt->udp->source);
 	switch (v) {
 	case XINA_KF_NO_JOB:
