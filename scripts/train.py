@@ -47,6 +47,7 @@ WORKERS = 4
 TOLERANCE = 0.02        # |accuracy(xina) - accuracy(Gloo)|, as a fraction
 MIN_ACCURACY = 0.90
 SLOTS, ELEMS, MTU = 32, 2048, 9000   # scripts/rack.sh's fast configuration
+MODE = "generic"                     # (RACK_FAST_*): GSO trains taken whole
 NET = "10.77.0"
 SWITCH = f"{NET}.254"
 WORKER_PORT = 7000
@@ -188,7 +189,7 @@ class Rack:
     def up(self):
         sh(self.rack, "up", self.name, str(WORKERS), "mtu", str(MTU),
            stdout=subprocess.DEVNULL)
-        sh(self.rack, "xdp", self.name, str(WORKERS), self.pin)
+        sh(self.rack, "xdp", self.name, str(WORKERS), self.pin, MODE)
 
     def down(self):
         subprocess.run([self.rack, "down", self.name])
