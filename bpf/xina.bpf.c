@@ -2906,11 +2906,49 @@ __noinline int xina_train_filler(struct xdp_md *ctx, __u32 at, __u32 dlen)
 }
 
 /*
+ * Does the fast path refuse the trains of job @job_id (network order)?
+ * Those of a job with an uplink, or of no job.  xina.ko's jobs have no
+ * uplinks, and it counts a datagram of no job as no_job.
+ */
+static __always_inline int xina_train_refused(__be32 job_id)
+{
+	struct xina_job *job;
+
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		return 0;
+#endif
+	job = xina_job_find(bpf_ntohl(job_id));
+	return !job || job->idx >= XINA_MAX_JOBS || xina_up_of(job->idx);
+}
+
+/*
+ * The datagram of @dlen bytes at offset @at of train @pkt, of job @job_id,
+ * taken by this program's maps or by xina.ko: XDP_PASS if it is now its
+ * round's result.  The source is read from @pkt on xina.ko's path only,
+ * whose kfunc leaves packet pointers valid; the job id was read before
+ * the loop (the map backend's global function may not).  No more locals
+ * in xina_train_run(): its frame is in the 512 bytes 6.1 allows the
+ * chain.
+ */
+static __always_inline int xina_train_take(struct xdp_md *ctx,
+					   struct xina_pkt *pkt, __u32 at,
+					   __u32 dlen, __be32 job_id)
+{
+#ifdef XINA_KFUNC
+	if (xina_kf_on())
+		return xina_kf_train_one(ctx, at, dlen, pkt->iph->saddr,
+					 pkt->udp->source);
+#endif
+	return xina_train_one(ctx, at, dlen, job_id);
+}
+
+/*
  * A train (xina_train(): @pkt is its first datagram, the lengths of the
  * frame checked): each datagram taken, the frame sent on to every member
- * if all are results now.  Jobs with an uplink and xina.ko's backend take
- * no trains, nor trains of more than XINA_TRAIN_MAX datagrams (a socket's
- * are at most 64 or 128, by kernel).  A loop the verifier walks, over a
+ * if all are results now.  Jobs with an uplink take no trains, nor does
+ * any job trains of more than XINA_TRAIN_MAX datagrams (a socket's are at
+ * most 64 or 128, by kernel).  A loop the verifier walks, over a
  * global function it checks once: not a bpf_loop(), whose callback would
  * be one more frame on the stack (512 bytes for all of them, 6.1 counting
  * each in 32-byte steps).  Not inlined into xina_xdp, whose frame is then
@@ -2923,17 +2961,10 @@ static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 	struct xina_scratch *s = xina_scratch_get();
 	__be32 job_id = pkt->xh->job;
 	__u32 i, at, n, seg, len;
-	struct xina_job *job;
 
 	gstat_inc(XINA_GSTAT_TRAIN);
-	job = xina_job_find(bpf_ntohl(job_id));
-	if (!s || pkt->xh->type != XINA_T_CONTRIB || !job ||
-	    job->idx >= XINA_MAX_JOBS || xina_up_of(job->idx))
+	if (!s || pkt->xh->type != XINA_T_CONTRIB || xina_train_refused(job_id))
 		goto refuse;
-#ifdef XINA_KFUNC
-	if (xina_kf_on())
-		goto refuse;
-#endif
 	/* xina_check_hdr() counted the first datagram's elements, no more */
 	len = ntohs_bounded(pkt->udp->len) - sizeof(struct udphdr);
 	seg = sizeof(struct xina_hdr);
@@ -2953,9 +2984,9 @@ static __noinline int xina_train_run(struct xdp_md *ctx, struct xina_pkt *pkt)
 	for (i = 0, at = 0; i < XINA_TRAIN_MAX; i++, at += seg) {
 		if (i >= n)
 			break;
-		if (xina_train_one(ctx, XINA_HDR_OFF + at,
-				   len - at < seg ? len - at : seg,
-				   job_id) != XDP_PASS)
+		if (xina_train_take(ctx, pkt, XINA_HDR_OFF + at,
+				    len - at < seg ? len - at : seg,
+				    job_id) != XDP_PASS)
 			continue;
 		s->results++;
 		s->done[i / 64] |= 1ULL << (i % 64);

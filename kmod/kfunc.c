@@ -320,7 +320,8 @@ static void xina_round_start(struct xina_slotv *sv, u32 *val,
 static int xina_slot_contrib(struct xina_job *job,
 			     const struct xina_job_cfg *cfg,
 			     struct xina_slotv *sv, u32 *val, struct xina_hdr *h,
-			     __be32 *el, u16 rank, enum xina_stat *stat)
+			     __be32 *el, u16 rank, bool train,
+			     enum xina_stat *stat)
 {
 	u16 count = get_unaligned_be16(&h->count);
 	u32 round = get_unaligned_be32(&h->round);
@@ -372,7 +373,11 @@ static int xina_slot_contrib(struct xina_job *job,
 		return XINA_KF_DROP;
 	}
 	if (test_bit(rank, sv->seen)) {
-		if (!sv->complete) {
+		/*
+		 * A train goes to every member or to none: a resend in one
+		 * is not answered (libxina sends its resends alone).
+		 */
+		if (!sv->complete || train) {
 			*stat = XINA_STAT_DUP;
 			return XINA_KF_DROP;
 		}
@@ -487,7 +492,7 @@ static void xina_job_learn(struct xina_job *job, u16 rank,
 
 static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 			    struct xina_hdr *h, __be32 *el, __be32 saddr,
-			    __be16 sport)
+			    __be16 sport, bool train)
 {
 	const struct xina_job_cfg *cfg = rcu_dereference(job->cfg);
 	u16 rank = get_unaligned_be16(&h->rank);
@@ -509,7 +514,7 @@ static int xina_job_contrib(struct xina_job *job, struct xdp_buff *xdp,
 	sv = &job->slotv[idx];
 	spin_lock(&sv->lock);
 	ret = xina_slot_contrib(job, cfg, sv, (u32 *)xina_job_val(job, idx), h,
-				el, rank, &stat);
+				el, rank, train, &stat);
 	spin_unlock(&sv->lock);
 	if (ret == XINA_KF_ADDED || ret == XINA_KF_RESULT)
 		xina_job_learn(job, rank, xdp, saddr);
@@ -802,13 +807,81 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 	rcu_read_lock();
 	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
 	if (job)
-		ret = xina_job_contrib(job, xdp, h, el, saddr, sport);
+		ret = xina_job_contrib(job, xdp, h, el, saddr, sport, false);
 	else
 		ret = XINA_KF_NO_JOB;
 	rcu_read_unlock();
 
 	if (staged && (ret == XINA_KF_RESULT || ret == XINA_KF_ANSWER))
 		xina_xdp_copy(xdp, off + sizeof(*h), el, len, true);
+	local_bh_enable();
+	return ret;
+}
+
+/**
+ * xina_kf_train - add one datagram of a GSO train into module slot memory
+ * @ctx: XDP context of the train: one frame of Ethernet, IPv4 and UDP
+ *	headers, then the datagrams back to back (a port in generic mode)
+ * @off: offset of the datagram's struct xina_hdr from ctx->data, in any
+ *	buffer of the frame
+ * @len: the datagram's length, its header included
+ * @saddr: IPv4 source address of the train
+ * @sport: UDP source port of the train
+ *
+ * See xina_kfunc.h.  As xina_kf_contrib() for a contribution, the header
+ * and the elements copied out where they are not in the linear part (a
+ * train's later headers may lie in further buffers) and the result
+ * written back; a retransmission to a completed round is a duplicate.
+ *
+ * Return: enum xina_kf_verdict, never XINA_KF_ANSWER or XINA_KF_BOUNCE.
+ */
+__bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
+			      __be32 saddr, __be16 sport)
+{
+	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
+	u32 lin = xdp->data_end - xdp->data, elen;
+	struct xina_hdr copy, *h = &copy;
+	struct xina_job *job;
+	__be32 *el;
+	int ret;
+
+	if (off < sizeof(struct ethhdr) + sizeof(struct iphdr) +
+		  sizeof(struct udphdr) || len < sizeof(*h) ||
+	    len > sizeof(*h) + sizeof(struct xina_kf_buf) ||
+	    off + len > xdp_get_buff_len(xdp))
+		return XINA_KF_MALFORMED;
+	if (off + sizeof(*h) <= lin)
+		h = xdp->data + off;
+	else
+		xina_xdp_copy(xdp, off, h, sizeof(*h), false);
+	elen = get_unaligned_be16(&h->count) * sizeof(__be32);
+	/* a contribution's checks (xina_kf_contrib()), ZERO refused too */
+	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
+	    (h->flags & ~XINA_F_RETRANS) || h->weight || !elen ||
+	    len != sizeof(*h) + elen)
+		return XINA_KF_MALFORMED;
+
+	local_bh_disable();
+	if (off + len <= lin) {
+		el = (__be32 *)(h + 1);
+	} else {
+		el = this_cpu_ptr(xina_kf_bufs)->el;
+		xina_xdp_copy(xdp, off + sizeof(*h), el, elen, false);
+	}
+	rcu_read_lock();
+	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
+	if (job)
+		ret = xina_job_contrib(job, xdp, h, el, saddr, sport, true);
+	else
+		ret = XINA_KF_NO_JOB;
+	rcu_read_unlock();
+
+	if (ret == XINA_KF_RESULT) {
+		if (h == &copy)
+			xina_xdp_copy(xdp, off, h, sizeof(*h), true);
+		if (off + len > lin)
+			xina_xdp_copy(xdp, off + sizeof(*h), el, elen, true);
+	}
 	local_bh_enable();
 	return ret;
 }
@@ -902,6 +975,7 @@ __diag_pop();
 
 BTF_KFUNCS_START(xina_xdp_kfunc_ids)
 BTF_ID_FLAGS(func, xina_kf_contrib)
+BTF_ID_FLAGS(func, xina_kf_train)
 BTF_KFUNCS_END(xina_xdp_kfunc_ids)
 
 BTF_KFUNCS_START(xina_tc_kfunc_ids)

@@ -18,6 +18,8 @@
 
 int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 		    __be16 sport) __ksym;
+int xina_kf_train(struct xdp_md *ctx, __u32 off, __u32 len, __be32 saddr,
+		  __be16 sport) __ksym;
 
 /*
  * 1, but opaque to clang: the map backend's code stays in the object, so
@@ -60,6 +62,29 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 	 */
 	if (v == XINA_KF_BOUNCE)
 		return xina_bare(ctx) ? xina_bounce(ctx) : XDP_DROP;
+	return XDP_DROP;
+}
+
+/*
+ * The datagram of @dlen bytes at offset @at of a train from @saddr:@sport
+ * (bpf/xina.bpf.c, "trains"), taken by xina.ko: XDP_PASS if it is now its
+ * round's result, written in place; else XDP_DROP, counted by the module
+ * or here.
+ */
+static __always_inline int xina_kf_train_one(struct xdp_md *ctx, __u32 at,
+					     __u32 dlen, __be32 saddr,
+					     __be16 sport)
+{
+	switch (xina_kf_train(ctx, at, dlen, saddr, sport)) {
+	case XINA_KF_RESULT:
+		return XDP_PASS;
+	case XINA_KF_NO_JOB:
+		gstat_inc(XINA_GSTAT_NO_JOB);
+		break;
+	case XINA_KF_MALFORMED:
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		break;
+	}
 	return XDP_DROP;
 }
 

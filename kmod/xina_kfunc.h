@@ -36,6 +36,19 @@
  *	the switch does not answer (stale, or failing the member check) is
  *	XINA_KF_DROP or XINA_KF_REJECT.
  *
+ * int xina_kf_train(struct xdp_md *ctx, __u32 off, __u32 len,
+ *		     __be32 saddr, __be16 sport)
+ *
+ *	One datagram of a worker's GSO train (UDP_SEGMENT), which a port in
+ *	generic XDP mode hands the program as one frame: Ethernet, IPv4 and
+ *	UDP headers, then the datagrams back to back.  Its struct xina_hdr
+ *	starts @off bytes after ctx->data, in any buffer of the frame, and
+ *	the datagram is @len bytes long, its header included.  As
+ *	xina_kf_contrib() for a contribution (no joins, no XINA_F_ZERO),
+ *	but a retransmission to a completed round is a duplicate
+ *	(XINA_KF_DROP): a train goes to every member whole, not to one.  On
+ *	XINA_KF_RESULT the datagram is the result, in place.
+ *
  * For TC programs (the fan-out of results):
  *
  * int xina_kf_member(struct __sk_buff *ctx, __u32 job, __u32 rank,

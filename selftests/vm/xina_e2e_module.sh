@@ -8,7 +8,8 @@
 # everything.  The same under netem loss is xina_loss_module.sh (each test
 # has its own time bound in run.sh).  Then selftests/xina_rounds.sh: the
 # open rounds of a stalled job, read from the module (XINA_CMD_ROUNDS_GET),
-# name the rank that did not contribute.
+# name the rank that did not contribute.  Then selftests/xina_trains.sh:
+# GSO trains through generic-mode ports, each datagram into module memory.
 . ./lib.sh
 
 export XINA_ROOT=/xina/root O=/xina/o
@@ -38,6 +39,15 @@ if [ $rc -eq 0 ] && ! grep -q "# backend: module$" /tmp/xina_rounds.sh.out; then
 	rc=1
 fi
 log_test $rc "selftests/xina_rounds.sh on the module backend"
+# GSO trains on generic ports, each datagram taken by xina_kf_train()
+export XINA_TRAINS_BYTES=${XINA_TRAINS_BYTES:-$((512 << 10))}
+host_test xina_trains.sh
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "# backend: module$" /tmp/xina_trains.sh.out; then
+	echo "  xina_trains.sh did not run on the module backend"
+	rc=1
+fi
+log_test $rc "selftests/xina_trains.sh on the module backend"
 # Jobs lived in the racks' switch namespaces and went with them: the
 # kernel destroys a deleted namespace later, in a work queue (cleanup_net),
 # which TCG on a busy host can delay by seconds.

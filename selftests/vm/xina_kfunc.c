@@ -79,6 +79,7 @@ struct contrib {
 	uint8_t dtype;		/* 0: XINA_DTYPE_INT32 */
 	const uint32_t *words;	/* if set: the words (host order), not base */
 	int32_t aux;		/* the side word the switch MAXes */
+	uint8_t flags;		/* XINA_F_RETRANS: a resend */
 };
 
 /*
@@ -155,6 +156,7 @@ static size_t build(struct pkt *p, const struct contrib *c)
 	p->xh.type = XINA_T_CONTRIB;
 	p->xh.dtype = c->dtype ?: XINA_DTYPE_INT32;
 	p->xh.op = c->op ?: XINA_OP_SUM;
+	p->xh.flags = c->flags;
 	p->xh.exp = c->exp;
 	p->xh.count = htons(c->count);
 	p->xh.job = htonl(c->job ?: JOB);
@@ -1572,6 +1574,103 @@ TEST_F(kf, jumbo_frags)
 	EXPECT_EQ(2, sysfs_stat("contributions"));
 	EXPECT_EQ(1, sysfs_stat("completions"));
 	EXPECT_EQ(1, sysfs_stat("retransmissions"));
+	EXPECT_EQ(0, sysfs_stat("drop_auth"));
+}
+
+/*
+ * Datagrams @c[0..@k-1] as a worker's GSO train: @c[0]'s frame in @buf,
+ * then each other datagram's header and elements after it, the IPv4 and
+ * UDP lengths of the whole.  Its length.
+ */
+static size_t build_train(uint8_t *buf, struct pkt *tmp,
+			  const struct contrib *c, int k)
+{
+	size_t len = build((struct pkt *)buf, &c[0]), d;
+	struct pkt *p = (struct pkt *)buf;
+	int i;
+
+	for (i = 1; i < k; i++) {
+		d = build(tmp, &c[i]) - offsetof(struct pkt, xh);
+		memcpy(buf + len, &tmp->xh, d);
+		len += d;
+	}
+	p->ip.tot_len = htons(len - sizeof(p->eth));
+	p->udp.len = htons(len - sizeof(p->eth) - sizeof(p->ip));
+	return len;
+}
+
+/*
+ * GSO trains through the module backend (xina_kf_train(), a datagram at a
+ * time): two datagrams of 1000 int32 each, the second's header beyond
+ * the first buffer of the frame.  Rank 0's train adds; rank 1's completes
+ * both rounds, goes on whole, marked for every member, each datagram its
+ * round's result with the result's tag; rank 1's resends in a train are
+ * duplicates, not answered (a train goes to all or none).
+ */
+TEST_F(kf, train)
+{
+	enum { N = 1000, D = sizeof(struct xina_hdr) + 4 * N };
+	static uint8_t in[sizeof(struct pkt) + D], out[64 + sizeof(in)];
+	static struct pkt tmp, res;
+	static int32_t want[2][N];
+	struct contrib c[2];
+	struct xina *skel;
+	size_t len, meta;
+	int fd, i, r;
+
+	xnl_job_del(&self->nl, JOB);
+	ASSERT_EQ(0, job_new(&self->nl, JOB, 2, 2, N));
+	skel = fastpath_load();
+	ASSERT_NE(NULL, skel) {
+		TH_LOG("cannot load the module backend's fast path");
+	}
+	fd = bpf_program__fd(skel->progs.xina_xdp);
+	for (i = 0; i < N; i++) {
+		want[0][i] = (10 + i) + (500 + i);
+		want[1][i] = (20 + i) + (600 + i);
+	}
+	for (r = 0; r < 2; r++)
+		c[r] = (struct contrib){ .rank = 0, .slot = r, .count = N,
+					 .base = 10 + 10 * r };
+	len = build_train(in, &tmp, c, 2);
+	ASSERT_EQ(len, offsetof(struct pkt, xh) + 2 * D);
+	EXPECT_EQ(XDP_DROP, run_out(fd, (struct pkt *)in, len, out,
+				    sizeof(out), NULL));
+	EXPECT_EQ(2, sysfs_stat("contributions"));
+
+	for (r = 0; r < 2; r++)
+		c[r] = (struct contrib){ .rank = 1, .slot = r, .count = N,
+					 .base = 500 + 100 * r };
+	len = build_train(in, &tmp, c, 2);
+	EXPECT_EQ(XDP_PASS, run_out(fd, (struct pkt *)in, len, out,
+				    sizeof(out), NULL));
+	ASSERT_GE(out_len, len);
+	meta = out_len - len;
+	ASSERT_LE(meta, 64);
+	EXPECT_EQ(KF_COOKIE, ((struct xina_mark *)(out + meta))->cookie);
+	EXPECT_EQ(XINA_MARK_ALL, ((struct xina_mark *)(out + meta))->to);
+	for (r = 0; r < 2; r++) {
+		/* datagram r as a frame of its own: the frame's headers */
+		memcpy(&res, in, offsetof(struct pkt, xh));
+		memcpy(&res.xh, out + meta + offsetof(struct pkt, xh) + r * D,
+		       D);
+		EXPECT_EQ(r, ntohl(res.xh.slot));
+		expect_result(_metadata, &res, 0, want[r], N);
+	}
+	EXPECT_EQ(2, sysfs_stat("completions"));
+
+	/* resends in a train: duplicates, nothing sent */
+	for (r = 0; r < 2; r++)
+		c[r].flags = XINA_F_RETRANS;
+	len = build_train(in, &tmp, c, 2);
+	EXPECT_EQ(XDP_DROP, run_out(fd, (struct pkt *)in, len, out,
+				    sizeof(out), NULL));
+	xina__destroy(skel);
+	EXPECT_EQ(6, sysfs_stat("rx"));
+	EXPECT_EQ(4, sysfs_stat("contributions"));
+	EXPECT_EQ(2, sysfs_stat("completions"));
+	EXPECT_EQ(2, sysfs_stat("duplicates"));
+	EXPECT_EQ(0, sysfs_stat("retransmissions"));
 	EXPECT_EQ(0, sysfs_stat("drop_auth"));
 }
 

@@ -4,9 +4,9 @@
 # The map backend's XDP fast path on GSO trains (selftests/xina_trains.sh)
 # on this guest's kernel: 6.1's generic XDP hands the program a train as
 # one linear buffer, 6.12's in several; TC sees the frame from its MAC
-# header on 6.1, from its IPv4 header on 6.12.  xina.ko is not loaded (its
-# backend refuses trains).  The lossy case through netem, which the guest
-# kernels have.
+# header on 6.1, from its IPv4 header on 6.12.  xina.ko is not loaded
+# (xina_e2e_module.sh runs the same test on its backend).  The lossy case
+# through netem, which the guest kernels have.
 . ./lib.sh
 
 maps_host_test_env

@@ -771,9 +771,9 @@ static int xina_timeout_error(struct xina *x, struct xina_call *c)
 	/* a port in generic XDP mode (behind a veth) gets the trains whole */
 	if (!x->refused && gso)
 		snprintf(trains, sizeof(trains),
-			 "%llu datagrams went out in GSO trains, which xina.ko's backend refuses on a "
-			 "switch port in generic XDP mode (its 'xinactl stats' count them as "
-			 "train_refused; XINA_OPT_F_NO_GSO sends one datagram per packet); ",
+			 "%llu datagrams went out in GSO trains, which a switch port in generic XDP "
+			 "mode refuses for a job that hands up to an upper switch (its 'xinactl stats' "
+			 "count them as train_refused; XINA_OPT_F_NO_GSO sends one datagram per packet); ",
 			 (unsigned long long)gso);
 	xina_fail(x,
 		  "job %u rank %u: no result from switch %s:%u for %llu ms%s; "

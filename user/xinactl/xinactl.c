@@ -297,7 +297,7 @@ static void xinactl_manual(void)
 "               trains a port in generic mode took whole), \"train_part\"\n"
 "               (trains some of whose rounds completed: sent with fillers\n"
 "               for the others), \"train_refused\" (trains not taken:\n"
-"               xina.ko's backend, jobs with an uplink; send --no-gso),\n"
+"               jobs with an uplink; send --no-gso there),\n"
 "               \"train_zero\" (rounds a ZERO datagram in a train completed:\n"
 "               kept for the members' resends; libxina sends ZERO alone) } }\n"
 "    dev show:  { \"devs\": [ { \"ifname\", \"ifindex\" (0: not in this netns),\n"

@@ -466,8 +466,8 @@ enum xina_gstat {
 				 * whole, each other datagram made a filler
 				 * (a result of epoch 0, elements zero, which
 				 * workers ignore) */
-	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (xina.ko's
-				 * backend, a job with an uplink): each block
+	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (a job with an
+				 * uplink, or of no job): each block
 				 * completes on its resend (sent alone); the
 				 * workers should send one datagram per
 				 * packet */
