@@ -745,6 +745,27 @@ __diag_ignore_all("-Wmissing-prototypes",
 		  "kfuncs are global functions only called from BPF programs");
 #endif
 
+/*
+ * The contribution @h, its elements at @el, into its job's slot memory (a
+ * train's datagram if @train); NO_JOB if the receiving device's netns has
+ * no such job.  The RCU read lock documents that the job stays valid until
+ * the end of the call: xina_job_destroy() unpublishes a job and frees its
+ * slots only after a grace period (synchronize_rcu).
+ */
+static int xina_kf_add(struct xdp_buff *xdp, struct xina_hdr *h, __be32 *el,
+		       __be32 saddr, __be16 sport, bool train)
+{
+	struct xina_job *job;
+	int ret = XINA_KF_NO_JOB;
+
+	rcu_read_lock();
+	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
+	if (job)
+		ret = xina_job_contrib(job, xdp, h, el, saddr, sport, train);
+	rcu_read_unlock();
+	return ret;
+}
+
 /**
  * xina_kf_contrib - add a contribution into module slot memory
  * @ctx: XDP context of the packet
@@ -753,9 +774,7 @@ __diag_ignore_all("-Wmissing-prototypes",
  * @sport: UDP source port of the packet
  *
  * See xina_kfunc.h.  XDP programs run inside an RCU read-side critical
- * section; the explicit rcu_read_lock() documents that the job found here
- * stays valid until the end of the call: xina_job_destroy() unpublishes a
- * job and frees its slots only after a grace period (synchronize_rcu).
+ * section, and so the job found stays valid (xina_kf_add()).
  *
  * Return: enum xina_kf_verdict.
  */
@@ -764,7 +783,6 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 {
 	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
 	u32 lin = xdp->data_end - xdp->data, len;
-	struct xina_job *job;
 	struct xina_hdr *h;
 	__be32 *el;
 	bool staged;
@@ -804,13 +822,7 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 		el = (__be32 *)(h + 1);
 	}
 
-	rcu_read_lock();
-	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
-	if (job)
-		ret = xina_job_contrib(job, xdp, h, el, saddr, sport, false);
-	else
-		ret = XINA_KF_NO_JOB;
-	rcu_read_unlock();
+	ret = xina_kf_add(xdp, h, el, saddr, sport, false);
 
 	if (staged && (ret == XINA_KF_RESULT || ret == XINA_KF_ANSWER))
 		xina_xdp_copy(xdp, off + sizeof(*h), el, len, true);
@@ -841,7 +853,6 @@ __bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
 	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
 	u32 lin = xdp->data_end - xdp->data, elen;
 	struct xina_hdr copy, *h = &copy;
-	struct xina_job *job;
 	__be32 *el;
 	int ret;
 
@@ -868,13 +879,7 @@ __bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
 		el = this_cpu_ptr(xina_kf_bufs)->el;
 		xina_xdp_copy(xdp, off + sizeof(*h), el, elen, false);
 	}
-	rcu_read_lock();
-	job = xina_job_find(dev_net(xdp->rxq->dev), get_unaligned_be32(&h->job));
-	if (job)
-		ret = xina_job_contrib(job, xdp, h, el, saddr, sport, true);
-	else
-		ret = XINA_KF_NO_JOB;
-	rcu_read_unlock();
+	ret = xina_kf_add(xdp, h, el, saddr, sport, true);
 
 	if (ret == XINA_KF_RESULT) {
 		if (h == &copy)

@@ -32,22 +32,23 @@ host_test() {
 
 host_test xina_e2e.sh
 log_test $? "selftests/xina_e2e.sh on the module backend"
-host_test xina_rounds.sh
-rc=$?
-if [ $rc -eq 0 ] && ! grep -q "# backend: module$" /tmp/xina_rounds.sh.out; then
-	echo "  xina_rounds.sh did not run on the module backend"
-	rc=1
-fi
-log_test $rc "selftests/xina_rounds.sh on the module backend"
+# A host test that says which backend it ran on ("# backend: module").
+module_test() {
+	local t=$1 rc
+
+	host_test "$t"
+	rc=$?
+	if [ $rc -eq 0 ] && ! grep -q "# backend: module$" "/tmp/$t.out"; then
+		echo "  $t did not run on the module backend"
+		rc=1
+	fi
+	log_test $rc "selftests/$t on the module backend"
+}
+
+module_test xina_rounds.sh
 # GSO trains on generic ports, each datagram taken by xina_kf_train()
 export XINA_TRAINS_BYTES=${XINA_TRAINS_BYTES:-$((512 << 10))}
-host_test xina_trains.sh
-rc=$?
-if [ $rc -eq 0 ] && ! grep -q "# backend: module$" /tmp/xina_trains.sh.out; then
-	echo "  xina_trains.sh did not run on the module backend"
-	rc=1
-fi
-log_test $rc "selftests/xina_trains.sh on the module backend"
+module_test xina_trains.sh
 # Jobs lived in the racks' switch namespaces and went with them: the
 # kernel destroys a deleted namespace later, in a work queue (cleanup_net),
 # which TCG on a busy host can delay by seconds.
