@@ -661,6 +661,62 @@ TEST_F(agg, round)
 	aggregate(_metadata, variant->workers, variant->op, variant->count);
 }
 
+/*
+ * Every length of a block's tail, in the first buffer and beyond it: the
+ * fast path stages, hashes and writes out whole blocks of up to 32
+ * elements and the rest one pair at a time, and the elements beyond the
+ * first buffer (about 857 here) chunk by chunk.  For each count a forgery
+ * with its last element changed is refused and takes nothing, then the
+ * genuine round completes with the exact sum and a result tag that
+ * verifies, and a retransmission is answered from the kept result, the
+ * same again.
+ */
+TEST_F(fp, count_sweep)
+{
+	static const unsigned int ranges[][2] = {
+		{ 1, 72 }, { 830, 900 }, { 1010, 1040 }, { 1980, XINA_MAX_ELEMS },
+	};
+	unsigned int g, n, k = 0, bad = 0;
+	__u64 auth = 0;
+	struct contrib c;
+	struct run r;
+
+	ASSERT_EQ(0, job_add(2, 4, XINA_MAX_ELEMS, false));
+	for (g = 0; g < sizeof(ranges) / sizeof(ranges[0]); g++) {
+		for (n = ranges[g][0]; n <= ranges[g][1]; n++, k++) {
+			__u32 slot = k % 4, round = k / 4;
+
+			c = contrib(0, slot, round, n, XINA_OP_SUM);
+			ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+			c = contrib(1, slot, round, n, XINA_OP_SUM);
+			c.flip_elem = n - 1;
+			ASSERT_EQ(send_c(&c, &r), XDP_DROP);
+			EXPECT_EQ(jstat(XINA_STAT_DROP_AUTH), ++auth) {
+				TH_LOG("count %u: forged last element taken",
+				       n);
+			}
+			c.flip_elem = -1;
+			ASSERT_EQ(send_c(&c, &r), V_RESULT);
+			EXPECT_EQ(r.len, PAYLOAD_OFF + 4 * n);
+			bad += result_errors(r.out, XINA_OP_SUM, 2, slot,
+					     round, n) != 0;
+			EXPECT_TRUE(result_tag_ok(r.out)) {
+				TH_LOG("count %u: result tag", n);
+			}
+			c = contrib(0, slot, round, n, XINA_OP_SUM);
+			c.flags = XINA_F_RETRANS;
+			ASSERT_EQ(send_c(&c, &r), V_ANSWER);
+			bad += result_errors(r.out, XINA_OP_SUM, 2, slot,
+					     round, n) != 0;
+			EXPECT_TRUE(result_tag_ok(r.out)) {
+				TH_LOG("count %u: answer tag", n);
+			}
+		}
+	}
+	EXPECT_EQ(bad, 0);
+	EXPECT_EQ(jstat(XINA_STAT_COMPLETE), k);
+}
+
 /* Round r+1 runs on the other version while round r's result is kept. */
 /* send_c() of @c with @pad bytes of 0xee after its datagram. */
 static int send_padded(const struct contrib *c, size_t pad, struct run *r)
