@@ -2920,8 +2920,9 @@ __noinline int xina_train_filler(struct xdp_md *ctx, __u32 at, __u32 dlen)
 
 /*
  * Does the fast path refuse the trains of job @job_id (network order)?
- * Those of a job with an uplink, or of no job.  xina.ko's jobs have no
- * uplinks, and it counts a datagram of no job as no_job.
+ * Those of a job with an uplink (xina.ko's jobs have none).  A train of
+ * no job is not refused: each of its datagrams is then counted as no_job,
+ * as it would be alone, by both backends.
  */
 static __always_inline int xina_train_refused(__be32 job_id)
 {
@@ -2932,7 +2933,7 @@ static __always_inline int xina_train_refused(__be32 job_id)
 		return 0;
 #endif
 	job = xina_job_find(bpf_ntohl(job_id));
-	return !job || job->idx >= XINA_MAX_JOBS || xina_up_of(job->idx);
+	return job && job->idx < XINA_MAX_JOBS && xina_up_of(job->idx);
 }
 
 /*

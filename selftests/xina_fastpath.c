@@ -2072,6 +2072,48 @@ TEST_F(fp, foreign_job)
 }
 
 /*
+ * A train of a job the switch does not have: dropped, nothing touched,
+ * each of its datagrams counted as no_job as it would be alone (xina.ko
+ * counts the same), the train as a train, not as refused.
+ */
+TEST_F(fp, foreign_job_train)
+{
+	static __u8 buf[3 * FRAME_MAX];
+	struct counts before, now;
+	struct snapshot s;
+	struct contrib c;
+	struct run r;
+	size_t len;
+	int i;
+
+	ASSERT_EQ(0, job_pending(&s));
+	c = valid();
+	c.job = JOB_ID + 1;
+	len = build_train(buf, &c, 3);
+	counts_read(&before);
+	run(buf, len, &r);
+	EXPECT_EQ(r.err, 0);
+	EXPECT_EQ(r.retval, XDP_DROP);
+	counts_read(&now);
+	for (i = 0; i < XINA_GSTAT_MAX; i++) {
+		__u64 want = before.g[i] + (i == XINA_GSTAT_NO_JOB ? 3 :
+					    i == XINA_GSTAT_TRAIN ? 1 : 0);
+
+		EXPECT_EQ(now.g[i], want) {
+			TH_LOG("gstat %d: %llu, want %llu", i,
+			       (unsigned long long)now.g[i],
+			       (unsigned long long)want);
+		}
+	}
+	for (i = 0; i < XINA_STAT_MAX; i++)
+		EXPECT_EQ(now.j[i], before.j[i]);
+	EXPECT_TRUE(snap_same(&s)) {
+		TH_LOG("a train of another job touched slot state");
+	}
+	free(s.buf);
+}
+
+/*
  * Forged tags: random, one bit off, another member's key, a payload
  * changed after tagging (in the frame's first buffer and, for jumbo
  * frames, beyond it), a header field changed after tagging.  Dropped,

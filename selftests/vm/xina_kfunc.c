@@ -1599,6 +1599,30 @@ static size_t build_train(uint8_t *buf, struct pkt *tmp,
 	return len;
 }
 
+/* Switch-wide counter @stat of @skel's fast path, summed over the CPUs. */
+static long long gstat_of(struct xina *skel, unsigned int stat)
+{
+	int n = libbpf_num_possible_cpus(), i;
+	__u32 idx = XINA_MAX_JOBS;
+	struct xina_counters *c;
+	long long sum = 0;
+
+	if (n <= 0 || stat >= XINA_GSTAT_MAX)
+		return -1;
+	c = calloc(n, sizeof(*c));
+	if (!c)
+		return -1;
+	if (bpf_map__lookup_elem(skel->maps.xina_stats, &idx, sizeof(idx), c,
+				 n * sizeof(*c), 0)) {
+		free(c);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		sum += c[i].c[stat];
+	free(c);
+	return sum;
+}
+
 /*
  * GSO trains through the module backend (xina_kf_train(), a datagram at a
  * time): two datagrams of 1000 int32 each, the second's header beyond
@@ -1665,6 +1689,21 @@ TEST_F(kf, train)
 	len = build_train(in, &tmp, c, 2);
 	EXPECT_EQ(XDP_DROP, run_out(fd, (struct pkt *)in, len, out,
 				    sizeof(out), NULL));
+
+	/*
+	 * A train of a job the module does not have: each datagram no_job,
+	 * as the map backend counts it, the train not refused; the job's
+	 * counters below do not move.
+	 */
+	for (r = 0; r < 2; r++)
+		c[r] = (struct contrib){ .job = JOB + 1, .epoch = 1, .rank = 1,
+					 .slot = r, .count = N };
+	len = build_train(in, &tmp, c, 2);
+	EXPECT_EQ(XDP_DROP, run_out(fd, (struct pkt *)in, len, out,
+				    sizeof(out), NULL));
+	EXPECT_EQ(2, gstat_of(skel, XINA_GSTAT_NO_JOB));
+	EXPECT_EQ(0, gstat_of(skel, XINA_GSTAT_TRAIN_REFUSED));
+	EXPECT_EQ(4, gstat_of(skel, XINA_GSTAT_TRAIN));
 	xina__destroy(skel);
 	EXPECT_EQ(6, sysfs_stat("rx"));
 	EXPECT_EQ(4, sysfs_stat("contributions"));

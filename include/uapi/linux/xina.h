@@ -467,10 +467,10 @@ enum xina_gstat {
 				 * (a result of epoch 0, elements zero, which
 				 * workers ignore) */
 	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (a job with an
-				 * uplink, or of no job): each block
-				 * completes on its resend (sent alone); the
-				 * workers should send one datagram per
-				 * packet */
+				 * uplink): each block completes on its
+				 * resend (sent alone); the workers should
+				 * send one datagram per packet.  A train of
+				 * no job counts a no_job per datagram */
 	XINA_GSTAT_TRAIN_ZERO,	/* rounds completed by a XINA_F_ZERO datagram
 				 * in a train: kept, not sent (a result must
 				 * grow from the header, which only a lone
