@@ -2922,9 +2922,11 @@ __noinline int xina_train_filler(struct xdp_md *ctx, __u32 at, __u32 dlen)
  * Does the fast path refuse the trains of job @job_id (network order)?
  * Those of a job with an uplink (xina.ko's jobs have none).  A train of
  * no job is not refused: each of its datagrams is then counted as no_job,
- * as it would be alone, by both backends.
+ * as it would be alone, by both backends.  A global function: inlined,
+ * it took xina_train_run()'s frame past 64 bytes in xina_kf.bpf.o, and
+ * the chain below it past the 512 bytes 6.1 allows.
  */
-static __always_inline int xina_train_refused(__be32 job_id)
+__noinline int xina_train_refused(__be32 job_id)
 {
 	struct xina_job *job;
 

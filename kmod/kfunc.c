@@ -745,6 +745,27 @@ __diag_ignore_all("-Wmissing-prototypes",
 		  "kfuncs are global functions only called from BPF programs");
 #endif
 
+/* The smallest offset of a xina header: after Ethernet, IPv4 and UDP. */
+#define XINA_KF_HDR_MIN	(sizeof(struct ethhdr) + sizeof(struct iphdr) + \
+			 sizeof(struct udphdr))
+
+/*
+ * The checks of a contribution's header (its version aside) that both
+ * kfuncs make: its elements' length in bytes, or 0 if it is no
+ * contribution xina.ko takes (malformed).  No XINA_F_ZERO: xina.ko does
+ * not offer it (its join replies).  Any aux: the round's MAX of them goes
+ * into its result.  At most a staging buffer of elements.
+ */
+static u32 xina_kf_elen(const struct xina_hdr *h)
+{
+	u32 len = get_unaligned_be16(&h->count) * sizeof(__be32);
+
+	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_RETRANS) ||
+	    h->weight || len > sizeof(struct xina_kf_buf))
+		return 0;
+	return len;
+}
+
 /*
  * The contribution @h, its elements at @el, into its job's slot memory (a
  * train's datagram if @train); NO_JOB if the receiving device's netns has
@@ -788,24 +809,15 @@ __bpf_kfunc int xina_kf_contrib(struct xdp_md *ctx, u32 off,
 	bool staged;
 	int ret;
 
-	if (off < sizeof(struct ethhdr) + sizeof(struct iphdr) +
-		  sizeof(struct udphdr) || off + sizeof(*h) > lin)
+	if (off < XINA_KF_HDR_MIN || off + sizeof(*h) > lin)
 		return XINA_KF_MALFORMED;
 	h = xdp->data + off;
 	if (h->version != XINA_WIRE_VERSION)
 		return XINA_KF_MALFORMED;
 	if (h->type == XINA_T_JOIN)
 		return xina_kf_join(xdp, off, h, saddr, sport);
-	len = get_unaligned_be16(&h->count) * sizeof(__be32);
-	if (!len || len > sizeof(struct xina_kf_buf) ||
-	    off + sizeof(*h) + len > xdp_get_buff_len(xdp))
-		return XINA_KF_MALFORMED;
-	/*
-	 * No XINA_F_ZERO: xina.ko does not offer it (its join replies).  Any
-	 * aux: the round's MAX of them goes into its result.
-	 */
-	if (h->type != XINA_T_CONTRIB || (h->flags & ~XINA_F_RETRANS) ||
-	    h->weight)
+	len = xina_kf_elen(h);
+	if (!len || off + sizeof(*h) + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
 
 	/*
@@ -856,20 +868,18 @@ __bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
 	__be32 *el;
 	int ret;
 
-	if (off < sizeof(struct ethhdr) + sizeof(struct iphdr) +
-		  sizeof(struct udphdr) || len < sizeof(*h) ||
-	    len > sizeof(*h) + sizeof(struct xina_kf_buf) ||
+	if (off < XINA_KF_HDR_MIN || len < sizeof(*h) ||
 	    off + len > xdp_get_buff_len(xdp))
 		return XINA_KF_MALFORMED;
 	if (off + sizeof(*h) <= lin)
 		h = xdp->data + off;
 	else
 		xina_xdp_copy(xdp, off, h, sizeof(*h), false);
-	elen = get_unaligned_be16(&h->count) * sizeof(__be32);
-	/* a contribution's checks (xina_kf_contrib()), ZERO refused too */
-	if (h->version != XINA_WIRE_VERSION || h->type != XINA_T_CONTRIB ||
-	    (h->flags & ~XINA_F_RETRANS) || h->weight || !elen ||
-	    len != sizeof(*h) + elen)
+	/* a lone contribution's checks (xina_kf_contrib()) */
+	if (h->version != XINA_WIRE_VERSION)
+		return XINA_KF_MALFORMED;
+	elen = xina_kf_elen(h);
+	if (!elen || len != sizeof(*h) + elen)
 		return XINA_KF_MALFORMED;
 
 	local_bh_disable();
