@@ -105,8 +105,22 @@ checkpatch: $(KMOD_LSRC)/.stamp
 		-f Kbuild kmod/Kbuild $(wildcard kmod/*.c kmod/*.h)
 	@echo "  CHECKPATCH kmod/ clean"
 
+# The VM half: checkpatch over kmod/ (one test of the half: the module in
+# the style netdev asks for), then the guests, each whatever the other did;
+# checkpatch's verdict is added to the guests' counts.
 check-vm: $(KMOD_DEPS)
-	$(Q)scripts/vm.sh $(if $(VM_KERNELS),-K "$(VM_KERNELS)")
+	$(Q)rm -f $(O)/check-vm.result
+	$(Q)cp=0; vm=0; \
+	$(MAKE) --no-print-directory checkpatch || cp=1; \
+	scripts/vm.sh $(if $(VM_KERNELS),-K "$(VM_KERNELS)") || vm=$$?; \
+	r=$(O)/check-vm.result; \
+	if [ -s $$r ]; then \
+		awk -v cp=$$cp '{ if (cp) $$2++; else $$1++; print }' $$r \
+			> $$r.tmp && mv $$r.tmp $$r; \
+	fi; \
+	[ $$cp -eq 0 ] && exit $$vm; \
+	echo "check-vm: checkpatch found style problems in kmod/ (make checkpatch)" >&2; \
+	exit 1
 
 # The fast path per packet, module backend against map backend, in the VM.
 .PHONY: bench-vm

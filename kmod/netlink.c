@@ -212,14 +212,15 @@ static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
  * every job, not that one).
  */
 #define XINA_NL_ONLY(attrs, keep, extack, msg) ({			\
+	struct netlink_ext_ack *__x = (extack);				\
 	struct nlattr **__a = (attrs);					\
 	int __i, __err = 0;						\
 									\
 	for (__i = XINA_A_UNSPEC + 1; __i <= XINA_A_MAX; __i++) {	\
 		if (__i == (keep) || !__a[__i])				\
 			continue;					\
-		NL_SET_ERR_MSG_MOD(extack, msg);			\
-		NL_SET_BAD_ATTR(extack, __a[__i]);			\
+		NL_SET_ERR_MSG_MOD(__x, msg);				\
+		NL_SET_BAD_ATTR(__x, __a[__i]);				\
 		__err = -EINVAL;					\
 		break;							\
 	}								\
