@@ -19,7 +19,7 @@ case "$O" in /*) ;; *) O=$(cd "$here/.." && pwd)/$O ;; esac
 export O
 . "$here/tap_judge.sh"
 
-host_tests="xina_auth xina_fastpath xina_pack xina_rtt xinactl_args.sh xinactl_conf.sh swagg_e2e.sh
+host_tests="xina_auth xina_fastpath xina_bpf_stack.sh xina_pack xina_rtt xinactl_args.sh xinactl_conf.sh swagg_e2e.sh
 	    xina_e2e.sh xina_trains.sh xina_config.sh xina_job_life.sh xina_join.sh xina_loss.sh
 	    xina_dead_worker.sh xina_lib.sh xina_types.sh xina_xsk.sh xina_rogue.sh
 	    xina_multirank.sh xina_routed.sh xina_racks.sh xina_python.sh
