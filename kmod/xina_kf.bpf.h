@@ -35,6 +35,18 @@ static __always_inline int xina_kf_on(void)
 	return on;
 }
 
+/*
+ * The switch-wide counters of the kfuncs' verdicts that name no job of the
+ * module's (no_job, malformed): the module counts everything else.
+ */
+static __always_inline void xina_kf_gstat(int v)
+{
+	if (v == XINA_KF_NO_JOB)
+		gstat_inc(XINA_GSTAT_NO_JOB);
+	else if (v == XINA_KF_MALFORMED)
+		gstat_inc(XINA_GSTAT_MALFORMED);
+}
+
 static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 				       struct xina_pkt *pkt)
 {
@@ -43,14 +55,7 @@ static __always_inline int xina_kf_xdp(struct xdp_md *ctx,
 
 	v = xina_kf_contrib(ctx, XINA_HDR_OFF, pkt->iph->saddr,
 			    pkt->udp->source);
-	switch (v) {
-	case XINA_KF_NO_JOB:
-		gstat_inc(XINA_GSTAT_NO_JOB);
-		return XDP_DROP;
-	case XINA_KF_MALFORMED:
-		gstat_inc(XINA_GSTAT_MALFORMED);
-		return XDP_DROP;
-	}
+	xina_kf_gstat(v);
 	if (v == XINA_KF_RESULT)
 		return xina_pass_marked(ctx, job, XINA_MARK_ALL);
 	if (v == XINA_KF_ANSWER)
@@ -75,16 +80,11 @@ static __always_inline int xina_kf_train_one(struct xdp_md *ctx, __u32 at,
 					     __u32 dlen, __be32 saddr,
 					     __be16 sport)
 {
-	switch (xina_kf_train(ctx, at, dlen, saddr, sport)) {
-	case XINA_KF_RESULT:
+	int v = xina_kf_train(ctx, at, dlen, saddr, sport);
+
+	if (v == XINA_KF_RESULT)
 		return XDP_PASS;
-	case XINA_KF_NO_JOB:
-		gstat_inc(XINA_GSTAT_NO_JOB);
-		break;
-	case XINA_KF_MALFORMED:
-		gstat_inc(XINA_GSTAT_MALFORMED);
-		break;
-	}
+	xina_kf_gstat(v);
 	return XDP_DROP;
 }
 

@@ -64,7 +64,7 @@ def walk(obj):
     depth = {name: 0 for name, _ in funcs.values()}
     calls = {name: set() for name, _ in funcs.values()}
     sect = None
-    last = None             # the last instruction: (func, text, imm, call?)
+    last = None             # the last instruction: (func, imm, call?)
     r10_copy = {}           # registers holding r10, per function
     for line in run(["llvm-objdump", "-dr", obj]).splitlines():
         m = SECT_RE.match(line)
@@ -73,7 +73,7 @@ def walk(obj):
             continue
         m = RELOC_RE.match(line)
         if m and last:
-            fn, text, imm, is_call = last
+            fn, imm, is_call = last
             kind, sym = m.group(2), m.group(3)
             if sym in names:
                 target = sym
@@ -99,7 +99,7 @@ def walk(obj):
                              signed=True)
         # BPF_JMP | BPF_CALL with src_reg BPF_PSEUDO_CALL: a BPF function
         is_call = code == 0x85 and regs >> 4 == 1
-        last = (fn, text, imm, is_call)
+        last = (fn, imm, is_call)
         if is_call and imm != -1:
             target = func_at(sect, (idx + imm + 1) * 8)
             if target:
