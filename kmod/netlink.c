@@ -229,15 +229,23 @@ static int xina_nl_job_new(struct sk_buff *skb, struct genl_info *info)
 
 #define XINA_ONLY_ID_MSG "attribute not taken here: this command names a job (JOB_ID) and nothing else"
 
+/* A command of one job: @attrs hold its JOB_ID and nothing else. */
+static int xina_nl_one_job(struct nlattr **attrs,
+			   struct netlink_ext_ack *extack)
+{
+	if (NL_REQ_ATTR_CHECK(extack, NULL, attrs, XINA_A_JOB_ID)) {
+		NL_SET_ERR_MSG_MOD(extack, "missing job id");
+		return -EINVAL;
+	}
+	return XINA_NL_ONLY(attrs, XINA_A_JOB_ID, extack, XINA_ONLY_ID_MSG);
+}
+
 static int xina_nl_job_del(struct sk_buff *skb, struct genl_info *info)
 {
 	struct xina_job *job;
 	int err = 0;
 
-	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
-		return -EINVAL;
-	err = XINA_NL_ONLY(info->attrs, XINA_A_JOB_ID, info->extack,
-			   XINA_ONLY_ID_MSG);
+	err = xina_nl_one_job(info->attrs, info->extack);
 	if (err)
 		return err;
 
@@ -458,10 +466,7 @@ static int xina_nl_get_doit(struct sk_buff *skb, struct genl_info *info)
 	struct sk_buff *msg;
 	int err;
 
-	if (XINA_REQUIRE(info, XINA_A_JOB_ID, "missing job id"))
-		return -EINVAL;
-	err = XINA_NL_ONLY(info->attrs, XINA_A_JOB_ID, info->extack,
-			   XINA_ONLY_ID_MSG);
+	err = xina_nl_one_job(info->attrs, info->extack);
 	if (err)
 		return err;
 
@@ -673,11 +678,7 @@ static int xina_nl_rounds_dumpit(struct sk_buff *skb,
 
 	if (cb->args[2])
 		return 0;
-	if (NL_REQ_ATTR_CHECK(extack, NULL, attrs, XINA_A_JOB_ID)) {
-		NL_SET_ERR_MSG_MOD(extack, "missing job id");
-		return -EINVAL;
-	}
-	err = XINA_NL_ONLY(attrs, XINA_A_JOB_ID, extack, XINA_ONLY_ID_MSG);
+	err = xina_nl_one_job(attrs, extack);
 	if (err)
 		return err;
 
