@@ -902,11 +902,12 @@ __noinline __u64 xina_stage_frags(struct xdp_md *ctx,
  * instructions on 6.18, 990 thousand with blocks of 64), and 64 would
  * leave too little of it for any change to come.
  *
- * Whole blocks: the words from @count up to the next multiple of
- * XINA_LBLK are combined too, from whatever the staging buffer holds
- * there.  They are never read: a round's contributions all have the same
- * count, results and their NH take @count words, and the first
- * contribution of a round on a CPU copies whole blocks.
+ * Whole blocks: the words from @count up to the next multiple of the
+ * block (XINA_LBLK, XINA_WBLK) are combined too, from whatever the
+ * staging buffer holds there.  They are never read: a round's
+ * contributions all have the same count, results and their NH take
+ * @count words, and the first contribution of a round on a CPU copies
+ * whole blocks of the larger size.
  *
  * The bitwise ops do not depend on the element width (one mode each for
  * every dtype), INT64 combines whole pairs of words (xina_combine64()).
@@ -1105,7 +1106,6 @@ static __noinline int xina_fold_loop_##name(struct xina_loop *l,	\
 
 #define XINA_CBS_X(name, mode, dtype, op)	XINA_MODE_CBS(name, dtype, op)
 XINA_MODES(XINA_CBS_X)
-
 
 /* One bpf_loop() call per mode: each is inlined with its own callback. */
 #define XINA_LOOP_X(name, mode, dtype, op)				\
