@@ -457,11 +457,21 @@ class Report:
                         continue
                     row = [REGIMES[regime], str(n), TITLES[s]]
                     for key in ("host_busy_s", "worker_cpu_s", "switch_cpu_s"):
-                        row += [f"{r[key] / r['reduced_gib']:.2f}" if r else "–"
-                                for r in rs]
+                        row += [f"{self.per_gib(s, n, d, b, regime, key):.2f}"
+                                if r else "–"
+                                for d, r in zip(("f32", "i32"), rs)]
                     row.append(next(r["switch_cpu_method"] for r in rs if r))
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
+
+    def per_gib(self, system, workers, dtype, nbytes, regime, key):
+        """@key (CPU seconds) per GiB allreduced: CPU-bound, the median over
+        the row's lossless launches, those its goodput is the median of
+        (launches()); link-bound, of its one launch."""
+        rs = (self.launches(system, workers, dtype, nbytes)
+              if regime == "cpu" else
+              [self.get(system, workers, dtype, nbytes, regime=regime)])
+        return statistics.median(r[key] / r["reduced_gib"] for r in rs if r)
 
     FLOOR_SHAPES = {
         "frame": "frames: an XDP program on the switch's ports (xina's "
@@ -1619,7 +1629,8 @@ class Report:
             "whatever else ran on the machine then) per GiB.  **Workers**: the "
             "worker processes' user+system time, summed over all workers, "
             "per GiB.  **Switch**: as the last column says (see Method for "
-            "what each measure leaves out).", "",
+            "what each measure leaves out).  CPU-bound: the median over a "
+            "row's launches, as its goodput is.", "",
             self.cpu_table(), "",
         ]
         if self.floors:
