@@ -1063,19 +1063,16 @@ static __always_inline long xina_blk(__u32 b, struct xina_loop *l,
  * verifier does not inline (a helper call and an indirect call per block
  * then, measured at 1.7 times the time of a packet of int32).
  */
-#define XINA_LOOPS(name, dtype, op, copy)				\
+#define XINA_MODE_CBS(name, dtype, op)					\
 static long xina_commit_##name(__u32 b, struct xina_loop *l)		\
 {									\
-	return xina_blk(b, l, dtype, op, copy, 0, XINA_LBLK);		\
+	return xina_blk(b, l, dtype, op, 0, 0, XINA_LBLK);		\
 }									\
 static __noinline int xina_commit_loop_##name(struct xina_loop *l,	\
 					      __u32 n)			\
 {									\
 	return bpf_loop(n, xina_commit_##name, l, 0) == n ? 0 : -1;	\
-}
-
-#define XINA_MODE_CBS(name, dtype, op)					\
-XINA_LOOPS(name, dtype, op, 0)						\
+}									\
 static long xina_fold_##name(__u32 b, struct xina_loop *l)		\
 {									\
 	return xina_blk(b, l, dtype, op, 0, 1, XINA_LBLK);		\
@@ -1144,6 +1141,22 @@ static __always_inline int xina_mode_walked(__u32 mode)
 	       mode == XINA_M_SUM + 2;
 }
 
+/* The walked loop of @mode (xina_mode_walked()); the fold has no copy. */
+static __always_inline int xina_walk_mode(struct xina_loop *l, __u32 count,
+					  __u32 mode, const int fold)
+{
+	if (mode == XINA_M_COPY && !fold)
+		return xina_loop_walk(l, count, XINA_DTYPE_INT32, XINA_OP_SUM,
+				      1, 0);
+	if (mode == XINA_M_SUM)
+		return xina_loop_walk(l, count, XINA_DTYPE_INT32, XINA_OP_SUM,
+				      0, fold);
+	if (mode == XINA_M_SUM + 2)
+		return xina_loop_walk(l, count, XINA_DTYPE_INT16, XINA_OP_SUM,
+				      0, fold);
+	return -1;
+}
+
 /*
  * The walked loops of the commit, and of the fold: global functions, each
  * verified once and with a frame of its own (in xina_commit(), the loops
@@ -1158,16 +1171,7 @@ __noinline int xina_commit_walk(struct xina_part *part,
 
 	if (!part || !s || count > XINA_MAX_ELEMS)
 		return -1;
-	if (mode == XINA_M_COPY)
-		return xina_loop_walk(&l, count, XINA_DTYPE_INT32, XINA_OP_SUM,
-				      1, 0);
-	if (mode == XINA_M_SUM)
-		return xina_loop_walk(&l, count, XINA_DTYPE_INT32, XINA_OP_SUM,
-				      0, 0);
-	if (mode == XINA_M_SUM + 2)
-		return xina_loop_walk(&l, count, XINA_DTYPE_INT16, XINA_OP_SUM,
-				      0, 0);
-	return -1;
+	return xina_walk_mode(&l, count, mode, 0);
 }
 
 __noinline int xina_fold_walk(struct xina_part *dst,
@@ -1178,13 +1182,7 @@ __noinline int xina_fold_walk(struct xina_part *dst,
 
 	if (!dst || !src || count > XINA_MAX_ELEMS)
 		return -1;
-	if (mode == XINA_M_SUM)
-		return xina_loop_walk(&l, count, XINA_DTYPE_INT32, XINA_OP_SUM,
-				      0, 1);
-	if (mode == XINA_M_SUM + 2)
-		return xina_loop_walk(&l, count, XINA_DTYPE_INT16, XINA_OP_SUM,
-				      0, 1);
-	return -1;
+	return xina_walk_mode(&l, count, mode, 1);
 }
 
 /*
