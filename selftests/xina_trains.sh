@@ -63,7 +63,7 @@ run_trains()
 {
 	local name=$1 elems=$2 dtype=$3 pm=${4:-0} bytes=${5:-$BYTES} dir \
 		train0 part0 refused0 \
-		zero0 zsent trains contrib complete drops=0 i
+		zero0 zsent trains contrib complete drops=0 i zc
 
 	JOB=$((JOB + 1))
 	dir=$TMP/$JOB
@@ -96,13 +96,21 @@ run_trains()
 		{ [ "$dtype" != f32 ] || [ "$BACKEND" != maps ] ||
 		  [ "${zsent:-0}" -gt 0 ]; }
 	check_err $? "ZERO blocks: $zsent sent (want some for f32 on the map backend), train_zero $zero0 -> $(gstat train_zero) (want the same: each goes alone)"
+	# libxina sends its trains zero-copy (MSG_ZEROCOPY) all along, unless
+	# the kernel copied one (6.1's generic XDP, linearising a train in
+	# place, passes the completing one on with the worker's pages): then
+	# it turned zero-copy off
+	zc=$(jq -s 'map(select(.zc_sends >= 10 or (.zc_sends > 0 and .zc_copied > 0))) | length' \
+		"$dir"/w*.json 2>/dev/null)
+	[ "${zc:-0}" -eq "$N" ]
+	check_err $? "zero-copy sends [sends, copied] per worker: $(jq -s -c 'map([.zc_sends, .zc_copied])' "$dir"/w*.json 2>/dev/null) (want at least 10 sends, or some and the kernel's copies)"
 	# every round completes once, from exactly N accepted contributions
 	contrib=$(jstat "$JOB" contrib)
 	complete=$(jstat "$JOB" complete)
 	[ -n "$contrib" ] && [ "$complete" -gt 0 ] 2>/dev/null &&
 		[ "$contrib" -eq $((N * complete)) ]
 	check_err $? "switch counters: contrib=$contrib complete=$complete, want contrib = $N x complete"
-	log_info "$name: $trains trains, $(($(gstat train_part) - part0)) sent with fillers, $zsent ZERO blocks sent, resends $(jq -s 'map(.retrans) | add' "$dir"/w*.json 2>/dev/null), packets dropped $drops; $(jq -r '"goodput \(.goodput_Bps / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
+	log_info "$name: $trains trains, $(($(gstat train_part) - part0)) sent with fillers, $zsent ZERO blocks sent, resends $(jq -s 'map(.retrans) | add' "$dir"/w*.json 2>/dev/null), zero-copy sends (copied) $(jq -s -r 'map(.zc_sends) | add' "$dir"/w*.json 2>/dev/null) ($(jq -s -r 'map(.zc_copied) | add' "$dir"/w*.json 2>/dev/null)), packets dropped $drops; $(jq -r '"goodput \(.goodput_Bps / 1e6 | floor) MB/s per worker"' "$dir/w0.json" 2>/dev/null)"
 	xctl job del "$JOB"
 	log_test "$name"
 }

@@ -67,7 +67,8 @@ static void usage(void)
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
 		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
 		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n"
-		"                       [--run ID]\n"
+		"                       [--run ID] [--no-zerocopy]\n"
+		"--no-zerocopy: UDP sends copy the packets (XINA_OPT_F_NO_ZEROCOPY)\n"
 		"--run: this run of the job, the same for every worker of the launch\n"
 		"       (libxina.h, xina_opts.run; default 0: none)\n");
 	exit(2);
@@ -208,7 +209,10 @@ static enum xina_io io_parse(const char *s)
 	exit(2);
 }
 
-/* "io" and "io_reason" of a row: the packet I/O the handle uses, and why. */
+/*
+ * "io" and "io_reason" of a row: the packet I/O the handle uses, and why;
+ * "zc_sends" and "zc_copied": its zero-copy UDP sends (libxina.h).
+ */
 static void io_json(struct xina *x, const struct xina_worker_stats *st)
 {
 	const char *r = xina_io_reason(x);
@@ -217,14 +221,16 @@ static void io_json(struct xina *x, const struct xina_worker_stats *st)
 	       st->io == XINA_IO_XSK ? "xsk" : "udp");
 	for (; *r; r++)
 		printf(*r == '"' || *r == '\\' ? "\\%c" : "%c", *r);
-	printf("\"");
+	printf("\",\"zc_sends\":%llu,\"zc_copied\":%llu",
+	       (unsigned long long)st->zc_sends,
+	       (unsigned long long)st->zc_copied);
 }
 
 static void parse(int argc, char **argv, struct cfg *c)
 {
 	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
 	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG,
-	       O_IO, O_RUN };
+	       O_IO, O_RUN, O_NO_ZC };
 	static const struct option lo[] = {
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
@@ -242,6 +248,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "switch-prog", required_argument, NULL, O_PROG },
 		{ "io", required_argument, NULL, O_IO },
 		{ "run", required_argument, NULL, O_RUN },
+		{ "no-zerocopy", no_argument, NULL, O_NO_ZC },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -296,6 +303,9 @@ static void parse(int argc, char **argv, struct cfg *c)
 			break;
 		case O_IO:
 			c->o.io = io_parse(optarg);
+			break;
+		case O_NO_ZC:
+			c->o.flags |= XINA_OPT_F_NO_ZEROCOPY;
 			break;
 		case O_RUN:
 			c->o.run = num("--run", optarg, UINT32_MAX);

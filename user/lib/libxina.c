@@ -421,6 +421,7 @@ static void xina_fill(struct xina *x, struct xina_call *c, uint32_t s,
 	bool told_zero;
 	int32_t e = 0;
 
+	xina_tx_own(x, s);
 	cnt = xina_block_cnt(c, block);
 	words = xina_codec_words(c->k, cnt);
 	memset(h, 0, sizeof(*h));
@@ -491,6 +492,7 @@ static void xina_resend(struct xina *x, uint32_t s)
 {
 	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, s);
 
+	xina_tx_own(x, s);
 	if (x->slot[s].zero) {
 		h->flags &= ~XINA_F_ZERO;
 		x->slot[s].nh = xina_nh_wire(x->nhk, (const uint32_t *)(h + 1),

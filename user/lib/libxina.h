@@ -313,10 +313,12 @@ enum xina_opt_flags {
 	XINA_OPT_F_NO_GRO = 1 << 1,	/* do not ask for UDP_GRO on receive */
 	/* float16 SUM and AVG in INT32 lanes: correctly rounded, half as dense */
 	XINA_OPT_F_F16_WIDE = 1 << 2,
+	/* UDP sends copy the packets (no MSG_ZEROCOPY, see zc_sends) */
+	XINA_OPT_F_NO_ZEROCOPY = 1 << 3,
 };
 
 #define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO | \
-			 XINA_OPT_F_F16_WIDE)
+			 XINA_OPT_F_F16_WIDE | XINA_OPT_F_NO_ZEROCOPY)
 
 /* Verbosity levels passed to the log callback. */
 enum xina_log_level {
@@ -533,6 +535,15 @@ struct xina_worker_stats {
 	uint32_t	vec;		/* XINA_VEC_*: the vector paths of the
 					 * float element loops this CPU runs
 					 * (0: the portable loops alone) */
+	/* Appended with zero-copy UDP sends: */
+	uint64_t	zc_sends;	/* sendmmsg messages (a train, or a
+					 * datagram) sent with MSG_ZEROCOPY:
+					 * the kernel took the packets' pages
+					 * instead of copying them */
+	uint64_t	zc_copied;	/* of those, the kernel copied after
+					 * all (a path without scatter-gather,
+					 * a local socket): libxina then sends
+					 * copies */
 };
 
 /* struct xina_worker_stats.vec: a float type's loops take the best it has. */

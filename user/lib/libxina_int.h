@@ -33,6 +33,15 @@ struct xina_slot {
 					 * exponent of the slot's next block,
 					 * sent in aux (the MAX that comes
 					 * back cannot be below it) */
+	uint32_t	zc_id;		/* MSG_ZEROCOPY send that has the
+					 * packet's pages, while zc_held */
+	bool		zc_held;	/* the kernel may still read them */
+};
+
+/* Zero-copy send ids done out of order (libxina_io.c, xina_zc_done()). */
+#define XINA_ZC_EARLY	16
+struct xina_zc_range {
+	uint32_t	lo, hi;
 };
 
 struct xina;
@@ -101,6 +110,13 @@ struct xina {
 	bool			gro;	/* UDP_GRO enabled */
 	bool			refused;	/* ICMP port unreachable seen */
 	bool			zero_ok;	/* the switch takes XINA_F_ZERO */
+	bool			zc;	/* send with MSG_ZEROCOPY (UDP I/O) */
+	uint32_t		zc_next;	/* id of the next such send */
+	uint32_t		zc_done;	/* every id below is done */
+	uint32_t		zc_held;	/* slots whose pages it holds */
+	unsigned int		zc_nearly;
+	struct xina_zc_range	zc_early[XINA_ZC_EARLY];	/* done, not yet
+								 * reached */
 	uint64_t		next_timer_ns;	/* earliest slot deadline */
 	struct xina_rtt		rtt;		/* RFC 6298 estimator */
 	uint32_t		backoff;	/* shift of the RTO after expiries */
@@ -166,6 +182,12 @@ int xina_fail(struct xina *x, const char *fmt, ...);
 __attribute__((format(printf, 3, 4)))
 void xina_log(struct xina *x, enum xina_log_level lvl, const char *fmt, ...);
 uint64_t xina_now_ns(void);
+
+/*
+ * Make slot @s's transmit buffer the library's to write again: wait until
+ * no zero-copy send still holds its pages (libxina_io.c).
+ */
+void xina_tx_own(struct xina *x, uint32_t s);
 
 /* Tag slot @s's packet again (its header changed, not its payload). */
 void xina_tx_tag(struct xina *x, uint32_t s);

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/errqueue.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -31,6 +32,15 @@
 #endif
 
 #define XINA_SOCKBUF	(8 << 20)
+
+#ifndef SO_ZEROCOPY
+#define SO_ZEROCOPY	60
+#endif
+#ifndef MSG_ZEROCOPY
+#define MSG_ZEROCOPY	0x4000000
+#endif
+/* How long a slot's buffer waits for the kernel's pages (xina_tx_own()). */
+#define XINA_ZC_WAIT_MS	1000
 
 static int xina_parse_addr(struct xina *x, const char *s, uint16_t port,
 			   struct sockaddr_in *sa, const char *what)
@@ -158,7 +168,166 @@ void xina_io_close(struct xina *x)
 	x->io = NULL;
 }
 
-/* The slots' packets in plain memory: the socket copies them. */
+/*
+ * Zero-copy sends.  With MSG_ZEROCOPY (Linux 5.0 for UDP; see the kernel's
+ * Documentation/networking/msg_zerocopy.rst) the kernel does not copy a
+ * message into its socket buffers: it pins the pages of the slots' packets
+ * and sends from them, and it says on the socket's error queue when it
+ * no longer holds them, a range of send ids at a time (one id per
+ * message that went out, counted from 0).  Until then a slot's buffer is
+ * not the library's to write: xina_tx_own() waits for it before a slot
+ * takes its next block or is tagged again for a resend.  That is about
+ * never a wait: the switch frees (or copies) a contribution as it takes
+ * it, before the round can complete, and the notice is queued by then.
+ *
+ * On a NIC with scatter-gather a train is then sent from the worker's
+ * pages, never copied.  On the rack's veth ports it is copied once (for
+ * XDP, on the switch's port) instead of twice.  Where the kernel copies
+ * the pages anyway (the notice says SO_EE_CODE_ZEROCOPY_COPIED: a device
+ * without scatter-gather, a local socket), pinning them only costs, so
+ * the first such notice turns zero-copy off for the handle.
+ * XINA_OPT_F_NO_ZEROCOPY never turns it on.
+ */
+static void xina_zc_open(struct xina *x)
+{
+	int one = 1;
+
+	x->zc = false;
+	if (x->o.flags & XINA_OPT_F_NO_ZEROCOPY)
+		return;
+	if (setsockopt(x->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one))) {
+		xina_log(x, XINA_LOG_DEBUG, "no zero-copy sends (SO_ZEROCOPY: %s); the socket copies the packets",
+			 strerror(errno));
+		return;
+	}
+	x->zc = true;
+}
+
+static void xina_zc_off(struct xina *x, const char *why)
+{
+	if (x->zc)
+		xina_log(x, XINA_LOG_DEBUG, "zero-copy sends off: %s", why);
+	x->zc = false;
+}
+
+/*
+ * Send ids [lo, hi] no longer hold any page.  The notices come in order
+ * nearly always; one that comes early waits in x->zc_early until the ids
+ * before it are done, so that a slot sent twice (a resend) is released
+ * only when both sends are: every id below x->zc_done is done.
+ */
+static void xina_zc_done(struct xina *x, uint32_t lo, uint32_t hi,
+			 bool copied)
+{
+	unsigned int i;
+	uint32_t s;
+
+	if (copied) {
+		x->st.zc_copied += hi - lo + 1;
+		xina_zc_off(x, "the kernel copies them on this path");
+	}
+	if (lo != x->zc_done) {
+		/* none free: x->zc_done stalls, xina_zc_wait() gives up */
+		if (x->zc_nearly < XINA_ZC_EARLY)
+			x->zc_early[x->zc_nearly++] = (struct xina_zc_range){ lo, hi };
+		return;
+	}
+	x->zc_done = hi + 1;
+	for (;;) {
+		for (i = 0; i < x->zc_nearly; i++)
+			if (x->zc_early[i].lo == x->zc_done)
+				break;
+		if (i == x->zc_nearly)
+			break;
+		x->zc_done = x->zc_early[i].hi + 1;
+		x->zc_early[i] = x->zc_early[--x->zc_nearly];
+	}
+	for (s = 0; s < x->o.slots && x->zc_held; s++) {
+		struct xina_slot *sl = &x->slot[s];
+
+		if (sl->zc_held && (int32_t)(sl->zc_id - x->zc_done) < 0) {
+			sl->zc_held = false;
+			x->zc_held--;
+		}
+	}
+}
+
+/* Read the zero-copy notices on the socket's error queue; how many. */
+static unsigned int xina_zc_reap(struct xina *x)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct sock_extended_err) +
+			     sizeof(struct sockaddr_in))];
+	const struct sock_extended_err *ee;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	unsigned int n = 0;
+
+	while (x->zc_held) {
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		if (recvmsg(x->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_IP || cm->cmsg_type != IP_RECVERR)
+				continue;
+			ee = (const struct sock_extended_err *)CMSG_DATA(cm);
+			if (ee->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
+				continue;
+			xina_zc_done(x, ee->ee_info, ee->ee_data,
+				     ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Stop waiting for the pages: the kernel still holds them (a frame stuck in
+ * a queue, say) and may send them with what the library writes next, which
+ * the switch then drops, its tag no longer matching.  Copies from now on.
+ */
+static void xina_zc_abandon(struct xina *x, const char *why)
+{
+	uint32_t s;
+
+	if (x->zc)
+		xina_log(x, XINA_LOG_WARN, "zero-copy sends still held by the kernel after %u ms (%s); sending copies from now on",
+			 XINA_ZC_WAIT_MS, why);
+	x->zc = false;
+	for (s = 0; s < x->o.slots; s++)
+		x->slot[s].zc_held = false;
+	x->zc_held = 0;
+	x->zc_nearly = 0;
+	x->zc_done = x->zc_next;
+}
+
+/* Wait up to XINA_ZC_WAIT_MS for every slot (@s < 0) or slot @s. */
+static void xina_zc_wait(struct xina *x, int64_t s, const char *why)
+{
+	uint64_t end = xina_now_ns() + XINA_ZC_WAIT_MS * 1000000ull;
+	struct pollfd pfd = { .fd = x->fd };
+
+	for (;;) {
+		xina_zc_reap(x);
+		if (s < 0 ? !x->zc_held : !x->slot[s].zc_held)
+			return;
+		if (xina_now_ns() >= end)
+			break;
+		/* a notice wakes it (POLLERR); so does a pending ICMP error */
+		if (poll(&pfd, 1, 1) > 0 && !xina_zc_reap(x))
+			usleep(100);
+	}
+	xina_zc_abandon(x, why);
+}
+
+void xina_tx_own(struct xina *x, uint32_t s)
+{
+	if (x->slot[s].zc_held)
+		xina_zc_wait(x, s, "a slot's next packet");
+}
+
+/* The slots' packets in plain memory, sent from there or copied. */
 static int xina_udp_open(struct xina *x)
 {
 	x->tx_stride = x->pkt_sz;
@@ -167,11 +336,14 @@ static int xina_udp_open(struct xina *x)
 		xina_fail(x, "out of memory for %u slots", x->o.slots);
 		return -ENOMEM;
 	}
+	xina_zc_open(x);
 	return 0;
 }
 
 static void xina_udp_close(struct xina *x)
 {
+	if (x->zc_held)
+		xina_zc_wait(x, -1, "closing the handle");
 	free(x->tx);
 	x->tx = NULL;
 }
@@ -310,18 +482,48 @@ static int xina_tx_error(struct xina *x, int e)
 	return -e;
 }
 
+/* The message of slots txq[from, from + cnt) went out zero-copy. */
+static void xina_zc_sent(struct xina *x, uint32_t from, uint32_t cnt)
+{
+	struct xina_slot *sl;
+	uint32_t i;
+
+	for (i = from; i < from + cnt; i++) {
+		sl = &x->slot[x->txq[i]];
+		sl->zc_id = x->zc_next;
+		if (!sl->zc_held)
+			x->zc_held++;
+		sl->zc_held = true;
+	}
+	x->zc_next++;
+	x->st.zc_sends++;
+}
+
 static int xina_udp_tx_flush(struct xina *x)
 {
 	struct xina_txb b;
 	uint32_t done = 0, i;
 	unsigned int nmsg;
-	int ret, sent;
+	int ret, sent, e;
+	bool zc;
 
 	while (done < x->txq_len) {
 		xina_tx_build(x, &b, done, &nmsg);
-		ret = sendmmsg(x->fd, b.msg, nmsg, MSG_DONTWAIT);
+		zc = x->zc;
+		ret = sendmmsg(x->fd, b.msg, nmsg,
+			       MSG_DONTWAIT | (zc ? MSG_ZEROCOPY : 0));
+		e = errno;
+		if (ret < 0 && zc && e == ENOBUFS) {
+			/* no option memory for more notices: read them */
+			if (xina_zc_reap(x))
+				continue;
+			if (!x->zc_held) {
+				xina_zc_off(x, "no memory for their notices");
+				continue;
+			}
+		}
 		if (ret < 0) {
-			ret = xina_tx_error(x, errno);
+			ret = xina_tx_error(x, e);
 			if (ret < 0)
 				return ret;
 			if (ret == 2)
@@ -333,8 +535,11 @@ static int xina_udp_tx_flush(struct xina *x)
 			continue;
 		}
 		x->st.tx_syscalls++;
-		for (sent = 0, i = 0; i < (unsigned int)ret; i++)
+		for (sent = 0, i = 0; i < (unsigned int)ret; i++) {
+			if (zc)
+				xina_zc_sent(x, done + sent, b.nslots[i]);
 			sent += b.nslots[i];
+		}
 		xina_tx_done(x, done, sent);
 		done += sent;
 	}
@@ -388,6 +593,8 @@ int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx)
 	unsigned int i, rounds;
 	int ret;
 
+	if (x->zc_held)
+		xina_zc_reap(x);
 	/* Bounded, so that refills go out while results keep coming. */
 	for (rounds = 0; rounds < 4; rounds++) {
 		for (i = 0; i < x->rx_batch; i++) {

@@ -83,6 +83,7 @@ static void xina_join_fill(struct xina *x, struct xina_jwait *w)
 {
 	struct xina_hdr *h = (struct xina_hdr *)xina_tx_pkt(x, 0);
 
+	xina_tx_own(x, 0);
 	memset(h, 0, sizeof(*h));
 	h->version = XINA_WIRE_VERSION;
 	h->type = XINA_T_JOIN;

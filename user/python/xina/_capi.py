@@ -40,6 +40,7 @@ XINA_TYPE_FLOAT16 = 5
 XINA_TYPE_BFLOAT16 = 6
 XINA_TYPE_FLOAT32 = 7
 XINA_OPT_F_F16_WIDE = 1 << 2
+XINA_OPT_F_NO_ZEROCOPY = 1 << 3
 XINA_VEC_AVX2 = 1 << 0
 XINA_VEC_F16C = 1 << 1
 XINA_VEC_AVX512 = 1 << 2
@@ -118,6 +119,8 @@ class XinaWorkerStats(ctypes.Structure):
         ("probes", ctypes.c_uint64),
         ("zero_sent", ctypes.c_uint64),
         ("vec", ctypes.c_uint32),
+        ("zc_sends", ctypes.c_uint64),
+        ("zc_copied", ctypes.c_uint64),
     ]
 
 
