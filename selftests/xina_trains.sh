@@ -97,9 +97,10 @@ run_trains()
 		  [ "${zsent:-0}" -gt 0 ]; }
 	check_err $? "ZERO blocks: $zsent sent (want some for f32 on the map backend), train_zero $zero0 -> $(gstat train_zero) (want the same: each goes alone)"
 	# libxina sends its trains zero-copy (MSG_ZEROCOPY) all along, unless
-	# the kernel copied one (6.1's generic XDP, linearising a train in
-	# place, passes the completing one on with the worker's pages): then
-	# it turned zero-copy off
+	# the kernel copied a send and said so: then it turned zero-copy off
+	# (6.1's generic XDP linearises a frame in place, and a frame it
+	# passes on, the join's reply first, reaches the worker's socket with
+	# the sender's pages, which the kernel copies there)
 	zc=$(jq -s 'map(select(.zc_sends >= 10 or (.zc_sends > 0 and .zc_copied > 0))) | length' \
 		"$dir"/w*.json 2>/dev/null)
 	[ "${zc:-0}" -eq "$N" ]

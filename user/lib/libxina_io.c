@@ -184,8 +184,10 @@ void xina_io_close(struct xina *x)
  * pages, never copied.  On the rack's veth ports it is copied once (for
  * XDP, on the switch's port) instead of twice.  Where the kernel copies
  * the pages anyway (the notice says SO_EE_CODE_ZEROCOPY_COPIED: a device
- * without scatter-gather, a local socket), pinning them only costs, so
- * the first such notice turns zero-copy off for the handle.
+ * without scatter-gather, a local socket, or on 6.1 the switch's generic
+ * XDP, which passes a frame on with the sender's pages in it, the join's
+ * reply first), pinning them only costs, so the first such notice turns
+ * zero-copy off for the handle.
  * XINA_OPT_F_NO_ZEROCOPY never turns it on.
  */
 static void xina_zc_open(struct xina *x)
