@@ -1187,7 +1187,8 @@ static int test_fake_switch(const char *ip)
 	XINA_OPTS(o, .job = 7, .key_file = key_file(), .rank = 0,
 		  .workers = FS_WORKERS,
 		  .slots = FS_SLOTS, .elems = FS_ELEMS, .timeout_ms = 10000,
-		  .rto_us = 5000000, .rto_max_us = 5000000, .bind_addr = ip);
+		  .rto_us = 5000000, .rto_max_us = 5000000, .bind_addr = ip,
+		  .flags = XINA_OPT_F_ZEROCOPY);
 
 	keys_load(0);
 	fd = udp_from(ip);
@@ -1257,10 +1258,11 @@ static int test_fake_switch(const char *ip)
 	      "forged results counted bad_tag, never placed: %llu (want %zu)",
 	      (unsigned long long)st.bad_tag, 2 * nblocks * FS_FORGED);
 	/*
-	 * The fake switch is a local socket: the kernel copies every
-	 * zero-copy send that reaches it and says so in its notice, and
-	 * libxina stops asking (libxina_io.c): the join at least went
-	 * zero-copy, each that did was copied, the MAX call sent copies.
+	 * Opened with XINA_OPT_F_ZEROCOPY.  The fake switch is a local
+	 * socket: the kernel copies every zero-copy send that reaches it and
+	 * says so in its notice, and libxina stops asking (libxina_io.c):
+	 * the join at least went zero-copy, each that did was copied, the
+	 * MAX call sent copies.
 	 */
 	CHECK(st.zc_sends > 0 && st.zc_copied == st.zc_sends &&
 	      st.zc_sends == zc_sum,

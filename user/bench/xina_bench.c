@@ -67,8 +67,8 @@ static void usage(void)
 		"                       --rank R --workers N --slots S --elems E --bytes SIZE[,SIZE...]\n"
 		"                       [--dtype i32|f32[,...]] [--iters N[,N...]] [--warmup N]\n"
 		"                       [--switch-pid PID] [--switch-prog ID]... [--io auto|udp|xsk]\n"
-		"                       [--run ID] [--no-zerocopy]\n"
-		"--no-zerocopy: UDP sends copy the packets (XINA_OPT_F_NO_ZEROCOPY)\n"
+		"                       [--run ID] [--zerocopy]\n"
+		"--zerocopy: UDP sends with MSG_ZEROCOPY (XINA_OPT_F_ZEROCOPY)\n"
 		"--run: this run of the job, the same for every worker of the launch\n"
 		"       (libxina.h, xina_opts.run; default 0: none)\n");
 	exit(2);
@@ -230,7 +230,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 {
 	enum { O_SWITCH = 1, O_BIND, O_JOB, O_KEY, O_RANK, O_WORKERS, O_SLOTS,
 	       O_ELEMS, O_BYTES, O_DTYPE, O_ITERS, O_WARMUP, O_PID, O_PROG,
-	       O_IO, O_RUN, O_NO_ZC };
+	       O_IO, O_RUN, O_ZC };
 	static const struct option lo[] = {
 		{ "switch", required_argument, NULL, O_SWITCH },
 		{ "bind", required_argument, NULL, O_BIND },
@@ -248,7 +248,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "switch-prog", required_argument, NULL, O_PROG },
 		{ "io", required_argument, NULL, O_IO },
 		{ "run", required_argument, NULL, O_RUN },
-		{ "no-zerocopy", no_argument, NULL, O_NO_ZC },
+		{ "zerocopy", no_argument, NULL, O_ZC },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
@@ -304,8 +304,8 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case O_IO:
 			c->o.io = io_parse(optarg);
 			break;
-		case O_NO_ZC:
-			c->o.flags |= XINA_OPT_F_NO_ZEROCOPY;
+		case O_ZC:
+			c->o.flags |= XINA_OPT_F_ZEROCOPY;
 			break;
 		case O_RUN:
 			c->o.run = num("--run", optarg, UINT32_MAX);

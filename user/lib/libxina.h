@@ -313,12 +313,12 @@ enum xina_opt_flags {
 	XINA_OPT_F_NO_GRO = 1 << 1,	/* do not ask for UDP_GRO on receive */
 	/* float16 SUM and AVG in INT32 lanes: correctly rounded, half as dense */
 	XINA_OPT_F_F16_WIDE = 1 << 2,
-	/* UDP sends copy the packets (no MSG_ZEROCOPY, see zc_sends) */
-	XINA_OPT_F_NO_ZEROCOPY = 1 << 3,
+	/* UDP sends with MSG_ZEROCOPY (see libxina_io.c, zc_sends) */
+	XINA_OPT_F_ZEROCOPY = 1 << 3,
 };
 
 #define XINA_OPT_F_ALL	(XINA_OPT_F_NO_GSO | XINA_OPT_F_NO_GRO | \
-			 XINA_OPT_F_F16_WIDE | XINA_OPT_F_NO_ZEROCOPY)
+			 XINA_OPT_F_F16_WIDE | XINA_OPT_F_ZEROCOPY)
 
 /* Verbosity levels passed to the log callback. */
 enum xina_log_level {

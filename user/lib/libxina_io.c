@@ -169,33 +169,39 @@ void xina_io_close(struct xina *x)
 }
 
 /*
- * Zero-copy sends.  With MSG_ZEROCOPY (Linux 5.0 for UDP; see the kernel's
- * Documentation/networking/msg_zerocopy.rst) the kernel does not copy a
- * message into its socket buffers: it pins the pages of the slots' packets
- * and sends from them, and it says on the socket's error queue when it
- * no longer holds them, a range of send ids at a time (one id per
- * message that went out, counted from 0).  Until then a slot's buffer is
- * not the library's to write: xina_tx_own() waits for it before a slot
- * takes its next block or is tagged again for a resend.  That is about
- * never a wait: the switch frees (or copies) a contribution as it takes
- * it, before the round can complete, and the notice is queued by then.
+ * Zero-copy sends, with XINA_OPT_F_ZEROCOPY.  With MSG_ZEROCOPY (Linux 5.0
+ * for UDP; see the kernel's Documentation/networking/msg_zerocopy.rst) the
+ * kernel does not copy a message into its socket buffers: it pins the
+ * pages of the slots' packets and sends from them, and it says on the
+ * socket's error queue when it no longer holds them, a range of send ids
+ * at a time (one id per message that went out, counted from 0).  Until
+ * then a slot's buffer is not the library's to write: xina_tx_own() waits
+ * for it before a slot takes its next block or is tagged again for a
+ * resend.  That is about never a wait: the switch frees (or copies) a
+ * contribution as it takes it, before the round can complete, and the
+ * notice is queued by then.
  *
  * On a NIC with scatter-gather a train is then sent from the worker's
- * pages, never copied.  On the rack's veth ports it is copied once (for
- * XDP, on the switch's port) instead of twice.  Where the kernel copies
- * the pages anyway (the notice says SO_EE_CODE_ZEROCOPY_COPIED: a device
- * without scatter-gather, a local socket, or on 6.1 the switch's generic
- * XDP, which passes a frame on with the sender's pages in it, the join's
- * reply first), pinning them only costs, so the first such notice turns
- * zero-copy off for the handle.
- * XINA_OPT_F_NO_ZEROCOPY never turns it on.
+ * pages, never copied.  Off by default, because on the rack's veth ports
+ * it measured no faster, and at times much slower: the copy it saves is
+ * one of two (the switch's generic XDP copies the train again), and every
+ * notice wakes the worker's poll() (POLLERR), one more wake-up per train.
+ * 4 workers allreducing int32 through the generic-mode rack, alternated
+ * launches: 3% faster in six pairs, then 418 and 386 against 498 and 530
+ * MB/s in two of three; in a full `make bench` with it on, those launches
+ * ran at 349-547 MB/s and kept 49-54% of lossless at 1% loss (88-93% in
+ * the run before).  Where the kernel copies the pages anyway (the
+ * notice says SO_EE_CODE_ZEROCOPY_COPIED: a device without scatter-gather,
+ * a local socket, or on 6.1 the switch's generic XDP, which passes a frame
+ * on with the sender's pages in it, the join's reply first), pinning them
+ * only costs, so the first such notice turns zero-copy off for the handle.
  */
 static void xina_zc_open(struct xina *x)
 {
 	int one = 1;
 
 	x->zc = false;
-	if (x->o.flags & XINA_OPT_F_NO_ZEROCOPY)
+	if (!(x->o.flags & XINA_OPT_F_ZEROCOPY))
 		return;
 	if (setsockopt(x->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one))) {
 		xina_log(x, XINA_LOG_DEBUG, "no zero-copy sends (SO_ZEROCOPY: %s); the socket copies the packets",

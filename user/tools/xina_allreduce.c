@@ -150,7 +150,7 @@ static void ar_usage(FILE *f)
 		"                      [--op sum|max|min|avg|and|or|xor]\n"
 		"                      [--bytes N] [--iters I] [--timeout-ms T] [--join-timeout-ms J]\n"
 		"                      [--rto-us U] [--run ID]\n"
-		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--no-zerocopy] [--f16-wide]\n"
+		"                      [--bind IP[:PORT]] [--no-gso] [--no-gro] [--zerocopy] [--f16-wide]\n"
 		"                      [--json] [--verbose]\n"
 		"                      [--io auto|udp|xsk] [--inflight K] [--fallback IP:PORT,...]\n"
 		"                      [--sparse PERMILLE [--sparse-same] [--sparse-mixed] [--sparse-map]\n"
@@ -205,7 +205,7 @@ bad:
 enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_KEY, OPT_RANK, OPT_WORKERS, OPT_SLOTS,
 	OPT_ELEMS, OPT_DTYPE, OPT_OP, OPT_BYTES, OPT_ITERS, OPT_TIMEOUT,
-	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_NO_ZC, OPT_F16_WIDE, OPT_JSON,
+	OPT_RTO, OPT_BIND, OPT_NO_GSO, OPT_NO_GRO, OPT_ZC, OPT_F16_WIDE, OPT_JSON,
 	OPT_VERBOSE,
 	OPT_JOIN_TIMEOUT, OPT_IO, OPT_INFLIGHT, OPT_TYPE, OPT_FALLBACK,
 	OPT_SPARSE, OPT_SPARSE_SAME, OPT_SPARSE_MIXED, OPT_SPARSE_MAP,
@@ -348,8 +348,8 @@ static int ar_opt(struct ar_cfg *c, int opt, const char *arg)
 	case OPT_NO_GRO:
 		o->flags |= XINA_OPT_F_NO_GRO;
 		break;
-	case OPT_NO_ZC:
-		o->flags |= XINA_OPT_F_NO_ZEROCOPY;
+	case OPT_ZC:
+		o->flags |= XINA_OPT_F_ZEROCOPY;
 		break;
 	case OPT_F16_WIDE:
 		o->flags |= XINA_OPT_F_F16_WIDE;
@@ -413,7 +413,7 @@ static int ar_parse(struct ar_cfg *c, int argc, char **argv)
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "no-gso", no_argument, NULL, OPT_NO_GSO },
 		{ "no-gro", no_argument, NULL, OPT_NO_GRO },
-		{ "no-zerocopy", no_argument, NULL, OPT_NO_ZC },
+		{ "zerocopy", no_argument, NULL, OPT_ZC },
 		{ "f16-wide", no_argument, NULL, OPT_F16_WIDE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
