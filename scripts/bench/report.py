@@ -377,11 +377,17 @@ class Report:
                         if not r or r.get("busy_frac") is None:
                             row.append("–")
                             continue
-                        own = (r["worker_cpu_s"] + (r["switch_cpu_s"]
-                               if s.startswith("xina") else 0)) / \
-                            (r["window_s"] * self.meta["cpus"])
-                        bg = r.get("bg_busy_frac")
-                        row.append(f"{pct(r['busy_frac'])} (own {pct(own)}"
+                        cpus = self.meta["cpus"]
+                        busy = self.row_median(s, n, dtype, b, regime,
+                                               lambda r: r["busy_frac"])
+                        own = self.row_median(
+                            s, n, dtype, b, regime,
+                            lambda r: (r["worker_cpu_s"] + (
+                                r["switch_cpu_s"] if s.startswith("xina")
+                                else 0)) / (r["window_s"] * cpus))
+                        bg = self.row_median(s, n, dtype, b, regime,
+                                             lambda r: r.get("bg_busy_frac"))
+                        row.append(f"{pct(busy)} (own {pct(own)}"
                                    + (f", before {pct(bg)})" if bg is not None else ")"))
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
@@ -464,14 +470,22 @@ class Report:
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
 
-    def per_gib(self, system, workers, dtype, nbytes, regime, key):
-        """@key (CPU seconds) per GiB allreduced: CPU-bound, the median over
-        the row's lossless launches, those its goodput is the median of
-        (launches()); link-bound, of its one launch."""
+    def row_median(self, system, workers, dtype, nbytes, regime, fn):
+        """@fn of a row's launch: CPU-bound, the median over the row's
+        lossless launches, those its goodput is the median of
+        (launches()); link-bound, of its one launch.  None if @fn gives
+        None for every launch."""
         rs = (self.launches(system, workers, dtype, nbytes)
               if regime == "cpu" else
               [self.get(system, workers, dtype, nbytes, regime=regime)])
-        return statistics.median(r[key] / r["reduced_gib"] for r in rs if r)
+        vals = [v for v in (fn(r) for r in rs if r) if v is not None]
+        return statistics.median(vals) if vals else None
+
+    def per_gib(self, system, workers, dtype, nbytes, regime, key):
+        """@key (CPU seconds) per GiB allreduced, over the launches as
+        row_median() takes them."""
+        return self.row_median(system, workers, dtype, nbytes, regime,
+                               lambda r: r[key] / r["reduced_gib"])
 
     FLOOR_SHAPES = {
         "frame": "frames: an XDP program on the switch's ports (xina's "
@@ -1363,9 +1377,9 @@ class Report:
                 continue
             for d in ("f32", "i32"):
                 rows.append((f"{regime} {n}w {d}",
-                             [r["host_busy_s"] / r["reduced_gib"] if r else None
-                              for r in (self.get(s, n, d, b, regime=regime)
-                                        for s in SYSTEMS)]))
+                             [self.per_gib(s, n, d, b, regime, "host_busy_s")
+                              if self.get(s, n, d, b, regime=regime) else None
+                              for s in SYSTEMS]))
         made.append(self.histogram(
             outdir, "cpu_per_gib",
             f"Host CPU seconds per GiB of tensor allreduced ({size_str(self.big())})",
@@ -1615,7 +1629,9 @@ class Report:
             "(workers, and for xina the switch: the XDP programs' run time or "
             "the aggregator process) in the same windows; \"before\", the "
             "host's busy fraction over half a second before the launch with "
-            "nothing of the benchmark running (the machine is shared).  A "
+            "nothing of the benchmark running (the machine is shared).  "
+            "CPU-bound: each the median over the row's launches, as its "
+            "goodput is.  A "
             "link-bound run whose host is busy well below 100% is limited "
             "by its links, not by the CPUs.", "",
             self.busy_table(), "",
