@@ -57,9 +57,9 @@ log_info "backend: $BACKEND"
 check_err $? "the ports are not in generic mode: $(xctl -j dev show)"
 log_test "$N ports in generic XDP mode, MTU 9000"
 
-# run_trains NAME ELEMS DTYPE [LOSS PERMILLE [BYTES]]: an allreduce of
+# run_trains NAME ELEMS DTYPE [LOSS PERMILLE [BYTES [zc]]]: an allreduce of
 # BYTES (default $BYTES) through the trains, checked; with LOSS, the
-# impairment's drops shown.
+# impairment's drops shown; with zc, the workers send with --zerocopy.
 run_trains()
 {
 	local name=$1 elems=$2 dtype=$3 pm=${4:-0} bytes=${5:-$BYTES} \
@@ -98,7 +98,7 @@ run_trains()
 		{ [ "$dtype" != f32 ] || [ "$BACKEND" != maps ] ||
 		  [ "${zsent:-0}" -gt 0 ]; }
 	check_err $? "ZERO blocks: $zsent sent (want some for f32 on the map backend), train_zero $zero0 -> $(gstat train_zero) (want the same: each goes alone)"
-	# With --zerocopy (XINA_TRAINS_ZC), libxina sends its trains with
+	# With --zerocopy (the sixth argument), libxina sends its trains with
 	# MSG_ZEROCOPY all along, unless the kernel copied a send and said
 	# so: then it turned zero-copy off (6.1's generic XDP linearises a
 	# frame in place, and a frame it passes on, the join's reply first,
