@@ -33,9 +33,11 @@ struct xina_slot {
 					 * exponent of the slot's next block,
 					 * sent in aux (the MAX that comes
 					 * back cannot be below it) */
-	uint32_t	zc_id;		/* MSG_ZEROCOPY send that has the
-					 * packet's pages, while zc_held */
-	bool		zc_held;	/* the kernel may still read them */
+	uint32_t	zc_id;		/* the last MSG_ZEROCOPY send of the
+					 * packet, if zc_sent: the kernel
+					 * may read its pages until that id
+					 * is done (xina_zc_held()) */
+	bool		zc_sent;
 };
 
 /* Zero-copy send ids done out of order (libxina_io.c, xina_zc_done()). */
@@ -113,7 +115,6 @@ struct xina {
 	bool			zc;	/* send with MSG_ZEROCOPY (UDP I/O) */
 	uint32_t		zc_next;	/* id of the next such send */
 	uint32_t		zc_done;	/* every id below is done */
-	uint32_t		zc_held;	/* slots whose pages it holds */
 	unsigned int		zc_nearly;
 	struct xina_zc_range	zc_early[XINA_ZC_EARLY];	/* done, not yet
 								 * reached */

@@ -228,7 +228,6 @@ static void xina_zc_done(struct xina *x, uint32_t lo, uint32_t hi,
 			 bool copied)
 {
 	unsigned int i;
-	uint32_t s;
 
 	if (copied) {
 		x->st.zc_copied += hi - lo + 1;
@@ -250,14 +249,23 @@ static void xina_zc_done(struct xina *x, uint32_t lo, uint32_t hi,
 		x->zc_done = x->zc_early[i].hi + 1;
 		x->zc_early[i] = x->zc_early[--x->zc_nearly];
 	}
-	for (s = 0; s < x->o.slots && x->zc_held; s++) {
-		struct xina_slot *sl = &x->slot[s];
+}
 
-		if (sl->zc_held && (int32_t)(sl->zc_id - x->zc_done) < 0) {
-			sl->zc_held = false;
-			x->zc_held--;
-		}
-	}
+/* Zero-copy sends the kernel has not said it is done with. */
+static bool xina_zc_pending(const struct xina *x)
+{
+	return x->zc_done != x->zc_next;
+}
+
+/*
+ * Whether the kernel may still read slot @s's pages: its last zero-copy
+ * send is among the pending ones, [zc_done, zc_next).
+ */
+static bool xina_zc_held(const struct xina *x, uint32_t s)
+{
+	const struct xina_slot *sl = &x->slot[s];
+
+	return sl->zc_sent && sl->zc_id - x->zc_done < x->zc_next - x->zc_done;
 }
 
 /* Read the zero-copy notices on the socket's error queue; how many. */
@@ -270,7 +278,7 @@ static unsigned int xina_zc_reap(struct xina *x)
 	struct cmsghdr *cm;
 	unsigned int n = 0;
 
-	while (x->zc_held) {
+	while (xina_zc_pending(x)) {
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_control = cbuf;
 		mh.msg_controllen = sizeof(cbuf);
@@ -297,15 +305,10 @@ static unsigned int xina_zc_reap(struct xina *x)
  */
 static void xina_zc_abandon(struct xina *x, const char *why)
 {
-	uint32_t s;
-
 	if (x->zc)
 		xina_log(x, XINA_LOG_WARN, "zero-copy sends still held by the kernel after %u ms (%s); sending copies from now on",
 			 XINA_ZC_WAIT_MS, why);
 	x->zc = false;
-	for (s = 0; s < x->o.slots; s++)
-		x->slot[s].zc_held = false;
-	x->zc_held = 0;
 	x->zc_nearly = 0;
 	x->zc_done = x->zc_next;
 }
@@ -318,7 +321,7 @@ static void xina_zc_wait(struct xina *x, int64_t s, const char *why)
 
 	for (;;) {
 		xina_zc_reap(x);
-		if (s < 0 ? !x->zc_held : !x->slot[s].zc_held)
+		if (s < 0 ? !xina_zc_pending(x) : !xina_zc_held(x, s))
 			return;
 		if (xina_now_ns() >= end)
 			break;
@@ -331,7 +334,7 @@ static void xina_zc_wait(struct xina *x, int64_t s, const char *why)
 
 void xina_tx_own(struct xina *x, uint32_t s)
 {
-	if (x->slot[s].zc_held)
+	if (xina_zc_held(x, s))
 		xina_zc_wait(x, s, "a slot's next packet");
 }
 
@@ -350,7 +353,7 @@ static int xina_udp_open(struct xina *x)
 
 static void xina_udp_close(struct xina *x)
 {
-	if (x->zc_held)
+	if (xina_zc_pending(x))
 		xina_zc_wait(x, -1, "closing the handle");
 	free(x->tx);
 	x->tx = NULL;
@@ -499,9 +502,7 @@ static void xina_zc_sent(struct xina *x, uint32_t from, uint32_t cnt)
 	for (i = from; i < from + cnt; i++) {
 		sl = &x->slot[x->txq[i]];
 		sl->zc_id = x->zc_next;
-		if (!sl->zc_held)
-			x->zc_held++;
-		sl->zc_held = true;
+		sl->zc_sent = true;
 	}
 	x->zc_next++;
 	x->st.zc_sends++;
@@ -525,7 +526,7 @@ static int xina_udp_tx_flush(struct xina *x)
 			/* no option memory for more notices: read them */
 			if (xina_zc_reap(x))
 				continue;
-			if (!x->zc_held) {
+			if (!xina_zc_pending(x)) {
 				xina_zc_off(x, "no memory for their notices");
 				continue;
 			}
@@ -601,7 +602,7 @@ int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx)
 	unsigned int i, rounds;
 	int ret;
 
-	if (x->zc_held)
+	if (xina_zc_pending(x))
 		xina_zc_reap(x);
 	/* Bounded, so that refills go out while results keep coming. */
 	for (rounds = 0; rounds < 4; rounds++) {
