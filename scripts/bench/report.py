@@ -983,11 +983,14 @@ class Report:
 
     # ---- targets ------------------------------------------------------
 
-    def targets(self):
-        rows = ["| target | measured | verdict |", "|---|---|---|"]
-        big = 64 * MIB
-        quick = self.meta.get("quick")
-        absent = "not in this run" + (" (QUICK)" if quick else "")
+    def absent(self):
+        return "not in this run" + (" (QUICK)" if self.meta.get("quick")
+                                    else "")
+
+    def cpu_targets(self):
+        """The CPU-bound target rows: each XDP system's median over its
+        64 MiB launches against the best peer's."""
+        rows, big, absent = [], 64 * MIB, self.absent()
         for sy, n, dtype in itertools.product(XDP_SYSTEMS, (4, 8), ("f32", "i32")):
             who = "xina" if sy == "xina-xdp" else "xina, ports in generic mode,"
             what = (f"CPU-bound, {n} workers, 64 MiB {dtype}: {who} ≥ 1.0x the "
@@ -1006,6 +1009,12 @@ class Report:
             else:
                 v = verdict(ratio, 1.0)
             rows.append(f"| {what} | {cell} | {v} |")
+        return rows
+
+    def targets(self):
+        rows = ["| target | measured | verdict |", "|---|---|---|"]
+        rows += self.cpu_targets()
+        big, absent = 64 * MIB, self.absent()
         for sy, n, dtype in itertools.product(XDP_SYSTEMS, (4, 8), ("f32", "i32")):
             who = "xina" if sy == "xina-xdp" else "xina, ports in generic mode,"
             what = (f"link-bound, {n} workers, 64 MiB {dtype}: {who} ≥ 0.9 of "
@@ -1492,6 +1501,21 @@ class Report:
         return not self.runs or \
             "rack" not in self.meta.get("sections", ["rack"])
 
+    def launches_table(self):
+        """The 64 MiB CPU-bound launches of every system at 4 and 8
+        workers (SECTIONS=targets, generic): their median, then each
+        launch's goodput in the order they ran."""
+        out = ["| workers | dtype | " + " | ".join(SHORT[s] for s in SYSTEMS)
+               + " |", "|---:|---|" + "---|" * len(SYSTEMS)]
+        for n, dtype in itertools.product((4, 8), ("f32", "i32")):
+            row = [str(n), dtype]
+            for sy in SYSTEMS:
+                med, g = self.median_launch(sy, n, dtype, 64 * MIB)
+                row.append(f"{mb(med)} ({', '.join(mb(x) for x in g)})"
+                           if med else "–")
+            out.append("| " + " | ".join(row) + " |")
+        return "\n".join(out)
+
     def partial_page(self, plots):
         """The page of a run of some sections only (make bench
         SECTIONS=...): its tables and targets, for the terminal and
@@ -1500,6 +1524,11 @@ class Report:
         secs = m.get("sections", [])
         targets = list(self.racks_targets())
         tables = []
+        if "targets" in secs:
+            targets = self.cpu_targets() + targets
+        if "targets" in secs or "generic" in secs:
+            tables += ["## CPU-bound, 64 MiB: every launch (MB/s per "
+                       "worker)", "", self.launches_table(), ""]
         # the rack's parts (SECTIONS=types,sparse,fallback): each its own
         for sec, rows, title, table in (
                 ("types", self.types_targets, "Element types through the "
