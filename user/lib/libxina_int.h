@@ -115,7 +115,7 @@ struct xina {
 	bool			zc;	/* send with MSG_ZEROCOPY (UDP I/O) */
 	uint32_t		zc_next;	/* id of the next such send */
 	uint32_t		zc_done;	/* every id below is done */
-	unsigned int		zc_nearly;
+	unsigned int		zc_nr_early;	/* ranges in zc_early */
 	struct xina_zc_range	zc_early[XINA_ZC_EARLY];	/* done, not yet
 								 * reached */
 	uint64_t		next_timer_ns;	/* earliest slot deadline */

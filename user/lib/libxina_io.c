@@ -235,19 +235,19 @@ static void xina_zc_done(struct xina *x, uint32_t lo, uint32_t hi,
 	}
 	if (lo != x->zc_done) {
 		/* none free: x->zc_done stalls, xina_zc_wait() gives up */
-		if (x->zc_nearly < XINA_ZC_EARLY)
-			x->zc_early[x->zc_nearly++] = (struct xina_zc_range){ lo, hi };
+		if (x->zc_nr_early < XINA_ZC_EARLY)
+			x->zc_early[x->zc_nr_early++] = (struct xina_zc_range){ lo, hi };
 		return;
 	}
 	x->zc_done = hi + 1;
 	for (;;) {
-		for (i = 0; i < x->zc_nearly; i++)
+		for (i = 0; i < x->zc_nr_early; i++)
 			if (x->zc_early[i].lo == x->zc_done)
 				break;
-		if (i == x->zc_nearly)
+		if (i == x->zc_nr_early)
 			break;
 		x->zc_done = x->zc_early[i].hi + 1;
-		x->zc_early[i] = x->zc_early[--x->zc_nearly];
+		x->zc_early[i] = x->zc_early[--x->zc_nr_early];
 	}
 }
 
@@ -309,7 +309,7 @@ static void xina_zc_abandon(struct xina *x, const char *why)
 		xina_log(x, XINA_LOG_WARN, "zero-copy sends still held by the kernel after %u ms (%s); sending copies from now on",
 			 XINA_ZC_WAIT_MS, why);
 	x->zc = false;
-	x->zc_nearly = 0;
+	x->zc_nr_early = 0;
 	x->zc_done = x->zc_next;
 }
 
