@@ -27,7 +27,8 @@
 # frames against GSO trains (scripts/bench/floor/train_floor.sh, also
 # part of the rack's run); SECTIONS=targets only the CPU-bound target
 # rows: every system of the rounds at 64 MiB, 4 and 8 workers, three
-# launches each by turns.  Such a partial run writes
+# launches each by turns (its page: the CPU-bound verdicts and every
+# launch, as SECTIONS=generic's gives its launches).  Such a partial run writes
 # $O/bench/results-SECTIONS.json and $O/bench/benchmarks.md, and leaves
 # Documentation/benchmarks.md to the full run.
 #
