@@ -114,6 +114,13 @@ def medians(g):
     return (statistics.median(g) if g else None), g
 
 
+def median_of(rs, fn):
+    """The median of @fn over the records @rs (None entries skipped), or
+    None if @fn gives None for every one."""
+    vals = [v for v in (fn(r) for r in rs if r) if v is not None]
+    return statistics.median(vals) if vals else None
+
+
 def vs_best(x, peers):
     """xina's (median, launches) @x against the best of @peers, (name,
     (median, launches)) each: (ratio, the table cell), or None without
@@ -378,15 +385,13 @@ class Report:
                             row.append("–")
                             continue
                         cpus = self.meta["cpus"]
-                        busy = self.row_median(s, n, dtype, b, regime,
-                                               lambda r: r["busy_frac"])
-                        own = self.row_median(
-                            s, n, dtype, b, regime,
-                            lambda r: (r["worker_cpu_s"] + (
+                        rs = self.row_launches(s, n, dtype, b, regime)
+                        busy = median_of(rs, lambda r: r["busy_frac"])
+                        own = median_of(
+                            rs, lambda r: (r["worker_cpu_s"] + (
                                 r["switch_cpu_s"] if s.startswith("xina")
                                 else 0)) / (r["window_s"] * cpus))
-                        bg = self.row_median(s, n, dtype, b, regime,
-                                             lambda r: r.get("bg_busy_frac"))
+                        bg = median_of(rs, lambda r: r.get("bg_busy_frac"))
                         row.append(f"{pct(busy)} (own {pct(own)}"
                                    + (f", before {pct(bg)})" if bg is not None else ")"))
                     out.append("| " + " | ".join(row) + " |")
@@ -470,22 +475,20 @@ class Report:
                     out.append("| " + " | ".join(row) + " |")
         return "\n".join(out)
 
-    def row_median(self, system, workers, dtype, nbytes, regime, fn):
-        """@fn of a row's launch: CPU-bound, the median over the row's
-        lossless launches, those its goodput is the median of
-        (launches()); link-bound, of its one launch.  None if @fn gives
-        None for every launch."""
-        rs = (self.launches(system, workers, dtype, nbytes)
-              if regime == "cpu" else
-              [self.get(system, workers, dtype, nbytes, regime=regime)])
-        vals = [v for v in (fn(r) for r in rs if r) if v is not None]
-        return statistics.median(vals) if vals else None
+    def row_launches(self, system, workers, dtype, nbytes, regime):
+        """A row's launches: CPU-bound, its lossless launches, those its
+        goodput is the median of (launches()); link-bound, its one
+        launch (or None)."""
+        return (self.launches(system, workers, dtype, nbytes)
+                if regime == "cpu" else
+                [self.get(system, workers, dtype, nbytes, regime=regime)])
 
     def per_gib(self, system, workers, dtype, nbytes, regime, key):
-        """@key (CPU seconds) per GiB allreduced, over the launches as
-        row_median() takes them."""
-        return self.row_median(system, workers, dtype, nbytes, regime,
-                               lambda r: r[key] / r["reduced_gib"])
+        """@key (CPU seconds) per GiB allreduced: the median over the row's
+        launches (row_launches())."""
+        return median_of(self.row_launches(system, workers, dtype, nbytes,
+                                           regime),
+                         lambda r: r[key] / r["reduced_gib"])
 
     FLOOR_SHAPES = {
         "frame": "frames: an XDP program on the switch's ports (xina's "
