@@ -212,15 +212,21 @@
 #define XINA_UDP_PORT		9277	/* default switch port ("XA" on a phone pad) */
 
 #define XINA_MAX_WORKERS	256	/* members of one job (bitmap width) */
-#define XINA_MAX_ELEMS		2048	/* elements of one slot / one packet: an
-					 * MTU 9000 frame holds 2048 int32 */
+
+/* elements of one slot / one packet: an MTU 9000 frame holds 2048 int32 */
+#define XINA_MAX_ELEMS		2048
+
 #define XINA_MAX_JOBS		64	/* concurrent jobs on one switch */
 #define XINA_SECRET_BYTES	16	/* a job's secret: 128 bits */
-#define XINA_JOIN_BUSY_MS	500	/* a round completed this recently: a
-					 * restart's join is answered busy */
-#define XINA_JOIN_SKEW_MS	60000	/* a new job takes joins whose nonce
-					 * (clock) is at most this much older
-					 * than the job ("Join handshake") */
+
+/* a round completed this recently: a restart's join is answered busy */
+#define XINA_JOIN_BUSY_MS	500
+
+/*
+ * a new job takes joins whose nonce (clock) is at most this much older than the
+ * job ("Join handshake")
+ */
+#define XINA_JOIN_SKEW_MS	60000
 
 enum xina_pkt_type {
 	XINA_T_CONTRIB = 1,	/* worker -> switch: one block of a tensor */
@@ -232,15 +238,24 @@ enum xina_pkt_type {
 /* The answer to a join, in the round field of a XINA_T_JOIN_REPLY. */
 enum xina_join_status {
 	XINA_JOIN_OK = 0,	/* joined epoch (the reply's epoch field) */
-	XINA_JOIN_BAD_KEY = 1,	/* the join's tag does not verify under the
-				 * rank's key: the worker's key file is not
-				 * the job's */
-	XINA_JOIN_MISMATCH = 2,	/* the worker's slots, elements per slot or
-				 * dtype do not fit the job (slot and aux
-				 * carry the job's) */
-	XINA_JOIN_BUSY = 3,	/* a restart while the current epoch is in
-				 * use (a round completed within
-				 * XINA_JOIN_BUSY_MS); ask again later */
+
+	/*
+	 * the join's tag does not verify under the rank's key: the worker's key
+	 * file is not the job's
+	 */
+	XINA_JOIN_BAD_KEY = 1,
+
+	/*
+	 * the worker's slots, elements per slot or dtype do not fit the job
+	 * (slot and aux carry the job's)
+	 */
+	XINA_JOIN_MISMATCH = 2,
+
+	/*
+	 * a restart while the current epoch is in use (a round completed within
+	 * XINA_JOIN_BUSY_MS); ask again later
+	 */
+	XINA_JOIN_BUSY = 3,
 };
 
 /*
@@ -276,6 +291,7 @@ enum xina_flags {
 	XINA_F_ZERO = 1 << 1,		/* the block is zero words, none sent */
 	/* reserved: XINA_F_SPARSE (index/value pairs), XINA_F_HIER */
 };
+
 #define XINA_F_ALL	(XINA_F_RETRANS | XINA_F_ZERO)
 
 struct xina_hdr {
@@ -313,34 +329,48 @@ struct xina_hdr {
 
 enum xina_cmd {
 	XINA_CMD_UNSPEC,
-	XINA_CMD_JOB_NEW,	/* create a job: JOB_ID, WORKERS, SLOTS, ELEMS,
-				 * SECRET, MEMBER (one per rank; a rank without
-				 * one drops its packets), optional FLAGS.
-				 * EEXIST: the id is taken in this netns;
-				 * ENOSPC: XINA_MAX_JOBS reached; ENOMEM: the
-				 * slot memory would exceed mem_limit */
+
+	/*
+	 * create a job: JOB_ID, WORKERS, SLOTS, ELEMS, SECRET, MEMBER (one per
+	 * rank; a rank without one drops its packets), optional FLAGS.  EEXIST:
+	 * the id is taken in this netns; ENOSPC: XINA_MAX_JOBS reached; ENOMEM:
+	 * the slot memory would exceed mem_limit
+	 */
+	XINA_CMD_JOB_NEW,
+
 	XINA_CMD_JOB_DEL,	/* delete a job: JOB_ID (ENOENT: no such job) */
-	XINA_CMD_JOB_GET,	/* one job (JOB_ID) or, with NLM_F_DUMP, all
-				 * of the netns in id order; the reply holds
-				 * every JOB_* attribute, a MEMBER per
-				 * configured rank, MEM_BYTES and STATS */
-	XINA_CMD_JOB_SET,	/* change a job: JOB_ID and at least one of
-				 * SECRET, FLAGS, MEMBER (replaces the member of
-				 * its rank); WORKERS, SLOTS, ELEMS cannot
-				 * change (EOPNOTSUPP) */
-	XINA_CMD_STATS_GET,	/* counters of one job (JOB_ID) or all (dump):
-				 * JOB_ID, STATS and RX_CPU */
-	XINA_CMD_ROUNDS_GET,	/* the rounds in progress of one job: dump only,
-				 * JOB_ID in the request; every message holds
-				 * JOB_ID, JOB_EPOCH and a ROUND per slot
-				 * version whose round of the job's current
-				 * epoch has contributions but no result yet,
-				 * in slot order (ENOENT: no such job).  What
-				 * "xinactl job rounds" shows: the ranks a
-				 * stalled job waits for */
+
+	/*
+	 * one job (JOB_ID) or, with NLM_F_DUMP, all of the netns in id order;
+	 * the reply holds every JOB_* attribute, a MEMBER per configured rank,
+	 * MEM_BYTES and STATS
+	 */
+	XINA_CMD_JOB_GET,
+
+	/*
+	 * change a job: JOB_ID and at least one of SECRET, FLAGS, MEMBER
+	 * (replaces the member of its rank); WORKERS, SLOTS, ELEMS cannot
+	 * change (EOPNOTSUPP)
+	 */
+	XINA_CMD_JOB_SET,
+
+	/*
+	 * counters of one job (JOB_ID) or all (dump): JOB_ID, STATS and RX_CPU
+	 */
+	XINA_CMD_STATS_GET,
+
+	/*
+	 * the rounds in progress of one job: dump only, JOB_ID in the request;
+	 * every message holds JOB_ID, JOB_EPOCH and a ROUND per slot version
+	 * whose round of the job's current epoch has contributions but no
+	 * result yet, in slot order (ENOENT: no such job).  What "xinactl job
+	 * rounds" shows: the ranks a stalled job waits for
+	 */
+	XINA_CMD_ROUNDS_GET,
 
 	__XINA_CMD_MAX,
 };
+
 #define XINA_CMD_MAX (__XINA_CMD_MAX - 1)
 
 enum xina_attr {
@@ -349,53 +379,76 @@ enum xina_attr {
 	XINA_A_JOB_WORKERS,	/* u16, 1..XINA_MAX_WORKERS */
 	XINA_A_JOB_SLOTS,	/* u32, slots in the job's pool, 1..65536 */
 	XINA_A_JOB_ELEMS,	/* u16, elements per slot, 1..XINA_MAX_ELEMS */
-	XINA_A_JOB_KEY,		/* u64; wire version 1's key in clear: rejected
-				 * (use JOB_SECRET) */
+
+	/* u64; wire version 1's key in clear: rejected (use JOB_SECRET) */
+	XINA_A_JOB_KEY,
+
 	XINA_A_JOB_FLAGS,	/* u32, XINA_JOB_F_* */
 	XINA_A_JOB_MEMBER,	/* nest, enum xina_member_attr; repeated */
-	XINA_A_JOB_MEM_BYTES,	/* u64, slot memory held by the job (get only;
-				 * rejected in requests) */
-	XINA_A_JOB_STATS,	/* nest, enum xina_stat_attr (get/stats only;
-				 * rejected in requests) */
+
+	/* u64, slot memory held by the job (get only; rejected in requests) */
+	XINA_A_JOB_MEM_BYTES,
+
+	/* nest, enum xina_stat_attr (get/stats only; rejected in requests) */
+	XINA_A_JOB_STATS,
+
 	XINA_A_PAD,		/* padding of the u64 attributes */
-	XINA_A_JOB_RX_CPU,	/* nest of u64, attribute type cpu + 1 for each
-				 * possible CPU: xina packets of the job seen on
-				 * that CPU (STATS_GET replies only; rejected in
-				 * requests) */
-	XINA_A_JOB_SECRET,	/* binary, exactly XINA_SECRET_BYTES: the job's
-				 * secret, from which the member, result and NH
-				 * keys are derived (bpf/xina_auth.h); never
-				 * returned by JOB_GET */
-	XINA_A_JOB_EPOCH,	/* u32, the job's current epoch (get only;
-				 * rejected in requests) */
-	XINA_A_JOB_JOINED,	/* u16, members joined to it (get only;
-				 * rejected in requests) */
-	XINA_A_JOB_ROUND,	/* nest, enum xina_round_attr; repeated
-				 * (ROUNDS_GET replies only; rejected in
-				 * requests) */
-	XINA_A_JOB_RUN,		/* u32, the run the current epoch's joins
-				 * named (0: none yet; get only; rejected
-				 * in requests) */
+
+	/*
+	 * nest of u64, attribute type cpu + 1 for each possible CPU: xina
+	 * packets of the job seen on that CPU (STATS_GET replies only; rejected
+	 * in requests)
+	 */
+	XINA_A_JOB_RX_CPU,
+
+	/*
+	 * binary, exactly XINA_SECRET_BYTES: the job's secret, from which the
+	 * member, result and NH keys are derived (bpf/xina_auth.h); never
+	 * returned by JOB_GET
+	 */
+	XINA_A_JOB_SECRET,
+
+	/* u32, the job's current epoch (get only; rejected in requests) */
+	XINA_A_JOB_EPOCH,
+
+	/* u16, members joined to it (get only; rejected in requests) */
+	XINA_A_JOB_JOINED,
+
+	/*
+	 * nest, enum xina_round_attr; repeated (ROUNDS_GET replies only;
+	 * rejected in requests)
+	 */
+	XINA_A_JOB_ROUND,
+
+	/*
+	 * u32, the run the current epoch's joins named (0: none yet; get only;
+	 * rejected in requests)
+	 */
+	XINA_A_JOB_RUN,
 
 	__XINA_A_MAX,
 };
+
 #define XINA_A_MAX (__XINA_A_MAX - 1)
 
 enum xina_job_flags {
 	XINA_JOB_F_NONE = 0,
 	/* reserved: XINA_JOB_F_FALLBACK (ATP-style best effort) */
 };
+
 #define XINA_JOB_F_ALL	0
 
 enum xina_member_attr {
 	XINA_MEMBER_A_UNSPEC,
 	XINA_MEMBER_A_RANK,	/* u16 */
 	XINA_MEMBER_A_ADDR,	/* IPv4 address, binary, network order (4) */
-	XINA_MEMBER_A_PORT,	/* u16, host order; UDP port of the worker,
-				 * optional, 0: any */
+
+	/* u16, host order; UDP port of the worker, optional, 0: any */
+	XINA_MEMBER_A_PORT,
 
 	__XINA_MEMBER_A_MAX,
 };
+
 #define XINA_MEMBER_A_MAX (__XINA_MEMBER_A_MAX - 1)
 
 /*
@@ -413,12 +466,16 @@ enum xina_round_attr {
 	XINA_ROUND_A_COUNT,	/* u16, words per contribution */
 	XINA_ROUND_A_DTYPE,	/* u8, enum xina_dtype */
 	XINA_ROUND_A_OP,	/* u8, enum xina_op */
-	XINA_ROUND_A_SEEN,	/* binary, XINA_ROUND_SEEN_BYTES: bit r % 8 of
-				 * byte r / 8 is set when rank r's
-				 * contribution is in */
+
+	/*
+	 * binary, XINA_ROUND_SEEN_BYTES: bit r % 8 of byte r / 8 is set when
+	 * rank r's contribution is in
+	 */
+	XINA_ROUND_A_SEEN,
 
 	__XINA_ROUND_A_MAX,
 };
+
 #define XINA_ROUND_A_MAX (__XINA_ROUND_A_MAX - 1)
 #define XINA_ROUND_SEEN_BYTES	(XINA_MAX_WORKERS / 8)
 
@@ -430,26 +487,45 @@ enum xina_stat {
 	XINA_STAT_RETRANS_ANSWERED,	/* retransmissions answered with the kept result */
 	XINA_STAT_DUP,		/* duplicates of a pending round, dropped */
 	XINA_STAT_STALE,	/* contributions to a finished older round */
-	XINA_STAT_DROP_KEY,	/* reserved: wrong key of wire version 1; a
-				 * bad tag counts as XINA_STAT_DROP_AUTH */
+
+	/*
+	 * reserved: wrong key of wire version 1; a bad tag counts as
+	 * XINA_STAT_DROP_AUTH
+	 */
+	XINA_STAT_DROP_KEY,
+
 	XINA_STAT_DROP_MEMBER,	/* rank out of range or source is not the member */
 	XINA_STAT_DROP_RANGE,	/* slot, count or round out of range */
 	XINA_STAT_DROP_OP,	/* op or dtype unsupported or mixed in one round */
 	XINA_STAT_TX,		/* copies of results and answers sent to members */
-	XINA_STAT_TX_UNKNOWN,	/* copies not sent: the member was never seen,
-				 * so the switch does not know where it is */
-	XINA_STAT_DROP_AUTH,	/* tag does not verify: not sent by the member
-				 * (forged, spoofed source) or modified */
+
+	/*
+	 * copies not sent: the member was never seen, so the switch does not
+	 * know where it is
+	 */
+	XINA_STAT_TX_UNKNOWN,
+
+	/*
+	 * tag does not verify: not sent by the member (forged, spoofed source)
+	 * or modified
+	 */
+	XINA_STAT_DROP_AUTH,
+
 	XINA_STAT_DROP_EPOCH,	/* a member's packet of another epoch */
-	XINA_STAT_JOIN,		/* joins answered XINA_JOIN_OK (a lost reply's
-				 * resend included) */
+
+	/* joins answered XINA_JOIN_OK (a lost reply's resend included) */
+	XINA_STAT_JOIN,
+
 	XINA_STAT_JOIN_REFUSED,	/* joins answered with a refusal */
-	XINA_STAT_JOIN_STALE,	/* joins older than the member's latest
-				 * (replays), dropped */
+
+	/* joins older than the member's latest (replays), dropped */
+	XINA_STAT_JOIN_STALE,
+
 	XINA_STAT_EPOCH_NEW,	/* epochs opened by a restart's join */
 
 	__XINA_STAT_MAX,
 };
+
 #define XINA_STAT_MAX	__XINA_STAT_MAX
 
 /* Switch-wide counters for packets that name no job. */
@@ -457,28 +533,38 @@ enum xina_gstat {
 	XINA_GSTAT_MALFORMED,	/* truncated, bad version/type/flags, ... */
 	XINA_GSTAT_NO_JOB,	/* well formed, but the job does not exist */
 	XINA_GSTAT_PASS,	/* not xina: passed to the stack */
-	XINA_GSTAT_TRAIN,	/* frames holding several datagrams of a job: a
-				 * worker's GSO train, which a port in generic
-				 * XDP mode takes whole; each datagram is
-				 * taken as if it came alone */
-	XINA_GSTAT_TRAIN_PART,	/* of those, trains some but not all of whose
-				 * datagrams completed their rounds: sent on
-				 * whole, each other datagram made a filler
-				 * (a result of epoch 0, elements zero, which
-				 * workers ignore) */
-	XINA_GSTAT_TRAIN_REFUSED, /* trains not taken at all (a job with an
-				 * uplink): each block completes on its
-				 * resend (sent alone); the workers should
-				 * send one datagram per packet.  A train of
-				 * no job counts a no_job per datagram */
-	XINA_GSTAT_TRAIN_ZERO,	/* rounds completed by a XINA_F_ZERO datagram
-				 * in a train: kept, not sent (a result must
-				 * grow from the header, which only a lone
-				 * datagram can); every member fetches it by
-				 * a resend.  libxina sends ZERO blocks alone */
+
+	/*
+	 * frames holding several datagrams of a job: a worker's GSO train,
+	 * which a port in generic XDP mode takes whole; each datagram is taken
+	 * as if it came alone
+	 */
+	XINA_GSTAT_TRAIN,
+
+	/*
+	 * of those, trains some but not all of whose datagrams completed their
+	 * rounds: sent on whole, each other datagram made a filler (a result of
+	 * epoch 0, elements zero, which workers ignore)
+	 */
+	XINA_GSTAT_TRAIN_PART,
+
+	/*
+	 * trains not taken at all (a job with an uplink): each block completes
+	 * on its resend (sent alone); the workers should send one datagram per
+	 * packet.  A train of no job counts a no_job per datagram
+	 */
+	XINA_GSTAT_TRAIN_REFUSED,
+
+	/*
+	 * rounds completed by a XINA_F_ZERO datagram in a train: kept, not sent
+	 * (a result must grow from the header, which only a lone datagram can);
+	 * every member fetches it by a resend.  libxina sends ZERO blocks alone
+	 */
+	XINA_GSTAT_TRAIN_ZERO,
 
 	__XINA_GSTAT_MAX,
 };
+
 #define XINA_GSTAT_MAX	__XINA_GSTAT_MAX
 
 enum xina_stat_attr {
@@ -486,6 +572,7 @@ enum xina_stat_attr {
 	/* one u64 attribute per enum xina_stat, numbered XINA_STAT_x + 1 */
 	__XINA_STAT_A_MAX = XINA_STAT_MAX + 1,
 };
+
 #define XINA_STAT_A_MAX (__XINA_STAT_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_XINA_H */
