@@ -602,8 +602,7 @@ int xina_udp_drain(struct xina *x, xina_rx_fn fn, void *ctx)
 	unsigned int i, rounds;
 	int ret;
 
-	if (xina_zc_pending(x))
-		xina_zc_reap(x);
+	xina_zc_reap(x);	/* returns at once with no zero-copy send pending */
 	/* Bounded, so that refills go out while results keep coming. */
 	for (rounds = 0; rounds < 4; rounds++) {
 		for (i = 0; i < x->rx_batch; i++) {
