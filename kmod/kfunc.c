@@ -863,13 +863,19 @@ __bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
 			      __be32 saddr, __be16 sport)
 {
 	struct xdp_buff *xdp = (struct xdp_buff *)ctx;
-	u32 lin = xdp->data_end - xdp->data, elen;
+	u32 lin = xdp->data_end - xdp->data, blen = xdp_get_buff_len(xdp);
 	struct xina_hdr copy, *h = &copy;
 	__be32 *el;
+	u32 elen;
 	int ret;
 
-	if (off < XINA_KF_HDR_MIN || len < sizeof(*h) ||
-	    off + len > xdp_get_buff_len(xdp))
+	/*
+	 * The train's first headers in the linear part (xina_job_learn()
+	 * reads them there), and the datagram within the frame: off + len
+	 * is not summed, so that no @off wraps it round into the frame.
+	 */
+	if (off < XINA_KF_HDR_MIN || lin < XINA_KF_HDR_MIN ||
+	    len < sizeof(*h) || len > blen || off > blen - len)
 		return XINA_KF_MALFORMED;
 	if (off + sizeof(*h) <= lin)
 		h = xdp->data + off;
@@ -910,8 +916,8 @@ __bpf_kfunc int xina_kf_train(struct xdp_md *ctx, u32 off, u32 len,
  *
  * See xina_kfunc.h.
  *
- * Return: 0, -ENOENT (no such job), -ERANGE (@rank not below the job's
- * workers) or -ENODATA (no address, or never seen).
+ * Return: 0, -EINVAL (@m NULL), -ENOENT (no such job), -ERANGE (@rank not
+ * below the job's workers) or -ENODATA (no address, or never seen).
  */
 __bpf_kfunc int xina_kf_member(struct __sk_buff *ctx, u32 job_id,
 			       u32 rank, struct xina_kf_member *m)
@@ -923,6 +929,9 @@ __bpf_kfunc int xina_kf_member(struct __sk_buff *ctx, u32 job_id,
 	unsigned int seq;
 	int ret = 0;
 
+	/* the verifiers of some kernels let a NULL through for @m */
+	if (!m)
+		return -EINVAL;
 	rcu_read_lock();
 	job = xina_job_find(dev_net(skb->dev), job_id);
 	if (!job) {

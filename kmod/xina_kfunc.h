@@ -41,7 +41,8 @@
  *
  *	One datagram of a worker's GSO train (UDP_SEGMENT), which a port in
  *	generic XDP mode hands the program as one frame: Ethernet, IPv4 and
- *	UDP headers, then the datagrams back to back.  Its struct xina_hdr
+ *	UDP headers, in the frame's first buffer (else XINA_KF_MALFORMED),
+ *	then the datagrams back to back.  Its struct xina_hdr
  *	starts @off bytes after ctx->data, in any buffer of the frame, and
  *	the datagram is @len bytes long, its header included.  As
  *	xina_kf_contrib() for a contribution (no joins, no XINA_F_ZERO),
@@ -55,9 +56,10 @@
  *		      struct xina_kf_member *m)
  *
  *	Where member @rank of job @job (in the netns of the device the frame
- *	is on) is: 0 and *@m filled; -ENOENT no such job; -ERANGE @rank is
- *	not below the job's workers; -ENODATA the rank was never seen (or
- *	has no address), so the switch does not know where to send its copy.
+ *	is on) is: 0 and *@m filled; -EINVAL @m is NULL; -ENOENT no such
+ *	job; -ERANGE @rank is not below the job's workers; -ENODATA the rank
+ *	was never seen (or has no address), so the switch does not know
+ *	where to send its copy.
  *
  * void xina_kf_tx(struct __sk_buff *ctx, __u32 job, __u32 sent,
  *		   __u32 unknown)

@@ -3,8 +3,10 @@
  * Test programs of the xina.ko kfunc (selftests/vm/xina_kfunc.c): hand a
  * packet of fixed layout (eth, IPv4 without options, UDP, xina) to
  * xina_kf_contrib() and return its verdict as the XDP return value, which
- * BPF_PROG_TEST_RUN reports as is; or drop it (xina_kf_sink).  And ask
- * the module where a member is (xina_kf_where), as the TC fan-out does.
+ * BPF_PROG_TEST_RUN reports as is; or drop it (xina_kf_sink).  Hand
+ * xina_kf_train() a datagram at the offset and length the test chooses
+ * (xina_kf_train_at).  And ask the module where a member is
+ * (xina_kf_where), as the TC fan-out does.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -20,6 +22,8 @@
 
 extern int xina_kf_contrib(struct xdp_md *ctx, __u32 off, __be32 saddr,
 			   __be16 sport) __ksym;
+extern int xina_kf_train(struct xdp_md *ctx, __u32 off, __u32 len,
+			 __be32 saddr, __be16 sport) __ksym;
 extern int xina_kf_member(struct __sk_buff *ctx, __u32 job, __u32 rank,
 			  struct xina_kf_member *m) __ksym;
 
@@ -50,6 +54,62 @@ int xina_kf_sink(struct xdp_md *ctx)
 {
 	xina_kf_run(ctx);
 	return XDP_DROP;
+}
+
+/*
+ * What xina_kf_train_at hands xina_kf_train(): the datagram's offset from
+ * the frame's start and its length; with @keep, the frame's head is cut
+ * first (bpf_xdp_adjust_head()) to leave @keep bytes in its first buffer,
+ * and the offset counts from where the frame then starts.
+ */
+struct train_at {
+	__u32 off;
+	__u32 len;
+	__u32 keep;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct train_at);
+} train_at SEC(".maps");
+
+SEC("xdp.frags")
+int xina_kf_train_at(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *iph = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(iph + 1);
+	const struct train_at *a;
+	__u64 lin, cut = 0, d, e;
+	__u32 zero = 0;
+	__be32 saddr;
+	__be16 sport;
+
+	a = bpf_map_lookup_elem(&train_at, &zero);
+	if (!a || (void *)(udp + 1) > end)
+		return XDP_ABORTED;
+	saddr = iph->saddr;
+	sport = udp->source;
+	if (a->keep) {
+		/*
+		 * The pointers' difference in 64 bits (root may take it):
+		 * opaque to the compiler, which would do it in 32.
+		 */
+		d = (__u64)(long)data;
+		e = (__u64)(long)end;
+		barrier_var(d);
+		barrier_var(e);
+		lin = e - d;
+		if (lin <= a->keep)
+			return XDP_ABORTED;
+		cut = lin - a->keep;
+		if (bpf_xdp_adjust_head(ctx, (int)cut))
+			return XDP_ABORTED;
+	}
+	return xina_kf_train(ctx, a->off - cut, a->len, saddr, sport);
 }
 
 /* The same timer overhead as xina_kf_test, nothing else (benchmark). */

@@ -1599,6 +1599,82 @@ static size_t build_train(uint8_t *buf, struct pkt *tmp,
 	return len;
 }
 
+/* What xina_kf_train_at hands xina_kf_train() (xina_kfunc.bpf.c). */
+struct train_at {
+	__u32 off;
+	__u32 len;
+	__u32 keep;
+};
+
+/* Run xina_kf_train_at on @len bytes of @in with @a; its verdict. */
+static int train_at(struct bpf_object *obj, const struct train_at *a,
+		    uint8_t *in, size_t len)
+{
+	static uint8_t out[64 + sizeof(struct pkt) + sizeof(struct xina_hdr) +
+			   4 * XINA_MAX_ELEMS];
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	__u32 zero = 0;
+
+	prog = bpf_object__find_program_by_name(obj, "xina_kf_train_at");
+	map = bpf_object__find_map_by_name(obj, "train_at");
+	if (!prog || !map ||
+	    bpf_map_update_elem(bpf_map__fd(map), &zero, a, BPF_ANY))
+		return -2000;
+	return run_out(bpf_program__fd(prog), (struct pkt *)in, len, out,
+		       sizeof(out), NULL);
+}
+
+/*
+ * xina_kf_train() takes a datagram only within the frame, and only from a
+ * train whose first buffer holds its Ethernet, IPv4 and UDP headers
+ * (where xina_job_learn() reads the member's location): an offset that
+ * the length wraps round past 2^32 into the frame, and a train whose
+ * first buffer was cut to 20 bytes, are malformed and count nothing; the
+ * same datagram at its place in the frame as it came is taken.
+ */
+TEST_F(kf, train_bounds)
+{
+	enum { N = XINA_MAX_ELEMS, D = sizeof(struct xina_hdr) + 4 * N };
+	static uint8_t in[sizeof(struct pkt) + D];
+	const size_t hdrs = offsetof(struct pkt, xh);
+	static struct pkt tmp;
+	struct contrib c[2];
+	size_t len;
+	int r;
+
+	xnl_job_del(&self->nl, JOB);
+	ASSERT_EQ(0, job_new(&self->nl, JOB, 2, 2, N));
+	for (r = 0; r < 2; r++)
+		c[r] = (struct contrib){ .rank = 0, .slot = r, .count = N,
+					 .base = 10 };
+	len = build_train(in, &tmp, c, 2);
+	ASSERT_EQ(len, hdrs + 2 * D);
+
+	/* 0xfffffff0 + (0x10 + hdrs + D) is hdrs + D modulo 2^32 */
+	EXPECT_EQ(XINA_KF_MALFORMED,
+		  train_at(self->obj, &(struct train_at){
+				.off = 0xfffffff0, .len = 0x10 + hdrs + D },
+			   in, len));
+	EXPECT_EQ(XINA_KF_MALFORMED,
+		  train_at(self->obj, &(struct train_at){
+				.off = 0xfffffff0, .len = 0x10 + 2 * D },
+			   in, len));
+	/* the second datagram, whole in the frame's later buffers */
+	EXPECT_EQ(XINA_KF_MALFORMED,
+		  train_at(self->obj, &(struct train_at){
+				.off = hdrs + D, .len = D, .keep = 20 },
+			   in, len));
+	EXPECT_EQ(0, sysfs_stat("rx"));
+	EXPECT_EQ(0, sysfs_stat("contributions"));
+
+	/* the same datagram as it came: taken, the first of its round */
+	EXPECT_EQ(XINA_KF_ADDED,
+		  train_at(self->obj, &(struct train_at){
+				.off = hdrs + D, .len = D }, in, len));
+	EXPECT_EQ(1, sysfs_stat("contributions"));
+}
+
 /* Switch-wide counter @stat of @skel's fast path, summed over the CPUs. */
 static long long gstat_of(struct xina *skel, unsigned int stat)
 {
