@@ -784,7 +784,8 @@ peer_skip()
 
 # Three ranks of the flat job: aux -5, 7 (a ZERO block) and -150 give 7;
 # a forged, a wrong-op and a duplicate contribution of aux 1000 between
-# them change nothing; resends are answered with the kept result.
+# them change nothing; resends are answered with the kept result, the
+# ZERO block sent again is a duplicate and unanswered.
 test_aux()
 {
 	local rc=0 st c want name="aux"
@@ -796,7 +797,7 @@ test_aux()
 	st=$?
 	stop_swagg
 	peer_checks "$name" $st
-	for c in contrib=6 complete=2 drop_auth=1 drop_op=1 dup=1 \
+	for c in contrib=6 complete=2 drop_auth=1 drop_op=1 dup=2 \
 		 retrans_answered=2 malformed=0; do
 		want=${c#*=}
 		[ "$(swagg_stat "${c%=*}")" = "$want" ] ||

@@ -9,7 +9,8 @@ wire shows (an agent's partial and its resend).
       join the xina-swagg at SWITCH, then send to slot 3 round 0 aux -5,
       aux 7 as a XINA_F_ZERO block and aux -150, with an unauthenticated,
       a wrong-op and a duplicate contribution of aux 1000 in between; then
-      resends after the result.  Slot 4 takes aux -5, -7 and -150.
+      resends after the result, and the ZERO block again (unanswered).
+      Slot 4 takes aux -5, -7 and -150.
   xina_swagg_peer.py agent KEYFILE UPKEYFILE AGENT_IP:PORT JOB UP_IP:PORT
                      UPRANK IP0 IP1 IP2
       The upper switch of the rack agent at AGENT (xina-swagg --up
@@ -332,6 +333,12 @@ def flat(keyfile, switch, job, ips):
     check_answer("rank 2's resend", mb[2].result(3, 0), res[2])
     mb[0].contrib(3, 0, 1000, a, flags=F_RETRANS)
     check_answer("rank 0's resend of aux 1000", mb[0].result(3, 0), res[0])
+    # rank 1's ZERO block again, as a replay of it would come (libxina
+    # resends a ZERO block with its words): a duplicate, not answered,
+    # since a whole result for a 48-byte header would amplify
+    mb[1].contrib(3, 0, 7, [0] * 4, flags=F_ZERO)
+    check(quiet(mb[1].sock), "a ZERO block to the completed round again "
+          "is not answered", "an answer came")
     # all below 0: the MAX starts from the first contribution, not from 0
     mb[0].contrib(4, 0, -5, a)
     mb[1].contrib(4, 0, -7, [0] * 4, flags=F_ZERO)

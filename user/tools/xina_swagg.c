@@ -902,6 +902,13 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	st = sw_classify(v, round, sw->jj.epoch, &start);
 	if (st < 0 && !start)
 		st = sw_join(v, h, rank);
+	/*
+	 * A ZERO block to a completed round is no resend (a resend carries
+	 * its words, so that the answer fits its frame): a duplicate or a
+	 * replay, which a whole result in answer would amplify.
+	 */
+	if (st == SW_ANSWER && (h->flags & XINA_F_ZERO))
+		st = XINA_STAT_DUP;
 	/* To where the member was learned, not where this came from. */
 	if (st == SW_ANSWER) {
 		sw_answer(sw, vi, rank, &mb->addr);
