@@ -33,6 +33,11 @@ size_t xina_mem_used(void)
 	return READ_ONCE(xina_mem);
 }
 
+unsigned int xina_jobs_count(void)
+{
+	return READ_ONCE(xina_njobs);
+}
+
 struct xina_net *xina_net(const struct net *net)
 {
 	return net_generic(net, xina_net_id);
@@ -248,8 +253,8 @@ struct xina_job *xina_job_create(struct net *net,
 	if (err)
 		goto err_sysfs;
 
-	xina_mem += mem;
-	xina_njobs++;
+	WRITE_ONCE(xina_mem, xina_mem + mem);
+	WRITE_ONCE(xina_njobs, xina_njobs + 1);
 	return job;
 
 err_sysfs:
@@ -288,8 +293,8 @@ static void xina_jobs_destroy(struct list_head *list)
 	list_for_each_entry_safe(job, tmp, list, dead) {
 		list_del(&job->dead);
 		xina_job_free_slots(job);
-		xina_mem -= job->mem_bytes;
-		xina_njobs--;
+		WRITE_ONCE(xina_mem, xina_mem - job->mem_bytes);
+		WRITE_ONCE(xina_njobs, xina_njobs - 1);
 		kobject_put(&job->kobj);
 	}
 }

@@ -34,14 +34,52 @@ static ssize_t mem_used_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%zu\n", xina_mem_used());
 }
 
+static ssize_t job_count_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%u\n", xina_jobs_count());
+}
+
+/*
+ * The limits a new job is checked against, so that a tool can tell
+ * before it changes anything whether a set of jobs will fit (xinactl
+ * apply): a job is charged 2 * slots * (slot_version_bytes + 4 * elems).
+ */
+static ssize_t max_jobs_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%u\n", XINA_MAX_JOBS);
+}
+
+static ssize_t max_slots_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", XINA_MAX_SLOTS);
+}
+
+static ssize_t slot_version_bytes_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%zu\n", sizeof(struct xina_slotv));
+}
+
 static struct kobj_attribute xina_attr_version = __ATTR_RO(version);
 static struct kobj_attribute xina_attr_mem_limit = __ATTR_RO(mem_limit);
 static struct kobj_attribute xina_attr_mem_used = __ATTR_RO(mem_used);
+static struct kobj_attribute xina_attr_job_count = __ATTR_RO(job_count);
+static struct kobj_attribute xina_attr_max_jobs = __ATTR_RO(max_jobs);
+static struct kobj_attribute xina_attr_max_slots = __ATTR_RO(max_slots);
+static struct kobj_attribute xina_attr_slot_version_bytes =
+	__ATTR_RO(slot_version_bytes);
 
 static struct attribute *xina_attrs[] = {
 	&xina_attr_version.attr,
 	&xina_attr_mem_limit.attr,
 	&xina_attr_mem_used.attr,
+	&xina_attr_job_count.attr,
+	&xina_attr_max_jobs.attr,
+	&xina_attr_max_slots.attr,
+	&xina_attr_slot_version_bytes.attr,
 	NULL,
 };
 

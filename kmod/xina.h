@@ -156,6 +156,7 @@ struct xina_job_params {
 };
 
 size_t xina_mem_used(void);
+unsigned int xina_jobs_count(void);
 struct xina_net *xina_net(const struct net *net);
 struct xina_job *xina_job_find(const struct net *net, u32 id);
 struct xina_job *xina_job_create(struct net *net,

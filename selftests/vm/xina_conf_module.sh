@@ -5,8 +5,9 @@
 # xina.ko, ports move onto the module's fast path, jobs go through netlink
 # (seen in sysfs), show-config's output applies as no change, an edit
 # changes what was edited, a new secret in a key file rekeys the running
-# jobs in place (through netlink; nothing replaced), the kernel's refusal (its extack message) stops
-# apply and is shown, "backend maps" is refused while the module is
+# jobs in place (through netlink; nothing replaced), a file with a job the
+# module would refuse changes nothing and says why, a job of too many
+# slots is refused naming them, "backend maps" is refused while the module is
 # loaded, and the empty file removes everything, after which the module
 # unloads.
 . ./lib.sh
@@ -185,18 +186,33 @@ echo "$out" | grep -q "maps.conf:1: backend maps, but module xina is loaded" ||
 check_eq "$(xinactl -j job show; xinactl -j dev show)" "$before" || rc=1
 log_test $rc "backend maps refused while the module is loaded; nothing changed"
 
-# The kernel refuses job 7 (mem_limit): apply stops, with its message.
+# A file with a job 7 that xina.ko would refuse (mem_limit) changes
+# nothing, though it also replaces job 6 (fewer slots), which apply would
+# delete first: refused before any change, naming the job and the figures
+# (/sys/kernel/xina); applied once the limit allows.  A job of more slots
+# than the module takes is refused naming them, not by the kernel's
+# "integer out of range".
 rc=0
-echo 1000 > /sys/module/xina/parameters/mem_limit
+before=$(jobs_state)
+limit=$(( $(cat /sys/kernel/xina/mem_used) + 4096 ))
+echo $limit > /sys/module/xina/parameters/mem_limit
+sed -i 's/^job 6 workers 1 /job 6 workers 1 slots 64 /' "$TMP/b.conf"
 echo "job 7 workers 1 keyfile $TMP/k.key member 0 10.1.0.7" >> "$TMP/b.conf"
 out=$(xinactl apply "$TMP/b.conf" 2>&1) && rc=1
-echo "$out" | grep -q "job 7: slot memory would exceed mem_limit" ||
+echo "$out" | grep -q "job 7: [0-9]* bytes of slot memory, with [0-9]* of $limit in use by then" ||
 	{ echo "  $out"; rc=1; }
-echo "$out" | grep -q "apply of $TMP/b.conf stopped" || { echo "  $out"; rc=1; }
+echo "$out" | grep -q "job 7 does not fit in the switch (above); nothing was changed" ||
+	{ echo "  $out"; rc=1; }
+check_eq "$(jobs_state)" "$before" || rc=1
 [ ! -e /sys/kernel/xina/jobs/7 ] || rc=1
 echo 268435456 > /sys/module/xina/parameters/mem_limit
-apply_out "$TMP/b.conf" "add job 7" || rc=1
-log_test $rc "the kernel's refusal (extack) stops apply and is shown; applied once allowed"
+apply_out "$TMP/b.conf" "replace job 6" "add job 7" || rc=1
+check_eq "$(cat /sys/kernel/xina/jobs/6/slots)" 64 || rc=1
+out=$(xinactl job add 8 workers 1 slots 70000 keyfile "$TMP/k.key" member 0 10.1.0.8 2>&1) && rc=1
+echo "$out" | grep -q "job 8: slots 70000: xina.ko takes at most 65536 slots a job" ||
+	{ echo "  $out"; rc=1; }
+[ ! -e /sys/kernel/xina/jobs/8 ] || rc=1
+log_test $rc "a job xina.ko would refuse: apply changes nothing (the job it replaces kept) and says why; slots above max_slots named"
 
 rc=0
 echo "backend module" > "$TMP/empty.conf"

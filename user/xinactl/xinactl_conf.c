@@ -1491,9 +1491,10 @@ static int conf_check_backend(struct xinactl *x, const struct conf *c,
 /*
  * Whether the jobs the plan adds (and re-adds) get a job index and slot
  * memory once those it deletes are gone, asked before any change: a job
- * replaced and then refused would be lost.  What only the kernel can
- * refuse (xina.ko's mem_limit) and an uplink's route are still found when
- * the job is added.
+ * replaced and then refused would be lost.  The map backend places them
+ * in its maps; xina.ko's limits are in sysfs.  An uplink's route, and
+ * what another process changes in between, are still found when the job
+ * is added.
  */
 static int conf_jobs_fit(struct xinactl *x, const struct conf *c,
 			 const struct conf_plan *p)

@@ -190,6 +190,18 @@ static long long xnl_sysfs_bytes(const char *name)
 	return ok ? (long long)v : -1;
 }
 
+/* Slots @slots above xina.ko's most (max_slots): said, naming them. */
+static int xnl_slots_ok(__u32 id, __u32 slots)
+{
+	long long max = xnl_sysfs_bytes("max_slots");
+
+	if (max < 0 || slots <= max)
+		return 0;
+	xerr("job %u: slots %u: xina.ko takes at most %lld slots a job (/sys/kernel/xina/max_slots)",
+	     id, slots, max);
+	return -ERANGE;
+}
+
 static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 {
 	long long used, limit;
@@ -204,6 +216,10 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 		     job->id);
 		return -EOPNOTSUPP;
 	}
+	/* the policy's refusal would not name the attribute */
+	ret = xnl_slots_ok(job->id, job->slots);
+	if (ret)
+		return ret;
 	m = xnl_msg(n, 0, XINA_CMD_JOB_NEW);
 	xina_nl_put_u32(m, XINA_A_JOB_ID, job->id);
 	xina_nl_put_u16(m, XINA_A_JOB_WORKERS, job->workers);
@@ -460,6 +476,76 @@ static int xnl_job_get(struct xinactl *x, __u32 id, struct xinactl_job *job)
 	return xnl_get_one(x, XINA_CMD_JOB_GET, id, xnl_job_cb, job, "job");
 }
 
+/*
+ * Would the @nadd jobs @add, added in this order once the @ngone jobs
+ * @gone are deleted, be taken by xina.ko: each within max_slots, the jobs
+ * of all namespaces within max_jobs, their slot memory within mem_limit,
+ * a job charged 2 * slots * (slot_version_bytes + 4 * elems) as the module
+ * charges it.  From /sys/kernel/xina and the jobs' own mem_bytes; what
+ * another process changes in between is still refused when a job is
+ * added.
+ */
+static int xnl_jobs_fit(struct xinactl *x, const __u32 *gone,
+			unsigned int ngone,
+			const struct xinactl_job *const *add, unsigned int nadd,
+			unsigned int *bad)
+{
+	long long limit = xnl_sysfs_bytes("mem_limit");
+	long long used = xnl_sysfs_bytes("mem_used");
+	long long vbytes = xnl_sysfs_bytes("slot_version_bytes");
+	long long njobs = xnl_sysfs_bytes("job_count");
+	long long max_jobs = xnl_sysfs_bytes("max_jobs");
+	unsigned long long need;
+	struct xinactl_job *job;
+	unsigned int k;
+	int ret = 0;
+
+	if (limit < 0 || used < 0 || vbytes < 0 || njobs < 0 || max_jobs < 0) {
+		xerr("cannot read xina.ko's limits in /sys/kernel/xina: %s",
+		     strerror(errno));
+		return -EIO;
+	}
+	job = malloc(sizeof(*job));
+	if (!job) {
+		xerr("out of memory");
+		return -ENOMEM;
+	}
+	for (k = 0; k < ngone && !ret; k++) {
+		memset(job, 0, sizeof(*job));
+		ret = xnl_job_get(x, gone[k], job);
+		if (ret == -ENOENT) {
+			ret = 0;	/* said: a plan of jobs that exist */
+			continue;
+		}
+		used -= job->mem_bytes;
+		njobs--;
+	}
+	for (k = 0; k < nadd && !ret; k++) {
+		*bad = k;
+		ret = xnl_slots_ok(add[k]->id, add[k]->slots);
+		if (ret)
+			break;
+		if (njobs >= max_jobs) {
+			xerr("job %u: xina.ko holds at most %lld jobs, of every network namespace, and would hold %lld (/sys/kernel/xina/job_count, max_jobs)",
+			     add[k]->id, max_jobs, njobs);
+			ret = -ENOSPC;
+			break;
+		}
+		need = 2ULL * add[k]->slots *
+		       ((unsigned long long)vbytes + 4ULL * add[k]->elems);
+		if (used > limit || need > (unsigned long long)(limit - used)) {
+			xerr("job %u: %llu bytes of slot memory, with %lld of %lld in use by then (/sys/kernel/xina/mem_used, mem_limit); give the job fewer slots or elems, or raise the module parameter (/sys/module/xina/parameters/mem_limit)",
+			     add[k]->id, need, used, limit);
+			ret = -ENOMEM;
+			break;
+		}
+		used += need;
+		njobs++;
+	}
+	free(job);
+	return ret;
+}
+
 /* The jobs of a dump, collected first: see xnl_job_walk(). */
 struct xnl_walk {
 	struct xinactl_job	*jobs;
@@ -677,4 +763,5 @@ const struct xinactl_backend xinactl_nl_backend = {
 	.stats_get	= xnl_stats_get,
 	.gstats_get	= xnl_gstats_get,
 	.rounds_get	= xnl_rounds_get,
+	.jobs_fit	= xnl_jobs_fit,
 };
