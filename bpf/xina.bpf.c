@@ -1727,16 +1727,24 @@ static __always_inline int xina_claim(struct xina_meta *m,
 		 * A job with an uplink keeps its partial, not the result:
 		 * the retransmission sends the partial up again (the upper
 		 * switch answers it with its kept result), once per
-		 * hold_ns however many members ask.
+		 * hold_ns however many members ask.  Until an upper result
+		 * came back, it goes to every member, as the round's first
+		 * would have; after that, to the asker alone, so that a
+		 * replay of a member's packet draws one answer, to that
+		 * member, as on a job without an uplink; to every member
+		 * again if another asks while it is up.
 		 */
 		if (ret == XINA_CLAIM_RETRANS && c->now) {
 			if (c->now - m->up_ns < c->hold_ns) {
+				if (m->up_wait && m->up_to != c->rank)
+					m->up_to = XINA_MARK_ALL;
 				ret = XINA_CLAIM_HELD;
 				goto unlock;
 			}
 			m->up_ns = c->now;
 			m->up_resent = 1;
 			m->up_wait = 1;
+			m->up_to = c->rank;
 		}
 		kept->epoch = m->epoch;
 		kept->round = m->round;
@@ -2271,6 +2279,7 @@ static __always_inline int xina_up_complete(struct xdp_md *ctx,
 	m->up_ns = c->now;
 	m->up_resent = 0;
 	m->up_wait = 1;
+	m->up_got = 0;
 	bpf_spin_unlock(&m->lock);
 
 	active = bpf_map_lookup_elem(&xina_active, &j->idx);
@@ -2448,12 +2457,15 @@ static __always_inline int xina_up_join_reply(struct xina_hdr *xh,
 
 /*
  * The upper job's result of a round: if the rack's version of that round
- * went up and waits on it, it becomes the rack's result, for every member.
- * One per time the partial went up (meta->up_wait): another copy (the
- * answer to an earlier send, a duplicate, a replay) is dropped, so that
- * no copy of a result fans out to the members more often than the rack
- * asks for one, which its hold bounds.  The version keeps its partial: a
- * later retransmission sends it up again, and the upper switch answers.
+ * went up and waits on it, it becomes the rack's result, for every member
+ * the first time, then for the member whose retransmission sent the
+ * partial up again (meta->up_to; every member if another asked meanwhile,
+ * xina_claim()).  One per time the partial went up
+ * (meta->up_wait): another copy (the answer to an earlier send, a
+ * duplicate, a replay) is dropped, so that no copy of a result goes down
+ * more often than the rack asks for one, which its hold bounds.  The
+ * version keeps its partial: a later retransmission sends it up again,
+ * and the upper switch answers.
  */
 static __always_inline int xina_up_result(struct xdp_md *ctx,
 					  struct xina_pkt *pkt,
@@ -2466,6 +2478,7 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 	const struct xina_nhkey *nhk, *upnh;
 	__u32 slot, round, idx, epoch, re;
 	struct xina_meta *m;
+	__u32 to = XINA_MARK_ALL;
 	__u64 sent, now;
 	int ok, resent;
 
@@ -2505,8 +2518,11 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 	resent = m->up_resent;
 	/* later answers (to resends, or duplicates) are no sample */
 	if (ok) {
+		if (m->up_got)
+			to = m->up_to;
 		m->up_resent = 1;
 		m->up_wait = 0;
+		m->up_got = 1;
 	}
 	bpf_spin_unlock(&m->lock);
 	if (!ok) {
@@ -2521,7 +2537,7 @@ static __always_inline int xina_up_result(struct xdp_md *ctx,
 	xina_result_hdr(xh, job, xh->exp, xh->aux,
 			xina_nh_staged(s, nhk, pkt->count));
 	upstat_inc(uc, XINA_UPSTAT_RESULT);
-	return xina_pass_marked(ctx, job->id, XINA_MARK_ALL);
+	return xina_pass_marked(ctx, job->id, to);
 }
 
 /* The upper job's bucket of @id in xina_upjobs, as xina_job_find(). */

@@ -187,7 +187,15 @@ struct xina_meta {
 				 * by its first claim, raised by the later
 				 * ones; the result's, or a job with an
 				 * uplink: its partial's */
-	__u32	pad3;
+	__u16	up_to;		/* a job with an uplink, once @up_got: the
+				 * rank whose retransmission sent the
+				 * partial up again, the only one the
+				 * upper result then goes to, or
+				 * XINA_MARK_ALL if another asked too */
+	__u8	up_got;		/* a job with an uplink: an upper result
+				 * of @round came back and went to every
+				 * member */
+	__u8	pad3;
 	__u64	tag;		/* the result's tag (network order), once
 				 * @complete: answers reuse it.  A job
 				 * with an uplink: the NH of the partial

@@ -1341,19 +1341,33 @@ static __u64 upstat_of(unsigned int stat)
 	return sum;
 }
 
+/* The uplink's resend floor (xina_up.resend_us): a version's hold. */
+static int up_hold_floor(__u32 us)
+{
+	int fd = bpf_map__fd(F.skel->maps.xina_ups);
+	__u32 k = JOB_IDX;
+	struct xina_up up;
+
+	if (bpf_map_lookup_elem(fd, &k, &up))
+		return -1;
+	up.resend_us = us;
+	return bpf_map_update_elem(fd, &k, &up, BPF_ANY);
+}
+
 /*
  * Two levels (a job with an uplink): the rack's partial goes up carrying
  * the MAX of the rack round's aux, and so does its resend from the kept
  * partial, before and after the upper result; the upper result, whose aux
  * is the MAX over every rack, comes down to the members with that aux,
- * re-tagged for the rack job, once per time the partial went up.
+ * re-tagged for the rack job, once per time the partial went up: to every
+ * member the first time, then to the member whose resend sent it up.
  */
 TEST_F(fp, aux_up)
 {
 	static const __u32 words[16] = { 1, 2, 3 };
 	static __u8 buf[FRAME_MAX];
 	struct xina_hdr *xh = (void *)(buf + HDRS_LEN);
-	__u64 stale, results;
+	__u64 stale, results, held;
 	struct contrib c;
 	struct run r;
 	size_t len;
@@ -1423,11 +1437,45 @@ TEST_F(fp, aux_up)
 	c.aux = -5;
 	send_c(&c, &r);
 	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
-	/* that resend asked again: the upper result goes down once more */
+	/*
+	 * That resend asked again: the upper result goes down once more,
+	 * to rank 0 alone (every member had it), so that a replay of a
+	 * member's packet draws one answer, to that member.
+	 */
 	run(buf, len, &r);
-	EXPECT_EQ(verdict(&r), V_RESULT);
+	EXPECT_EQ(verdict(&r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 0);
+	EXPECT_EQ(aux_of(r.out), 42);
+	EXPECT_TRUE(result_tag_ok(r.out));
 	run(buf, len, &r);
 	EXPECT_EQ(r.retval, XDP_DROP);
+	/* rank 1's resend, the same again: to rank 1 alone */
+	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = -150;
+	send_c(&c, &r);
+	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), V_ANSWER);
+	EXPECT_EQ(r.mark.to, 1);
+	/*
+	 * Rank 0 asks, then rank 1 while that partial is up (held: it does
+	 * not go up twice): the answer goes to every member.
+	 */
+	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = -5;
+	send_c(&c, &r);
+	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	ASSERT_EQ(0, up_hold_floor(10000000));	/* rank 1's within it */
+	held = upstat_of(XINA_UPSTAT_HELD);
+	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
+	c.flags = XINA_F_RETRANS;
+	c.aux = -150;
+	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
+	EXPECT_EQ(upstat_of(XINA_UPSTAT_HELD), held + 1);
+	run(buf, len, &r);
+	EXPECT_EQ(verdict(&r), V_RESULT);
 }
 
 /* ---- negative tests: nothing may touch slot state ----------------------- */
