@@ -353,17 +353,26 @@ static int xina_fb_agree(struct xina *x)
 		nb = p->wpb ? (p->nwords + p->wpb - 1) / p->wpb : 0;
 		if (!xina_fb_dn(f, nb))
 			return -ENOMEM;
+		/*
+		 * The ring's allgather receives in place, before a message's
+		 * tag is checked: a call that failed may have left a peer's
+		 * bytes in the kept results, which are not served again.
+		 */
 		if (p->ne) {
 			err = xina_fb_exps(x, p->e, p->ne);
-			if (err)
+			if (err) {
+				p->valid = false;
 				return err;
+			}
 		}
 		memset(f->dn, 1, nb);
 		err = xina_ring_allreduce(f->ring, p->w, p->nwords, p->wpb,
 					  f->dn, p->dtype, p->wop, msg,
 					  sizeof(msg));
-		if (err)
+		if (err) {
+			p->valid = false;
 			return xina_fb_ring_err(x, err, "serving the previous call", msg);
+		}
 		x->st.fallback_served++;
 		xina_log(x, XINA_LOG_WARN,
 			 "job %u rank %u: served call %llu's results to the host fallback ring",

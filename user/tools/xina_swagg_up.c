@@ -123,12 +123,14 @@ static uint64_t sw_up_nonce(struct sw_up *up)
 /*
  * Read what arrives for up to @ms: the reply to the join @j, if it comes
  * (its status in *@status; 1 returned).  Anything else is dropped: rack
- * members resend what they sent meanwhile.
+ * members resend what they sent meanwhile.  A steady stream of other
+ * packets does not hold it past @ms, so that the join is sent again.
  */
 static int sw_up_join_wait(struct swagg *sw, const struct xina_hdr *j,
 			   int ms, uint32_t *status, uint32_t *epoch)
 {
 	struct pollfd pfd = { .fd = sw->fd, .events = POLLIN };
+	uint64_t end = sw_now_ns() + (uint64_t)ms * 1000000;
 	static uint8_t buf[SW_RX_BUF];
 	struct sw_up *up = sw->up;
 	struct sockaddr_in from;
@@ -139,6 +141,8 @@ static int sw_up_join_wait(struct swagg *sw, const struct xina_hdr *j,
 	if (poll(&pfd, 1, ms) <= 0)
 		return 0;
 	for (;;) {
+		if (sw_now_ns() >= end)
+			return 0;
 		fl = sizeof(from);
 		len = recvfrom(sw->fd, buf, sizeof(buf), MSG_DONTWAIT,
 			       (struct sockaddr *)&from, &fl);
