@@ -1353,8 +1353,18 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 	}
 write:
 	ret = 0;
-	if (bpf_map_update_elem(m->fd[XM_UPS], &idx, &up, BPF_ANY))
+	if (bpf_map_update_elem(m->fd[XM_UPS], &idx, &up, BPF_ANY)) {
 		ret = -errno;
+		/*
+		 * The bucket just written names an uplink that is not there,
+		 * and xm_up_clear() finds buckets through it: clear it here.
+		 */
+		if (cu->job) {
+			struct xina_upjob zuj = {};
+
+			bpf_map_update_elem(m->fd[XM_UPJOBS], &b, &zuj, BPF_ANY);
+		}
+	}
 err:
 	if (ret)
 		xerr("job %u: cannot write its uplink: %s", job->id,
