@@ -1354,6 +1354,25 @@ static int up_hold_floor(__u32 us)
 	return bpf_map_update_elem(fd, &k, &up, BPF_ANY);
 }
 
+/* Rank @rank's resend of its contribution to the rack's slot 2, aux @aux. */
+static struct contrib up_retrans(__u16 rank, __s32 aux)
+{
+	struct contrib c = contrib(rank, 2, 0, 16, XINA_OP_SUM);
+
+	c.flags = XINA_F_RETRANS;
+	c.aux = aux;
+	return c;
+}
+
+/* Send up_retrans(): the errors of the partial it sends up again. */
+static int up_resend(__u16 rank, __s32 aux, struct run *r)
+{
+	struct contrib c = up_retrans(rank, aux);
+
+	send_c(&c, r);
+	return up_partial_errors(r, 2, 0, 2, -5, XINA_F_RETRANS);
+}
+
 /*
  * Two levels (a job with an uplink): the rack's partial goes up carrying
  * the MAX of the rack round's aux, and so does its resend from the kept
@@ -1389,11 +1408,7 @@ TEST_F(fp, aux_up)
 	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, 0), 0);
 
 	/* a member's resend sends the kept partial up again: the same aux */
-	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
-	c.flags = XINA_F_RETRANS;
-	c.aux = -150;
-	send_c(&c, &r);
-	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	EXPECT_EQ(up_resend(1, -150, &r), 0);
 
 	/* the upper result, aux 42 over every rack: the members' result */
 	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
@@ -1432,11 +1447,7 @@ TEST_F(fp, aux_up)
 	EXPECT_EQ(upstat_of(XINA_UPSTAT_DROP_STALE), stale + 3);
 	EXPECT_EQ(upstat_of(XINA_UPSTAT_RESULT), results);
 	/* and the rack's partial is still its own: a resend carries -5 */
-	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
-	c.flags = XINA_F_RETRANS;
-	c.aux = -5;
-	send_c(&c, &r);
-	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	EXPECT_EQ(up_resend(0, -5, &r), 0);
 	/*
 	 * That resend asked again: the upper result goes down once more,
 	 * to rank 0 alone (every member had it), so that a replay of a
@@ -1450,11 +1461,7 @@ TEST_F(fp, aux_up)
 	run(buf, len, &r);
 	EXPECT_EQ(r.retval, XDP_DROP);
 	/* rank 1's resend, the same again: to rank 1 alone */
-	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
-	c.flags = XINA_F_RETRANS;
-	c.aux = -150;
-	send_c(&c, &r);
-	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	EXPECT_EQ(up_resend(1, -150, &r), 0);
 	run(buf, len, &r);
 	EXPECT_EQ(verdict(&r), V_ANSWER);
 	EXPECT_EQ(r.mark.to, 1);
@@ -1462,16 +1469,10 @@ TEST_F(fp, aux_up)
 	 * Rank 0 asks, then rank 1 while that partial is up (held: it does
 	 * not go up twice): the answer goes to every member.
 	 */
-	c = contrib(0, 2, 0, 16, XINA_OP_SUM);
-	c.flags = XINA_F_RETRANS;
-	c.aux = -5;
-	send_c(&c, &r);
-	EXPECT_EQ(up_partial_errors(&r, 2, 0, 2, -5, XINA_F_RETRANS), 0);
+	EXPECT_EQ(up_resend(0, -5, &r), 0);
 	ASSERT_EQ(0, up_hold_floor(10000000));	/* rank 1's within it */
 	held = upstat_of(XINA_UPSTAT_HELD);
-	c = contrib(1, 2, 0, 16, XINA_OP_SUM);
-	c.flags = XINA_F_RETRANS;
-	c.aux = -150;
+	c = up_retrans(1, -150);
 	EXPECT_EQ(send_c(&c, &r), XDP_DROP);
 	EXPECT_EQ(upstat_of(XINA_UPSTAT_HELD), held + 1);
 	run(buf, len, &r);
