@@ -3208,11 +3208,41 @@ static __noinline int xina_xdp_one(struct xdp_md *ctx, struct xina_pkt *pkt)
 	return xina_aggregate(ctx, job, nhk, ep, member, pkt, s, ctr, up, uc);
 }
 
+/*
+ * Does the frame carry this switch's mark (either kind) where xina_fanout
+ * looks for one: its first bytes, or those after its Ethernet header,
+ * where TC's view of a frame starts after generic XDP on some kernels?  No
+ * frame that comes in does unless it was made to: a mark lives only
+ * between this program and xina_fanout on this box.  A packet capture on
+ * the switch's ports shows the cookie in every result's destination MAC,
+ * and a frame made to carry it would be fanned out, or redirected as a
+ * partial, if it were passed on.
+ */
+static __always_inline int xina_mark_forged(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	const __u64 want = xina_cookie | XINA_MARK_UP;
+	__u64 c;
+
+	if (!xina_cookie || data + sizeof(struct ethhdr) + sizeof(c) > end)
+		return 0;
+	__builtin_memcpy(&c, data, sizeof(c));
+	if ((c | XINA_MARK_UP) == want)
+		return 1;
+	__builtin_memcpy(&c, data + sizeof(struct ethhdr), sizeof(c));
+	return (c | XINA_MARK_UP) == want;
+}
+
 SEC("xdp.frags")
 int xina_xdp(struct xdp_md *ctx)
 {
 	struct xina_pkt pkt = {};
 
+	if (xina_mark_forged(ctx)) {
+		gstat_inc(XINA_GSTAT_MALFORMED);
+		return XDP_DROP;
+	}
 	switch (xina_parse(ctx, &pkt)) {
 	case XINA_NOT_OURS:
 		gstat_inc(XINA_GSTAT_PASS);
@@ -3422,6 +3452,12 @@ int xina_fanout(struct __sk_buff *skb)
 	ctr = bpf_map_lookup_elem(&xina_stats, &f.idx);
 	if (!ctr)
 		return TC_ACT_SHOT;
+	/* the part to fill from is one of the job's own slot versions */
+	if (mk.fill && (mk.idx < job->slot_base ||
+			mk.idx - job->slot_base >= 2 * job->slots)) {
+		ctr->c[XINA_STAT_STALE]++;
+		return TC_ACT_SHOT;
+	}
 	if (mk.fill && xina_fan_fill(&f, &mk)) {
 		ctr->c[XINA_STAT_STALE]++;
 		return TC_ACT_SHOT;

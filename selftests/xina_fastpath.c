@@ -2554,6 +2554,60 @@ TEST_F(fp, not_xina_passes)
 	free(s.buf);
 }
 
+/*
+ * A frame that comes in carrying this switch's mark, of either kind, where
+ * xina_fanout looks for one (its first bytes, or those after its Ethernet
+ * header): dropped as malformed, whatever else it is, a valid contribution
+ * included, and nothing counted or aggregated; a cookie one bit off
+ * passes as any other frame.
+ */
+TEST_F(fp, forged_mark)
+{
+	static const struct { const char *what; size_t at; __u64 cookie; } f[] = {
+		{ "the mark at byte 0", 0, COOKIE },
+		{ "the partial's mark at byte 0", 0, COOKIE ^ XINA_MARK_UP },
+		{ "the mark after the Ethernet header", ETH_HLEN, COOKIE },
+		{ "the partial's mark after it", ETH_HLEN,
+		  COOKIE ^ XINA_MARK_UP },
+	};
+	struct contrib c = valid();
+	__u8 buf[FRAME_MAX];
+	struct ethhdr *eth = (void *)buf;
+	struct counts before;
+	struct snapshot s;
+	__u64 off_by_one;
+	unsigned int i;
+	struct run r;
+	size_t len;
+
+	ASSERT_EQ(0, job_pending(&s));
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		/* a contribution the switch would take, and an ARP frame */
+		len = build_frame(buf, &c);
+		memcpy(buf + f[i].at, &f[i].cookie, sizeof(f[i].cookie));
+		counts_read(&before);
+		run(buf, len, &r);
+		EXPECT_EQ(r.retval, XDP_DROP) TH_LOG("%s", f[i].what);
+		EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT,
+				      1), 0) TH_LOG("%s", f[i].what);
+		memset(buf, 0, 60);
+		eth->h_proto = htons(ETH_P_ARP);
+		memcpy(buf + f[i].at, &f[i].cookie, sizeof(f[i].cookie));
+		counts_read(&before);
+		run(buf, 60, &r);
+		EXPECT_EQ(r.retval, XDP_DROP) TH_LOG("ARP, %s", f[i].what);
+		EXPECT_EQ(counts_diff(&before, XINA_GSTAT_MALFORMED, NO_STAT,
+				      1), 0) TH_LOG("ARP, %s", f[i].what);
+	}
+	EXPECT_TRUE(snap_same(&s));
+	memset(buf, 0, 60);
+	eth->h_proto = htons(ETH_P_ARP);
+	off_by_one = COOKIE ^ 2;
+	memcpy(buf, &off_by_one, sizeof(off_by_one));
+	EXPECT_EQ(passed("a cookie one bit off", buf, 60, &s), 0);
+	free(s.buf);
+}
+
 /* As xinactl writes them: ascending as __u32 values (insertion sort). */
 static void addrs_sort(struct xina_addrs *a)
 {
