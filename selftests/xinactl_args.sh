@@ -288,6 +288,16 @@ refused "job ID 'x' is not a number" x job add x $K workers 1 $M1
 refused "job ID '0' out of range 1..4294967295" x job add 0 $K workers 1 $M1
 refused "job ID '4294967296' out of range" x job add 4294967296 $K workers 1 $M1
 refused "job ID '-1' is not a number" x job add -1 $K workers 1 $M1
+refused "job ID '	7' is not a number" x job add $'\t7' $K workers 1 $M1
+refused "job ID '
+7' is not a number" x job show $'\n7'
+# too large for 64 bits: one error, with the range of the field
+refused "job ID '99999999999999999999' out of range 1..4294967295" \
+	x job add 99999999999999999999 $K workers 1 $M1
+err=$(x job add 99999999999999999999 $K workers 1 $M1 2>&1)
+[ "$(grep -c 'out of range' <<<"$err")" = 1 ]
+check_err $? "said: $err"
+log_test "a number past 64 bits is said to be out of range once"
 refused "workers 'abc' is not a number" x job add 5 $K workers abc $M1
 refused "workers '1x' is not a number" x job add 5 $K workers 1x $M1
 refused "workers '0' out of range 1..256" x job add 5 $K workers 0 $M1
@@ -313,6 +323,10 @@ refused "(a symbolic link is not followed)" \
 	x job add 5 keyfile "$KDIR/link.key" workers 1 $M1
 refused "key file $KDIR is not a regular file" \
 	x job add 5 keyfile "$KDIR" workers 1 $M1
+# a FIFO, which nobody writes: refused at once, not waited on
+mkfifo -m 600 "$KDIR/fifo.key"
+refused "key file $KDIR/fifo.key is not a regular file" \
+	timeout 10 "$XINACTL" job add 5 keyfile "$KDIR/fifo.key" workers 1 $M1
 refused "key file $KF: File exists" x genkey "$KF"
 refused "Usage: xinactl genkey PATH" x genkey
 refused "unknown argument 'x'" x genkey "$KDIR/new.key" x

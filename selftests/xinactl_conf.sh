@@ -587,6 +587,17 @@ json_ok xsw -j job show 7 'j["jobs"][0]["up"]["port"] == 9300'
 applied "$TMP/u4.conf"
 log_test "a changed upjob, upresend, upper port: job 7 replaced each time, then kept"
 
+# An uplink whose route is refused (the upper switch at this switch's own
+# address) is found before any change: job 7, which the file replaces,
+# is kept as it ran.
+sed 's/up 10.99.0.2:9300 /up 10.99.0.1:9300 /' "$TMP/u4.conf" > "$TMP/u5.conf"
+refused "job 7 does not fit in the switch (above); nothing was changed" "$TMP/u5.conf"
+err=$(xsw apply "$TMP/u5.conf" dry-run 2>&1)
+[[ "$err" == *"job 7: the route to the upper switch 10.99.0.1 leaves from 10.99.0.1, which is the upper switch itself"* ]]
+check_err $? "a route to itself said '$err'"
+json_ok xsw -j job show 7 'j["jobs"][0]["up"]["addr"] == "10.99.0.2"'
+log_test "an uplink routed to the switch itself: refused before any change, job 7 kept"
+
 # up_keys: the keys job 7's uplink tags with (xina_ups: its member and
 # result keys), as the fast path reads them.
 up_keys()

@@ -72,6 +72,22 @@ check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
 ip link del vz
 log_test $rc "apply stopped at a refused port: va detached again, module unloaded"
 
+# A job the module it loads would refuse (more slots than it takes): found
+# once the module is loaded, before any port or job changes; the module
+# unloaded again.
+printf '%s\n' "backend module" "dev va mode generic" \
+	"job 5 workers 1 slots 70000 keyfile $TMP/k.key member 0 10.1.0.1" > "$TMP/s.conf"
+rc=0
+out=$(xinactl apply "$TMP/s.conf" 2>&1) && rc=1
+case "$out" in
+*"job 5: slots 70000: xina.ko takes at most 65536 slots a job"*"job 5 does not fit in the switch (above); nothing was changed"*) ;;
+*) echo "  $out"; rc=1 ;;
+esac
+! grep -q '^xina ' /proc/modules || { echo "  xina.ko still loaded"; rmmod xina; rc=1; }
+ip link show va | grep -q prog/xdp && { echo "  XDP on va"; rc=1; }
+check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
+log_test $rc "apply of a job the module would refuse: refused once it is loaded, nothing changed, module unloaded"
+
 cat > "$TMP/a.conf" <<EOF
 backend module
 dev va mode generic

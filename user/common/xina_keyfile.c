@@ -66,7 +66,9 @@ int xina_keyfile_read(const char *path, uint8_t secret[XINA_SECRET_BYTES],
 	int fd, ret, i, hi, lo;
 	ssize_t n;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO would block the open; refused just below */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+		  O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "key file %s: %s%s", path,

@@ -8,6 +8,7 @@
  * choice of the slot-memory backend and the argument helpers the objects
  * share.  Each object lives in its own file (xinactl_job.c, ...).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -92,17 +93,15 @@ static int xparse_num(const char *what, const char *s, int base, __u64 *out)
 	unsigned long long v;
 	char *end;
 
-	/* strtoull() would take "-1" as ULLONG_MAX */
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+	/* strtoull() would take "-1" as ULLONG_MAX, and skip white space */
+	if (!*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
 		goto bad;
 	errno = 0;
 	v = strtoull(s, &end, base);
 	if (*end)
 		goto bad;
-	if (errno == ERANGE) {
-		xerr("%s '%s' out of range 0..%llu", what, s, ULLONG_MAX);
-		return -ERANGE;
-	}
+	if (errno == ERANGE)
+		return -ERANGE;		/* the caller names its range */
 	*out = v;
 	return 0;
 bad:
@@ -113,7 +112,11 @@ bad:
 /* Decimal, or hexadecimal with 0x: a 64-bit key is easier to read so. */
 int xparse_u64(const char *what, const char *s, __u64 *out)
 {
-	return xparse_num(what, s, 0, out);
+	int ret = xparse_num(what, s, 0, out);
+
+	if (ret == -ERANGE)
+		xerr("%s '%s' out of range 0..%llu", what, s, ULLONG_MAX);
+	return ret;
 }
 
 int xparse_u32(const char *what, const char *s, __u32 min, __u32 max,

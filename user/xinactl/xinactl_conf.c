@@ -1500,11 +1500,12 @@ static int conf_jobs_fit(struct xinactl *x, const struct conf *c,
 			 const struct conf_plan *p)
 {
 	const struct xinactl_job **add;
-	unsigned int i, nadd = 0, ngone = 0, bad = 0;
+	unsigned int i, nadd = 0, ngone = 0, bad = UINT_MAX;
 	__u32 *gone;
 	int ret;
 
-	if (!x->be->jobs_fit || p->load_module)
+	/* a module apply loads is open by now, without jobs; dry: not */
+	if (!x->be->jobs_fit)
 		return 0;
 	ret = x->be->open(x, XB_ABSENT_OK);
 	if (ret == -ENOENT)
@@ -1527,13 +1528,15 @@ static int conf_jobs_fit(struct xinactl *x, const struct conf *c,
 			add[nadd++] = &c->job[i].job;
 	}
 	ret = x->be->jobs_fit(x, gone, ngone, add, nadd, &bad);
-	if (ret) {
+	if (ret && bad < nadd) {
 		for (i = 0; i < c->njob && &c->job[i].job != add[bad]; i++)
 			;
 		xerr_at(c->file, i < c->njob ? c->job[i].line : 0);
 		xerr("job %u does not fit in the switch (above); nothing was changed",
 		     add[bad]->id);
 		xerr_at(NULL, 0);
+	} else if (ret) {
+		xerr("cannot tell whether the file's jobs fit in the switch (above); nothing was changed");
 	}
 out:
 	free(add);

@@ -1008,10 +1008,13 @@ static int xm_alloc_range(const struct xm *m, const struct xm_usage *u,
 	return -ENOSPC;
 }
 
+static int xm_up_route(const struct xinactl_job *job, struct xina_up *up,
+		       bool probe);
+
 /*
  * The running jobs but @gone, then each of @add placed as xm_job_add()
  * would place it (the first free index, the first fit of its slot
- * versions), writing nothing.
+ * versions), its uplink's route checked, writing nothing.
  */
 static int xm_jobs_fit(struct xinactl *x, const __u32 *gone,
 		       unsigned int ngone, const struct xinactl_job *const *add,
@@ -1030,9 +1033,15 @@ static int xm_jobs_fit(struct xinactl *x, const __u32 *gone,
 	}
 	ret = xm_usage_of(m, 0, gone, ngone, u);
 	for (k = 0; k < nadd && !ret; k++) {
+		struct xina_up up = {
+			.addr = add[k]->up.addr, .port = add[k]->up.port,
+		};
+
 		ret = xm_alloc_idx(u, &idx);
 		if (!ret)
 			ret = xm_alloc_range(m, u, add[k]->slots, &base);
+		if (!ret && add[k]->up.job)
+			ret = xm_up_route(add[k], &up, false);
 		if (ret)
 			*bad = k;
 		else
@@ -1189,11 +1198,13 @@ out:
 /*
  * Where the upper switch @up->addr is from here: the source address the
  * kernel picks for it (a UDP connect()), and the device holding that
- * address, which the fast path's route lookups start from.  An empty
- * datagram to the discard port makes the kernel resolve the next hop's
- * neighbour entry, which bpf_fib_lookup() needs and never makes itself.
+ * address, which the fast path's route lookups start from.  With @probe,
+ * an empty datagram to the discard port makes the kernel resolve the next
+ * hop's neighbour entry, which bpf_fib_lookup() needs and never makes
+ * itself; without, only the check (xm_jobs_fit()).
  */
-static int xm_up_route(const struct xinactl_job *job, struct xina_up *up)
+static int xm_up_route(const struct xinactl_job *job, struct xina_up *up,
+		       bool probe)
 {
 	struct sockaddr_in to = {
 		.sin_family = AF_INET,
@@ -1218,7 +1229,7 @@ static int xm_up_route(const struct xinactl_job *job, struct xina_up *up)
 	up->saddr = me.sin_addr.s_addr;
 	inet_ntop(AF_INET, &up->saddr, src, sizeof(src));
 	to.sin_port = htons(9);		/* discard */
-	if (!connect(fd, (struct sockaddr *)&to, sizeof(to)))
+	if (probe && !connect(fd, (struct sockaddr *)&to, sizeof(to)))
 		send(fd, "", 0, 0);	/* best effort: no_route counts a miss */
 	if (getifaddrs(&ifa)) {
 		ret = -errno;
@@ -1314,7 +1325,7 @@ static int xm_up_write(struct xm *m, __u32 idx, const struct xinactl_job *job)
 	up.addr = cu->addr;
 	up.port = cu->port;
 	up.resend_us = cu->resend_us;
-	ret = xm_up_route(job, &up);
+	ret = xm_up_route(job, &up, true);
 	if (ret)
 		return ret;
 	up.nonce = xina_realtime_ns();
