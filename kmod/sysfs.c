@@ -34,8 +34,8 @@ static ssize_t mem_used_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%zu\n", xina_mem_used());
 }
 
-static ssize_t job_count_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
+static ssize_t job_count_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%u\n", xina_jobs_count());
 }

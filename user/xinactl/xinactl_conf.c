@@ -1492,9 +1492,9 @@ static int conf_check_backend(struct xinactl *x, const struct conf *c,
  * Whether the jobs the plan adds (and re-adds) get a job index and slot
  * memory once those it deletes are gone, asked before any change: a job
  * replaced and then refused would be lost.  The map backend places them
- * in its maps; xina.ko's limits are in sysfs.  An uplink's route, and
- * what another process changes in between, are still found when the job
- * is added.
+ * in its maps and checks their uplinks' routes; xina.ko's limits are in
+ * sysfs.  What another process changes in between is still found when
+ * the job is added.
  */
 static int conf_jobs_fit(struct xinactl *x, const struct conf *c,
 			 const struct conf_plan *p)
