@@ -54,6 +54,18 @@ apply_out() {
 	check_eq "$out" "$(printf '%s\n' "$@")"
 }
 
+# nothing_set_up: xina.ko unloaded, and no program, clsact or port of
+# xinactl's left on va (0), else said (1).
+nothing_set_up() {
+	local rc=0
+
+	! grep -q '^xina ' /proc/modules || { echo "  xina.ko still loaded"; rmmod xina; rc=1; }
+	ip link show va | grep -q prog/xdp && { echo "  XDP still on va"; rc=1; }
+	tc qdisc show dev va | grep -q clsact && { echo "  clsact left on va"; rc=1; }
+	check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
+	return $rc
+}
+
 # A port the kernel refuses (vz, a bridge: no native XDP) after the module
 # was loaded and va attached: va is detached again, the module unloaded,
 # nothing set up.
@@ -65,10 +77,7 @@ case "$out" in
 *"$TMP/z.conf:3: device 'vz' has no native XDP support"*"the ports run as before, module xina unloaded; nothing was changed"*) ;;
 *) echo "  $out"; rc=1 ;;
 esac
-! grep -q '^xina ' /proc/modules || { echo "  xina.ko still loaded"; rmmod xina; rc=1; }
-ip link show va | grep -q prog/xdp && { echo "  XDP still on va"; rc=1; }
-tc qdisc show dev va | grep -q clsact && { echo "  clsact left on va"; rc=1; }
-check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
+nothing_set_up || rc=1
 ip link del vz
 log_test $rc "apply stopped at a refused port: va detached again, module unloaded"
 
@@ -83,9 +92,7 @@ case "$out" in
 *"job 5: slots 70000: xina.ko takes at most 65536 slots a job"*"job 5 does not fit in the switch (above); nothing was changed"*) ;;
 *) echo "  $out"; rc=1 ;;
 esac
-! grep -q '^xina ' /proc/modules || { echo "  xina.ko still loaded"; rmmod xina; rc=1; }
-ip link show va | grep -q prog/xdp && { echo "  XDP on va"; rc=1; }
-check_eq "$(xinactl -j dev show)" '{"devs":[]}' || rc=1
+nothing_set_up || rc=1
 log_test $rc "apply of a job the module would refuse: refused once it is loaded, nothing changed, module unloaded"
 
 cat > "$TMP/a.conf" <<EOF
