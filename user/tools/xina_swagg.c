@@ -841,12 +841,19 @@ static int sw_classify(const struct sw_ver *v, uint32_t round, uint32_t epoch,
 /* Pseudo counter: a completed round's contributor asks again. */
 #define SW_ANSWER	XINA_STAT_MAX
 
-/* May this contribution add to the round version @v is in? */
+/*
+ * May this contribution add to the round version @v is in?  A sender's
+ * second one is a duplicate, or to a completed round a resend to answer;
+ * but not a ZERO block, which no resend is (a resend carries its words,
+ * so that the answer fits its frame): a replay, which a whole result in
+ * answer would amplify.
+ */
 static int sw_join(const struct sw_ver *v, const struct xina_hdr *h,
 		   uint16_t rank)
 {
 	if (v->seen[rank / 64] & (1ull << (rank % 64)))
-		return v->complete ? SW_ANSWER : XINA_STAT_DUP;
+		return v->complete && !(h->flags & XINA_F_ZERO) ? SW_ANSWER :
+								  XINA_STAT_DUP;
 	if (h->dtype != v->dtype || h->op != v->op)
 		return XINA_STAT_DROP_OP;
 	if (ntohs(h->count) != v->count || be64toh(h->offset) != v->offset)
@@ -902,13 +909,6 @@ static void sw_contrib(struct swagg *sw, const struct xina_hdr *h,
 	st = sw_classify(v, round, sw->jj.epoch, &start);
 	if (st < 0 && !start)
 		st = sw_join(v, h, rank);
-	/*
-	 * A ZERO block to a completed round is no resend (a resend carries
-	 * its words, so that the answer fits its frame): a duplicate or a
-	 * replay, which a whole result in answer would amplify.
-	 */
-	if (st == SW_ANSWER && (h->flags & XINA_F_ZERO))
-		st = XINA_STAT_DUP;
 	/* To where the member was learned, not where this came from. */
 	if (st == SW_ANSWER) {
 		sw_answer(sw, vi, rank, &mb->addr);
