@@ -190,11 +190,12 @@ static long long xnl_sysfs_bytes(const char *name)
 	return ok ? (long long)v : -1;
 }
 
-/* Slots @slots above xina.ko's most (max_slots): said, naming them. */
-static int xnl_slots_ok(__u32 id, __u32 slots)
+/*
+ * Slots @slots above xina.ko's most, @max (its max_slots; < 0: not
+ * known): said, naming them.
+ */
+static int xnl_slots_ok(__u32 id, __u32 slots, long long max)
 {
-	long long max = xnl_sysfs_bytes("max_slots");
-
 	if (max < 0 || slots <= max)
 		return 0;
 	xerr("job %u: slots %u: xina.ko takes at most %lld slots a job (/sys/kernel/xina/max_slots)",
@@ -217,7 +218,7 @@ static int xnl_job_add(struct xinactl *x, const struct xinactl_job *job)
 		return -EOPNOTSUPP;
 	}
 	/* the policy's refusal would not name the attribute */
-	ret = xnl_slots_ok(job->id, job->slots);
+	ret = xnl_slots_ok(job->id, job->slots, xnl_sysfs_bytes("max_slots"));
 	if (ret)
 		return ret;
 	m = xnl_msg(n, 0, XINA_CMD_JOB_NEW);
@@ -495,6 +496,7 @@ static int xnl_jobs_fit(struct xinactl *x, const __u32 *gone,
 	long long vbytes = xnl_sysfs_bytes("slot_version_bytes");
 	long long njobs = xnl_sysfs_bytes("job_count");
 	long long max_jobs = xnl_sysfs_bytes("max_jobs");
+	long long max_slots = xnl_sysfs_bytes("max_slots");
 	unsigned long long need;
 	struct xinactl_job *job;
 	unsigned int k;
@@ -520,7 +522,7 @@ static int xnl_jobs_fit(struct xinactl *x, const __u32 *gone,
 	}
 	for (k = 0; k < nadd && !ret; k++) {
 		*bad = k;
-		ret = xnl_slots_ok(add[k]->id, add[k]->slots);
+		ret = xnl_slots_ok(add[k]->id, add[k]->slots, max_slots);
 		if (ret)
 			break;
 		if (njobs >= max_jobs) {
